@@ -1,0 +1,301 @@
+"""Properties of transformer_core that every view relies on."""
+
+import json
+import math
+
+import pytest
+import torch
+
+import transformer_core as tc
+from transformer_core.attention import attend
+
+SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=128, dropout=0.0)
+
+
+def lm(**kw):
+    return tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+
+
+def encdec(**kw):
+    return tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **{**SMALL, **kw})).eval()
+
+
+def classifier(**kw):
+    return tc.EncoderClassifier(tc.EncoderClassifierConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+
+
+# 1. causality -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_future_tokens_do_not_change_past_outputs_of_decoder_lm(norm_first):
+    model = lm(norm_first=norm_first)
+    x = torch.randint(0, 40, (2, 12))
+    base = model(x)
+    for i in range(11):
+        changed = x.clone()
+        changed[:, i + 1 :] = torch.randint(0, 40, changed[:, i + 1 :].shape)
+        assert torch.allclose(model(changed)[:, : i + 1], base[:, : i + 1], atol=1e-6)
+
+
+def test_future_target_tokens_do_not_change_past_outputs_of_encoder_decoder():
+    model = encdec()
+    src, tgt = torch.randint(0, 30, (2, 7)), torch.randint(0, 25, (2, 9))
+    base = model(src, tgt)
+    for i in range(8):
+        changed = tgt.clone()
+        changed[:, i + 1 :] = (changed[:, i + 1 :] + 3) % 25
+        assert torch.allclose(model(src, changed)[:, : i + 1], base[:, : i + 1], atol=1e-6)
+
+
+def test_causal_check_is_not_vacuous_without_the_mask():
+    model = lm()
+    x = torch.randint(0, 40, (1, 8))
+    changed = x.clone()
+    changed[0, -1] = (changed[0, -1] + 1) % 40
+    none = tc.no_mask(8)
+    assert not torch.allclose(model(x, mask=none)[:, 0], model(changed, mask=none)[:, 0], atol=1e-6)
+
+
+# 2. order ------------------------------------------------------------------------------
+
+def test_encoder_without_positions_is_permutation_equivariant_and_classifier_invariant():
+    model = classifier(positions="none")
+    x = torch.randint(0, 40, (1, 10))
+    perm = torch.randperm(10)
+    h, h_perm = model.encode(x), model.encode(x[:, perm])
+    assert torch.allclose(h[:, perm], h_perm, atol=1e-5)
+    assert torch.allclose(model(x), model(x[:, perm]), atol=1e-5)
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_encoder_with_positions_depends_on_order(positions):
+    model = classifier(positions=positions)
+    if positions == "learned":  # N(0, 0.02) positions barely move an untrained model: make them count
+        torch.nn.init.normal_(model.embed.pos.weight, std=1.0)
+    x = torch.randint(0, 40, (1, 10))
+    perm = torch.arange(9, -1, -1)
+    assert not torch.allclose(model.encode(x)[:, perm], model.encode(x[:, perm]), atol=1e-4)
+    assert not torch.allclose(model(x), model(x[:, perm]), atol=1e-5)
+
+
+# 3. fast path == inspect path ------------------------------------------------------------
+
+def _all_masks(n):
+    return [
+        tc.no_mask(n),
+        tc.causal_mask(n),
+        tc.padding_mask([n, n - 3], n),
+        tc.sliding_window_mask(n, 2),
+        tc.sliding_window_mask(n, 2, causal=True),
+        tc.dilated_window_mask(n, 2, 2),
+        tc.global_window_mask(n, 1, [0, 5]),
+        tc.Mask(torch.zeros(n, n, dtype=torch.bool), "nothing"),
+        tc.Mask(torch.arange(n)[:, None] > torch.arange(n)[None, :], "strictly-past"),  # row 0 empty
+    ]
+
+
+@pytest.mark.parametrize("mask", _all_masks(9), ids=lambda m: m.kind)
+def test_fast_path_equals_inspect_path_for_every_mask(mask):
+    q, k, v = (torch.randn(2, 3, 9, 8) for _ in range(3))
+    allowed = mask.for_heads()
+    fast, _ = attend(q, k, v, allowed)
+    slow, weights = attend(q, k, v, allowed, need_weights=True)
+    assert torch.allclose(fast, slow, atol=1e-5)
+    assert not torch.isnan(fast).any() and not torch.isnan(weights).any()
+    allowed = allowed.expand_as(weights)
+    assert torch.all(weights[~allowed] == 0)
+    rows = weights.sum(-1)
+    has_key = allowed.any(-1)
+    assert torch.allclose(rows[has_key], torch.ones_like(rows[has_key]), atol=1e-6)
+    assert torch.all(rows[~has_key] == 0)
+
+
+def test_model_outputs_agree_with_and_without_trace():
+    model = lm()
+    x = torch.randint(0, 40, (2, 16))
+    traced, trace = model.run_with_trace(x)
+    assert torch.allclose(model(x), traced, atol=1e-5)
+    attn = trace.attention("decoder")
+    assert attn.shape == (2, 2, 4, 16, 16)
+    assert torch.all(attn[..., torch.triu(torch.ones(16, 16, dtype=torch.bool), 1)] == 0)
+
+
+def test_mask_override_is_what_the_trace_records():
+    model = lm()
+    mask = tc.sliding_window_mask(10, 3, causal=True)
+    _, trace = model.run_with_trace(torch.randint(0, 40, (1, 10)), mask=mask)
+    assert trace.masks["decoder"] is mask
+    assert torch.all(trace.attention("decoder")[..., ~mask.allowed] == 0)
+
+
+# 4. KV cache -------------------------------------------------------------------------------
+
+def test_kv_cache_decoding_equals_full_recomputation_for_decoder_lm():
+    model = lm()
+    ids = torch.randint(0, 40, (1, 70))
+    full = model(ids)
+    cache = model.new_cache()
+    steps = [model(ids[:, :6], cache=cache)]
+    steps += [model(ids[:, t : t + 1], cache=cache) for t in range(6, 70)]  # 64 single-token steps
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-5)
+
+
+def test_kv_cache_decoding_equals_full_recomputation_for_encoder_decoder():
+    model = encdec()
+    src, tgt = torch.randint(0, 30, (2, 11)), torch.randint(0, 25, (2, 66))
+    lengths = torch.tensor([11, 8])
+    memory = model.encode(src, lengths)
+    full = model.decode(tgt, memory, lengths)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, lengths, cache=cache) for t in range(66)]
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-5)
+    assert cache.cross_attn[0].k.shape == (2, 4, 11, 8)  # computed once from the memory
+
+
+def test_generation_with_and_without_cache_agree():
+    model = lm()
+    prompt = [1, 2, 3]
+    assert tc.generate(model, prompt, 40) == tc.generate(model, prompt, 40, use_cache=False)
+
+
+# 5. GPT-2 parity -----------------------------------------------------------------------------
+
+def test_gpt2_weights_give_the_same_logits():
+    transformers = pytest.importorskip("transformers")
+    hf_config = transformers.GPT2Config(n_embd=48, n_head=4, n_layer=3, n_positions=64, vocab_size=101)
+    hf = transformers.GPT2LMHeadModel(hf_config).eval()
+    ours = tc.decoder_lm_from_gpt2(hf.state_dict(), hf_config.to_dict())
+    x = torch.randint(0, 101, (2, 20))
+    with torch.no_grad():
+        assert torch.allclose(ours(x), hf(x).logits, atol=1e-4)
+
+
+def test_gpt2_folder_import(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_head=2, n_layer=1, n_positions=16, vocab_size=50))
+    hf.save_pretrained(tmp_path)
+    ours = tc.load_gpt2(tmp_path)
+    x = torch.randint(0, 50, (1, 8))
+    with torch.no_grad():
+        assert torch.allclose(ours(x), hf.eval()(x).logits, atol=1e-4)
+
+
+# 6. checkpoints -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [lm, classifier, encdec])
+def test_save_load_round_trip_reproduces_logits_exactly(tmp_path, make):
+    model = make(positions="sinusoidal") if make is encdec else make()
+    tc.save_checkpoint(model, tmp_path)
+    loaded = tc.load_model(tmp_path)
+    assert type(loaded) is type(model) and loaded.config == model.config
+    x = torch.randint(0, 25, (2, 6))
+    out = (model(x, x), loaded(x, x)) if make is encdec else (model(x), loaded(x))
+    assert torch.equal(*out)
+
+
+def test_corrupted_weights_raise_a_clear_error(tmp_path):
+    tc.save_checkpoint(lm(), tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(tc.CheckpointError, match="could not load DecoderLM"):
+        tc.load_model(tmp_path)
+
+
+def test_mismatched_config_names_the_problem(tmp_path):
+    tc.save_checkpoint(lm(), tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["d_model"] = 64
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(tc.CheckpointError, match="size mismatch|shape"):
+        tc.load_model(tmp_path)
+
+
+def test_missing_files_name_the_path(tmp_path):
+    with pytest.raises(tc.CheckpointError, match="config.json"):
+        tc.load_model(tmp_path)
+    with pytest.raises(tc.CheckpointError, match="no checkpoint folder"):
+        tc.load_model(tmp_path / "absent")
+
+
+def test_unknown_arch_is_refused(tmp_path):
+    tc.save_checkpoint(lm(), tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"arch": "Banana"}))
+    with pytest.raises(tc.CheckpointError, match="arch"):
+        tc.load_model(tmp_path)
+
+
+# 7. parameter counts ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_head", [1, 2, 4, 8])
+def test_attention_parameters_do_not_depend_on_heads(n_head):
+    d = 32
+    config = tc.DecoderLMConfig(vocab_size=10, d_model=d, n_head=n_head, n_layer=1, d_ff=64)
+    attn = tc.MultiHeadAttention(config, "a", "decoder")
+    assert sum(p.numel() for p in attn.parameters()) == 3 * d * d + d * d + 4 * d  # Q,K,V + W_o (+ biases)
+
+
+def test_decoder_lm_parameter_count_has_closed_form():
+    V, d, L, f, T = 40, 32, 2, 64, 128
+    model = lm()
+    per_layer = (4 * d * d + 4 * d) + (d * f + f + f * d + d) + 2 * (2 * d)
+    expected = V * d + T * d + L * per_layer + 2 * d  # head tied to the embedding
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+# 8. trace shapes --------------------------------------------------------------------------------
+
+def test_trace_records_per_head_shapes():
+    model = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=5, tgt_vocab_size=5, d_model=8, n_head=2, n_layer=1, d_ff=32))
+    model.eval()
+    _, trace = model.run_with_trace(torch.randint(0, 5, (2, 3)), torch.randint(0, 5, (2, 2)), keep_values=True)
+    assert trace.shapes["encoder.0.self_attn.q"] == (2, 2, 3, 4)
+    assert trace.shapes["encoder.0.self_attn.scores"] == (2, 2, 3, 3)
+    assert trace.shapes["decoder.0.self_attn.scores"] == (2, 2, 2, 2)
+    assert trace.shapes["decoder.0.cross_attn.attn"] == (2, 2, 2, 3)
+    assert trace.shapes["encoder.0.ff.hidden"] == (2, 3, 32)
+    assert trace.shapes["logits"] == (2, 2, 5)
+    assert set(trace.groups) == {"encoder", "decoder", "cross"}
+    s = trace.values["encoder.0.self_attn.scores"]
+    q, k = trace.values["encoder.0.self_attn.q"], trace.values["encoder.0.self_attn.k"]
+    assert torch.allclose(s, q @ k.transpose(-1, -2) / math.sqrt(4), atol=1e-6)
+
+
+def test_tracing_is_off_by_default():
+    from transformer_core import trace
+
+    assert trace.active() is None
+
+
+# masks ---------------------------------------------------------------------------------------------
+
+def test_mask_builders_have_the_documented_patterns():
+    assert torch.equal(tc.causal_mask(3).allowed, torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    w = tc.sliding_window_mask(5, 1).allowed
+    assert w.sum(1).tolist() == [2, 3, 3, 3, 2]
+    d = tc.dilated_window_mask(7, 2, 2).allowed
+    assert d[3].nonzero().flatten().tolist() == [1, 3, 5]
+    g = tc.global_window_mask(6, 1, [0]).allowed
+    assert g[0].all() and g[:, 0].all() and not g[5, 2]
+    p = tc.padding_mask([3, 2]).allowed
+    assert p.shape == (2, 3, 3) and not p[1, :, 2].any() and p[0].all()
+
+
+@pytest.mark.parametrize("bad", [lambda: tc.sliding_window_mask(4, 0), lambda: tc.causal_mask(0),
+                                 lambda: tc.global_window_mask(4, 1, [9]), lambda: tc.build_mask("zigzag", 4)])
+def test_bad_mask_parameters_raise_mask_error(bad):
+    with pytest.raises(tc.MaskError):
+        bad()
+
+
+def test_bad_config_raises_config_error():
+    with pytest.raises(tc.ConfigError, match="divisible"):
+        tc.DecoderLMConfig(vocab_size=10, d_model=30, n_head=4)
+
+
+def test_too_long_input_raises_typed_error():
+    with pytest.raises(tc.SequenceTooLongError, match="max_len"):
+        lm(max_len=8)(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_device_env_var_is_honoured(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", "cpu")
+    assert tc.default_device().type == "cpu"

@@ -1,0 +1,42 @@
+"""transformer_core: one inspectable transformer that every Transformer Lab tab runs on."""
+
+from .attention import KVCache, LayerCache, MultiHeadAttention, attend
+from .device import autocast, default_device
+from .generation import generate, greedy_choice, next_token_logits, stream
+from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
+from .hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
+from .layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
+from .masks import (
+    MASK_KINDS,
+    Mask,
+    MaskError,
+    build_mask,
+    causal_mask,
+    dilated_window_mask,
+    global_window_mask,
+    no_mask,
+    padding_mask,
+    sliding_window_mask,
+)
+from .models import (
+    ConfigError,
+    DecoderLM,
+    DecoderLMConfig,
+    EncoderClassifier,
+    EncoderClassifierConfig,
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    TransformerConfig,
+)
+from .trace import Trace, recording
+
+__all__ = [
+    "Block", "CheckpointError", "ConfigError", "DecoderLM", "DecoderLMConfig", "Embeddings",
+    "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder", "EncoderDecoderConfig",
+    "FeedForward", "GPT2ImportError", "KVCache", "LayerCache", "MASK_KINDS", "Mask", "MaskError",
+    "MultiHeadAttention", "SequenceTooLongError", "Trace", "TransformerConfig", "attend", "autocast",
+    "build_mask", "causal_mask", "decoder_lm_from_gpt2", "default_device", "dilated_window_mask",
+    "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
+    "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
+    "sinusoidal_encoding", "sliding_window_mask", "stream",
+]

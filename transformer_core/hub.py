@@ -1,0 +1,91 @@
+"""Checkpoints: save and load models (safetensors + config.json) with the tokenizer beside.
+
+A checkpoint folder holds `model.safetensors`, `config.json` (the model's frozen
+config, with `arch` naming its class), `tokenizer.json` and a `README.md` model
+card. Loading goes through huggingface_hub's `PyTorchModelHubMixin`, so the same
+call takes a local folder or a Hub repo id. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from huggingface_hub import HfApi, snapshot_download
+from torch import nn
+
+from .models import MODEL_CLASSES
+
+CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
+
+
+class CheckpointError(Exception):
+    """A checkpoint is missing, unreachable, corrupted or does not fit its config."""
+
+
+def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: str | None = None) -> Path:
+    """Write model weights + config (+ tokenizer.json, + model card) into `folder`."""
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save(str(folder / "tokenizer.json"))
+    if card is not None:
+        (folder / "README.md").write_text(card, encoding="utf-8")
+    return folder
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """A local checkpoint folder, downloading a Hub repo's checkpoint files if needed."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if path.exists() or str(name_or_path).startswith((".", "/")):
+        raise CheckpointError(f"no checkpoint folder at {path}")
+    try:
+        return Path(snapshot_download(str(name_or_path), allow_patterns=list(CHECKPOINT_FILES)))
+    except Exception as e:  # offline, unknown repo, auth: all mean "cannot get it"
+        raise CheckpointError(
+            f"could not fetch {name_or_path!r} from the Hugging Face Hub ({type(e).__name__}: {e}). "
+            "Loading from the Hub needs a network connection; pass a local folder instead."
+        ) from e
+
+
+def read_config(folder: Path) -> dict:
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise CheckpointError(f"{folder} has no config.json (looked for {config_file})")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    if not isinstance(config, dict) or config.get("arch") not in MODEL_CLASSES:
+        raise CheckpointError(
+            f"{config_file} does not name a known architecture in 'arch' (expected one of {sorted(MODEL_CLASSES)})"
+        )
+    return config
+
+
+def load_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> nn.Module:
+    """Load a DecoderLM / EncoderClassifier / EncoderDecoder from a folder or Hub repo id, in eval mode."""
+    folder = resolve(name_or_path)
+    cls = MODEL_CLASSES[read_config(folder)["arch"]]
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        raise CheckpointError(f"{folder} has no model.safetensors (looked for {weights})")
+    try:
+        # strict: a weight missing from or extra to the file is an error, not a silent random init
+        model = cls.from_pretrained(str(folder), strict=True, map_location=str(device))
+    except Exception as e:
+        raise CheckpointError(f"could not load {cls.__name__} from {folder}: {type(e).__name__}: {e}") from e
+    return model.to(device).eval()
+
+
+def push_checkpoint(folder: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
+    """Upload a checkpoint folder (weights, config, tokenizer, card) to a Hub model repo; returns its URL."""
+    folder = Path(folder)
+    read_config(folder)  # refuse to upload something that would not load
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="model", exist_ok=True, private=private)
+    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model", allow_patterns=list(CHECKPOINT_FILES))
+    return f"https://huggingface.co/{repo_id}"

@@ -1,0 +1,163 @@
+"""The pieces a transformer stack is made of: positions, feed-forward, blocks.
+
+Lesson: attention alone ignores order, so positions are added to the token
+embeddings, either learned or the sinusoidal formula of the original paper.
+A block is attention then a position-wise feed-forward network, each wrapped in
+a residual connection and a LayerNorm, placed after the sum (post-LN, as in the
+2017 paper) or before the sublayer (pre-LN, as in GPT-2: trains more easily).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import trace
+from .attention import LayerCache, MultiHeadAttention
+from .masks import Mask
+
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "gelu": nn.GELU,
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # GPT-2's approximation
+}
+POSITIONS = ("learned", "sinusoidal", "none")
+
+
+class SequenceTooLongError(ValueError):
+    """A sequence is longer than the model's max_len positions."""
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same). Shape (max_len, d_model).
+
+    Each pair of dimensions is a clock of a different frequency, so every
+    position gets a distinct pattern and relative offsets are linear maps.
+    """
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    angle = pos / torch.pow(10000.0, two_i / d_model)  # (max_len, d_model/2)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe
+
+
+class Embeddings(nn.Module):
+    """Token embedding plus position information, then dropout: (B, T) ids -> (B, T, d_model)."""
+
+    def __init__(self, vocab_size: int, config, stack: str):
+        super().__init__()
+        self.tok = nn.Embedding(vocab_size, config.d_model)
+        self.kind, self.max_len, self.stack = config.positions, config.max_len, stack
+        if self.kind == "learned":
+            self.pos = nn.Embedding(config.max_len, config.d_model)
+        elif self.kind == "sinusoidal":
+            # a fixed formula, not a parameter: not saved in checkpoints
+            self.register_buffer("pe", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
+        self.drop = nn.Dropout(config.dropout)
+
+    def positions(self, T: int, offset: int = 0) -> torch.Tensor | None:
+        """(T, d_model) position vectors for positions offset..offset+T-1; None without positions."""
+        if offset + T > self.max_len:
+            raise SequenceTooLongError(f"sequence of {offset + T} tokens is longer than max_len={self.max_len}")
+        if self.kind == "learned":
+            return self.pos.weight[offset : offset + T]
+        if self.kind == "sinusoidal":
+            return self.pe[offset : offset + T]
+        return None
+
+    def forward(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        x = self.tok(idx)
+        pos = self.positions(idx.shape[1], offset)
+        if pos is not None:
+            x = x + pos
+        x = self.drop(x)
+        trace.record_hidden(self.stack, f"{self.stack}.embed", x)
+        return x
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP d_model -> d_ff -> d_model, applied to each token separately."""
+
+    def __init__(self, config, name: str):
+        super().__init__()
+        self.w_1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.act = ACTIVATIONS[config.activation]()
+        self.w_2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        self.drop = nn.Dropout(config.dropout)
+        self.name = name
+
+    def forward(self, x):
+        h = self.act(self.w_1(x))
+        trace.record(f"{self.name}.hidden", h)
+        return self.w_2(self.drop(h))
+
+
+class Block(nn.Module):
+    """One transformer layer: self-attention, optional cross-attention, feed-forward.
+
+    Each sublayer is wrapped as `x + dropout(f(norm(x)))` (pre-LN, norm_first) or
+    `norm(x + dropout(f(x)))` (post-LN).
+    """
+
+    def __init__(self, config, name: str, group: str, cross: bool = False):
+        super().__init__()
+        self.norm_first, self.name, self.stack = config.norm_first, name, group
+        eps = config.layer_norm_eps
+        self.norm_self = nn.LayerNorm(config.d_model, eps=eps)
+        self.self_attn = MultiHeadAttention(config, f"{name}.self_attn", group)
+        if cross:
+            self.norm_cross = nn.LayerNorm(config.d_model, eps=eps)
+            self.cross_attn = MultiHeadAttention(config, f"{name}.cross_attn", "cross")
+        else:
+            self.cross_attn = None
+        self.norm_ff = nn.LayerNorm(config.d_model, eps=eps)
+        self.ff = FeedForward(config, f"{name}.ff")
+        self.drop = nn.Dropout(config.dropout)
+
+    def _sublayer(self, x, norm, f):
+        if self.norm_first:
+            return x + self.drop(f(norm(x)))
+        return norm(x + self.drop(f(x)))
+
+    def forward(
+        self,
+        x,
+        mask: Mask | None = None,
+        memory=None,
+        memory_mask: Mask | None = None,
+        cache: LayerCache | None = None,
+        cross_cache: LayerCache | None = None,
+    ):
+        """x: (B, T, d_model); memory: (B, S, d_model) encoder output for cross-attention."""
+        x = self._sublayer(x, self.norm_self, lambda h: self.self_attn(h, mask=mask, cache=cache))
+        if self.cross_attn is not None:
+            x = self._sublayer(
+                x, self.norm_cross, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache)
+            )
+        x = self._sublayer(x, self.norm_ff, self.ff)
+        trace.record_hidden(self.stack, f"{self.name}.out", x)
+        return x
+
+
+def init_weights(module: nn.Module) -> None:
+    """GPT-2's initialisation: N(0, 0.02) weights, zero biases, unit LayerNorms."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+def scaled_init_residual(model: nn.Module, n_layer: int) -> None:
+    """Shrink the projections that write into the residual stream by 1/sqrt(2 n_layer),
+    so the stream's variance does not grow with depth (GPT-2)."""
+    std = 0.02 / math.sqrt(2 * n_layer)
+    for name, p in model.named_parameters():
+        if name.endswith("w_o.weight") or name.endswith("w_2.weight"):
+            nn.init.normal_(p, mean=0.0, std=std)

@@ -1,0 +1,246 @@
+"""The three transformers every tab runs on, each with one frozen config.
+
+* `DecoderLM`: GPT-style causal language model (can hold GPT-2 weights exactly).
+* `EncoderClassifier`: encoder stack, mean pooling (or a [CLS] position), linear head.
+* `EncoderDecoder`: the original transformer: encoder, decoder with masked
+  self-attention and cross-attention, generator head.
+
+Save/load goes through huggingface_hub's `PyTorchModelHubMixin` (safetensors +
+config.json); see `hub.py` for the checked loader.
+"""
+
+# No `from __future__ import annotations` here: the hub mixin reads the `config`
+# annotation at runtime to rebuild the dataclass from config.json.
+
+from dataclasses import dataclass
+
+import torch
+from huggingface_hub import PyTorchModelHubMixin
+from torch import nn
+
+from . import trace
+from .attention import KVCache
+from .layers import ACTIVATIONS, POSITIONS, Block, Embeddings, init_weights, scaled_init_residual
+from .masks import Mask, causal_mask, no_mask, padding_mask
+
+_HUB = dict(library_name="transformer_core", tags=["transformer-lab"])
+
+
+class ConfigError(ValueError):
+    """A model config with inconsistent sizes or unknown options."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig:
+    """Sizes and switches shared by every model; names follow the paper."""
+
+    d_model: int = 128
+    n_head: int = 4
+    n_layer: int = 4
+    d_ff: int = 512
+    dropout: float = 0.1
+    activation: str = "gelu"  # relu | gelu | gelu_tanh
+    norm_first: bool = True  # pre-LN (GPT-2) if True, post-LN (2017 paper) if False
+    positions: str = "learned"  # learned | sinusoidal | none
+    max_len: int = 256
+    bias: bool = True
+    layer_norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        if self.d_model % self.n_head:
+            raise ConfigError(f"d_model={self.d_model} is not divisible by n_head={self.n_head}")
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.positions not in POSITIONS:
+            raise ConfigError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+        if min(self.d_model, self.n_head, self.n_layer, self.d_ff, self.max_len) < 1:
+            raise ConfigError("sizes must be positive")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_head
+
+
+def _check_arch(config, expected: str) -> None:
+    if config.arch != expected:
+        raise ConfigError(f"config is for {config.arch!r}, not {expected!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecoderLMConfig(TransformerConfig):
+    vocab_size: int
+    tie_embeddings: bool = True
+    arch: str = "DecoderLM"  # written to config.json so a folder says what it holds
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_arch(self, "DecoderLM")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderClassifierConfig(TransformerConfig):
+    vocab_size: int
+    n_class: int = 2
+    pooling: str = "mean"  # mean over real tokens | cls (position 0)
+    arch: str = "EncoderClassifier"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_arch(self, "EncoderClassifier")
+        if self.pooling not in ("mean", "cls"):
+            raise ConfigError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderDecoderConfig(TransformerConfig):
+    src_vocab_size: int
+    tgt_vocab_size: int
+    arch: str = "EncoderDecoder"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_arch(self, "EncoderDecoder")
+
+
+def _final_norm(config) -> nn.Module:
+    # pre-LN leaves the residual stream un-normalised after the last block
+    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
+
+
+def _init(model: nn.Module, config) -> None:
+    model.apply(init_weights)
+    scaled_init_residual(model, config.n_layer)
+
+
+class DecoderLM(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
+    """GPT-style language model: (B, T) token ids -> (B, T, vocab_size) next-token logits."""
+
+    def __init__(self, config: DecoderLMConfig):
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config.vocab_size, config, "decoder")
+        self.layers = nn.ModuleList(Block(config, f"decoder.{i}", "decoder") for i in range(config.n_layer))
+        self.norm = _final_norm(config)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        _init(self, config)
+        if config.tie_embeddings:  # one matrix reads tokens in and writes them out
+            self.head.weight = self.embed.tok.weight
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layer)
+
+    def forward(self, idx: torch.Tensor, mask: Mask | None = None, cache: KVCache | None = None):
+        """idx: (B, T). mask overrides the causal mask (to show what masks do);
+        cache: continue from the positions already in it (incremental decoding)."""
+        T = idx.shape[1]
+        past = 0 if cache is None else cache.length
+        if mask is None and not (cache is not None and T == 1):  # one new query may see all the past
+            mask = causal_mask(past + T).rows(past, past + T)
+        x = self.embed(idx, offset=past)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, cache=None if cache is None else cache.self_attn[i])
+        logits = self.head(self.norm(x))
+        trace.record_logits(logits)
+        return logits
+
+
+class EncoderClassifier(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
+    """Sequence classifier: (B, T) ids -> (B, n_class) logits, pooled over the encoder output."""
+
+    def __init__(self, config: EncoderClassifierConfig):
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config.vocab_size, config, "encoder")
+        self.layers = nn.ModuleList(Block(config, f"encoder.{i}", "encoder") for i in range(config.n_layer))
+        self.norm = _final_norm(config)
+        self.drop = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.d_model, config.n_class)
+        _init(self, config)
+
+    def encode(self, idx, lengths: torch.Tensor | None = None, mask: Mask | None = None) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model) contextual vectors. `lengths` (B,) hides right padding."""
+        T = idx.shape[1]
+        if mask is None:
+            mask = no_mask(T) if lengths is None else padding_mask(lengths.tolist(), T)
+        x = self.embed(idx)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)
+
+    def pool(self, h: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, d_model) -> (B, d_model): mean over real tokens, or the [CLS] position."""
+        if self.config.pooling == "cls":
+            return h[:, 0]
+        if lengths is None:
+            return h.mean(dim=1)
+        real = (torch.arange(h.shape[1], device=h.device)[None, :] < lengths[:, None].to(h.device)).to(h.dtype)
+        return (h * real[..., None]).sum(1) / real.sum(1, keepdim=True)
+
+    def forward(self, idx, lengths: torch.Tensor | None = None, mask: Mask | None = None):
+        pooled = self.pool(self.encode(idx, lengths, mask), lengths)
+        trace.record("pooled", pooled)
+        logits = self.head(self.drop(pooled))
+        trace.record_logits(logits)
+        return logits
+
+
+class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
+    """The original transformer: source ids (B, S) and target ids (B, T) -> (B, T, tgt_vocab) logits."""
+
+    def __init__(self, config: EncoderDecoderConfig):
+        super().__init__()
+        self.config = config
+        self.src_embed = Embeddings(config.src_vocab_size, config, "encoder")
+        self.tgt_embed = Embeddings(config.tgt_vocab_size, config, "decoder")
+        self.encoder = nn.ModuleList(Block(config, f"encoder.{i}", "encoder") for i in range(config.n_layer))
+        self.decoder = nn.ModuleList(
+            Block(config, f"decoder.{i}", "decoder", cross=True) for i in range(config.n_layer)
+        )
+        self.encoder_norm, self.decoder_norm = _final_norm(config), _final_norm(config)
+        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
+        _init(self, config)
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layer)
+
+    @staticmethod
+    def source_mask(src_lengths: torch.Tensor | None, S: int) -> Mask | None:
+        return None if src_lengths is None else padding_mask(src_lengths.tolist(), S)
+
+    def encode(self, src, src_lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, S) source ids -> memory (B, S, d_model)."""
+        mask = self.source_mask(src_lengths, src.shape[1])
+        x = self.src_embed(src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt, memory, src_lengths=None, cache: KVCache | None = None, mask: Mask | None = None):
+        """(B, T) target ids so far + memory -> (B, T, tgt_vocab) logits for the next tokens."""
+        T, S = tgt.shape[1], memory.shape[1]
+        past = 0 if cache is None else cache.length
+        if mask is None and not (cache is not None and T == 1):
+            mask = causal_mask(past + T).rows(past, past + T)
+        memory_mask = None
+        if src_lengths is not None:  # queries may not read the source's padding
+            real = torch.arange(S)[None, :] < src_lengths.cpu()[:, None]
+            memory_mask = Mask(real[:, None, :].expand(len(real), T, S), "padding", {"lengths": src_lengths.tolist()})
+        x = self.tgt_embed(tgt, offset=past)
+        for i, layer in enumerate(self.decoder):
+            x = layer(
+                x,
+                mask,
+                memory=memory,
+                memory_mask=memory_mask,
+                cache=None if cache is None else cache.self_attn[i],
+                cross_cache=None if cache is None else cache.cross_attn[i],
+            )
+        logits = self.generator(self.decoder_norm(x))
+        trace.record_logits(logits)
+        return logits
+
+    def forward(self, src, tgt, src_lengths: torch.Tensor | None = None, mask: Mask | None = None):
+        return self.decode(tgt, self.encode(src, src_lengths), src_lengths, mask=mask)
+
+
+MODEL_CLASSES = {cls.__name__: cls for cls in (DecoderLM, EncoderClassifier, EncoderDecoder)}

@@ -1,0 +1,361 @@
+"""Tokenization: how text becomes the integer ids a model reads.
+
+Lesson: a model never sees characters, only ids from a fixed vocabulary.
+Byte-pair encoding (BPE) builds that vocabulary by starting from single
+symbols and repeatedly merging the most frequent adjacent pair; the ordered
+merge list *is* the tokenizer. This module shows that three ways:
+
+* `train_bpe_steps` -- BPE from scratch on a tiny text, one merge at a time,
+  with the vocabulary growing and then shrinking (pure Python, for teaching);
+* `TextTokenizer.tokens_after_merges` -- replay the first k merges of a real
+  trained tokenizer and watch a sentence go from bytes to words;
+* `TextTokenizer` -- the real thing (Hugging Face `tokenizers`), byte-level BPE
+  or character-level, with every token mapped back to its characters and bytes.
+
+Input text is used as given except for one repair: lone UTF-16 surrogates
+(e.g. "\\ud800", which can't be encoded as UTF-8 and which `tokenizers`
+rejects) become U+FFFD. That keeps the string's length, so offsets still point
+into the caller's original string.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from tokenizers import Regex
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+END_OF_TEXT = "<|endoftext|>"
+PAD, CLS, MASK = "[PAD]", "[CLS]", "[MASK]"
+UNKNOWN = "[UNK]"
+LANGUAGE_MODEL_SPECIAL_TOKENS = (END_OF_TEXT,)
+CLASSIFIER_SPECIAL_TOKENS = (END_OF_TEXT, PAD, CLS, MASK)
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class TokenizerError(Exception):
+    """A tokenizer file is missing or unreadable; the message names the path."""
+
+
+@dataclass(frozen=True)
+class TokenSpan:
+    """One token of a text and where it came from.
+
+    `start:end` are character offsets into the original string, covering every
+    character at least one of whose bytes is in the token. A byte-level token
+    that holds only part of a multi-byte character (an emoji is 4 bytes) still
+    points at that whole character, so neighbouring tokens can share one
+    character. `byte_start:byte_end` index the UTF-8 bytes of the text and
+    never overlap. `text` is the token's own bytes decoded, with bytes of a
+    split character shown as escapes (e.g. "\\xf0\\x9f").
+    """
+
+    id: int
+    text: str
+    start: int
+    end: int
+    byte_start: int
+    byte_end: int
+
+
+def sanitize(text: str) -> str:
+    """Replace lone surrogates with U+FFFD (same length, so offsets are unchanged)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+# ---------------------------------------------------------------- real tokenizers
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's table from each byte to a printable character; byte-level tokens are spelled in it."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            table[byte] = chr(byte)
+        else:
+            table[byte] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+_BYTE_OF_CHAR = {char: byte for byte, char in _bytes_to_unicode().items()}
+
+
+class TextTokenizer:
+    """A trained `tokenizers.Tokenizer` with offsets that map back to the original text."""
+
+    def __init__(self, tokenizer: HFTokenizer):
+        self._tokenizer = tokenizer
+        spec = json.loads(tokenizer.to_str())
+        self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
+        self.special_tokens = tuple(t["content"] for t in spec.get("added_tokens", []) if t["special"])
+        self.merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+                       for m in spec["model"].get("merges", [])]
+
+    # -- files
+
+    @classmethod
+    def from_tokenizer_json(cls, text: str) -> TextTokenizer:
+        return cls(HFTokenizer.from_str(text))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> TextTokenizer:
+        """Load a tokenizer.json (or a folder containing one)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        try:
+            return cls.from_tokenizer_json(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as error:
+            raise TokenizerError(f"No tokenizer file at {path}.") from error
+        except Exception as error:  # tokenizers raises bare Exception on bad JSON
+            raise TokenizerError(f"Could not read tokenizer file {path}: {error}") from error
+
+    def save(self, path: str | os.PathLike) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._tokenizer.save(str(path))
+
+    def to_tokenizer_json(self) -> str:
+        return self._tokenizer.to_str()
+
+    # -- vocabulary
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._tokenizer.token_to_id(token)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._tokenizer.id_to_token(token_id)
+
+    # -- encoding
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(sanitize(text), add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def tokens(self, text: str) -> list[TokenSpan]:
+        """Every token of `text` with its character and byte offsets."""
+        clean = sanitize(text)
+        encoding = self._tokenizer.encode(clean, add_special_tokens=False)
+        if self.is_byte_level:
+            return _spans_from_pieces(clean, encoding.ids, [self._token_bytes(t) for t in encoding.tokens])
+        return _spans_from_char_offsets(clean, encoding.ids, encoding.tokens, encoding.offsets)
+
+    def _token_bytes(self, token: str) -> bytes:
+        if token in self.special_tokens:
+            return token.encode("utf-8")
+        return bytes(_BYTE_OF_CHAR[char] for char in token)
+
+    # -- merge replay
+
+    def tokens_after_merges(self, text: str, k: int) -> list[TokenSpan]:
+        """Segment `text` using only the first `k` merges of this BPE (k = 0 gives bytes).
+
+        Each pre-tokenized word starts as single symbols; the applicable merge
+        with the lowest rank is applied everywhere in the word, repeatedly,
+        until no merge with rank < k applies. With all merges this equals
+        `tokens(text)`.
+        """
+        if not self.merges:
+            return self.tokens(text)
+        rank = {pair: r for r, pair in enumerate(self.merges[:max(k, 0)])}
+        clean = sanitize(text)
+        pieces = []
+        for chunk, is_special in self._split_special(clean):
+            if is_special:
+                pieces.append(chunk)
+                continue
+            for word, _ in self._tokenizer.pre_tokenizer.pre_tokenize_str(chunk):
+                pieces.extend(_apply_ranked_merges(list(word), rank))
+        ids = [self.token_to_id(piece) for piece in pieces]
+        return _spans_from_pieces(clean, ids, [self._token_bytes(p) for p in pieces])
+
+    def _split_special(self, text: str) -> list[tuple[str, bool]]:
+        """Cut out special tokens first, as `tokenizers` does before pre-tokenizing."""
+        if not self.special_tokens:
+            return [(text, False)]
+        pattern = "|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True))
+        parts = re.split(f"({pattern})", text)
+        return [(part, i % 2 == 1) for i, part in enumerate(parts) if part]
+
+
+def _apply_ranked_merges(symbols: list[str], rank: dict[tuple[str, str], int]) -> list[str]:
+    while len(symbols) > 1:
+        pairs = [(rank.get(pair), pair) for pair in zip(symbols, symbols[1:]) if pair in rank]
+        if not pairs:
+            break
+        _, best = min(pairs)
+        symbols = _merge_pair(symbols, best)
+    return symbols
+
+
+def _merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
+    """Replace every non-overlapping occurrence of `pair`, left to right, by one symbol."""
+    merged, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            merged.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            merged.append(symbols[i])
+            i += 1
+    return merged
+
+
+def _byte_starts(text: str) -> list[int]:
+    """Byte offset at which each character starts, plus the total length at the end."""
+    starts, position = [], 0
+    for char in text:
+        starts.append(position)
+        position += len(char.encode("utf-8"))
+    starts.append(position)
+    return starts
+
+
+def _spans_from_pieces(text: str, ids: list[int], pieces: list[bytes]) -> list[TokenSpan]:
+    """Spans for tokens whose bytes, concatenated, are exactly the UTF-8 of `text`."""
+    byte_starts = _byte_starts(text)
+    spans, position = [], 0
+    for token_id, piece in zip(ids, pieces):
+        byte_end = position + len(piece)
+        start = bisect.bisect_right(byte_starts, position) - 1
+        end = bisect.bisect_left(byte_starts, byte_end)
+        spans.append(TokenSpan(token_id, piece.decode("utf-8", errors="backslashreplace"),
+                               start, end, position, byte_end))
+        position = byte_end
+    return spans
+
+
+def _spans_from_char_offsets(text, ids, tokens, offsets) -> list[TokenSpan]:
+    byte_starts = _byte_starts(text)
+    return [TokenSpan(token_id, token, start, end, byte_starts[start], byte_starts[end])
+            for token_id, token, (start, end) in zip(ids, tokens, offsets)]
+
+
+def train_byte_level_bpe(texts: Iterable[str], vocab_size: int,
+                         special_tokens: Iterable[str] = LANGUAGE_MODEL_SPECIAL_TOKENS,
+                         show_progress: bool = False) -> TextTokenizer:
+    """Train a GPT-2-style byte-level BPE: any text encodes, nothing is ever unknown.
+
+    The 256 byte symbols are always in the vocabulary, so `vocab_size` must be
+    larger than 256 plus the special tokens; the rest are learned merges.
+    """
+    tokenizer = HFTokenizer(models.BPE())
+    # No prefix space: a word at the start of a text stays itself, and
+    # encode(a + b) == encode(a) + encode(b) at word boundaries.
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=show_progress)
+    tokenizer.train_from_iterator((sanitize(t) for t in texts), trainer=trainer)
+    return TextTokenizer(tokenizer)
+
+
+def train_char_level(texts: Iterable[str], special_tokens: Iterable[str] = LANGUAGE_MODEL_SPECIAL_TOKENS,
+                     show_progress: bool = False) -> TextTokenizer:
+    """Train a character-level tokenizer: one id per character seen, `[UNK]` for the rest."""
+    tokenizer = HFTokenizer(models.WordLevel(unk_token=UNKNOWN))
+    # Every single character (newlines included) is its own "word".
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tokenizer.decoder = decoders.Fuse()  # join characters back without spaces
+    trainer = trainers.WordLevelTrainer(vocab_size=1 << 20, special_tokens=[UNKNOWN, *special_tokens],
+                                        show_progress=show_progress)
+    tokenizer.train_from_iterator((sanitize(t) for t in texts), trainer=trainer)
+    return TextTokenizer(tokenizer)
+
+
+# ---------------------------------------------------------------- BPE from scratch
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One BPE merge: the pair, how often it occurred then, the new token, the vocabulary size after."""
+
+    pair: tuple[str, str]
+    count: int
+    token: str
+    vocab_size: int
+
+
+@dataclass(frozen=True)
+class BpeTraining:
+    """BPE learned from scratch on a small text, step by step (see `train_bpe_steps`)."""
+
+    text: str
+    start_vocab_size: int
+    steps: tuple[MergeStep, ...]
+
+    @property
+    def vocab_sizes(self) -> list[int]:
+        """Vocabulary size after 0, 1, ..., len(steps) merges (the "grows then shrinks" curve)."""
+        return [self.start_vocab_size, *(step.vocab_size for step in self.steps)]
+
+    def segmentation(self, k: int) -> list[str]:
+        """The text as tokens after the first `k` merges; "".join gives the text back."""
+        words = _scratch_words(self.text)
+        for step in self.steps[:k]:
+            words = [_merge_pair(word, step.pair) for word in words]
+        return [token for word in words for token in word]
+
+
+def _scratch_words(text: str) -> list[list[str]]:
+    """Words with their trailing whitespace, as lists of characters.
+
+    Merges happen only inside one of these, so no token crosses a word
+    boundary; a token may end in a space ("sea "), never start one word and
+    continue into the next.
+    """
+    return [list(word) for word in re.findall(r"\S+\s*|\s+", text)]
+
+
+def train_bpe_steps(text: str, n_merges: int) -> BpeTraining:
+    """Learn up to `n_merges` BPE merges on `text`, recording every step.
+
+    Each step merges the most frequent adjacent pair (ties: the pair seen
+    first in the text) and stops early when no pair occurs twice. The
+    vocabulary size counts the distinct tokens present in the segmented text:
+    a merge adds its new token but removes a part once no copy of that part is
+    left outside the merged token, so the size first grows, then shrinks as
+    words become single tokens.
+    """
+    words = Counter(tuple(word) for word in _scratch_words(text))
+    start_vocab_size = _distinct_tokens(words)
+    steps = []
+    for _ in range(n_merges):
+        pair_counts = _pair_counts(words)
+        if not pair_counts or max(pair_counts.values()) < 2:
+            break
+        pair = max(pair_counts, key=pair_counts.get)
+        words = Counter({tuple(_merge_pair(list(word), pair)): n for word, n in words.items()})
+        steps.append(MergeStep(pair, pair_counts[pair], pair[0] + pair[1], _distinct_tokens(words)))
+    return BpeTraining(text, start_vocab_size, tuple(steps))
+
+
+def _pair_counts(words: Counter) -> Counter:
+    counts = Counter()
+    for word, n in words.items():
+        for pair in zip(word, word[1:]):
+            counts[pair] += n
+    return counts
+
+
+def _distinct_tokens(words: Counter) -> int:
+    return len({token for word in words for token in word})

@@ -1,0 +1,119 @@
+"""The trace: everything one forward pass computed, kept for the views.
+
+Lesson: "tracing" a model means following each tensor and its shape from input
+to loss. Modules announce tensors at named places (as TransformerLens's hook
+points do); when no trace is being recorded that announcement is a single
+context-variable lookup, so tracing is free when off.
+
+    logits, trace = model.run_with_trace(idx)
+    trace.attention("decoder")      # (n_layer, B, n_head, Tq, Tk)
+    trace.shapes["decoder.0.self_attn.q"]  # (B, n_head, T, d_head)
+
+Views are pure functions of a `Trace`; they never recompute model internals.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import torch
+
+from .masks import Mask
+
+_ACTIVE: ContextVar[Trace | None] = ContextVar("transformer_core_trace", default=None)
+
+
+@dataclass
+class Trace:
+    """Plain data recorded by one traced forward pass.
+
+    attn:   group ("encoder", "decoder", "cross") -> per-layer weights (B, H, Tq, Tk)
+    masks:  group -> the Mask that was applied (None: no masking)
+    hidden: stack ("encoder", "decoder") -> per-layer outputs (B, T, d_model); index 0 is the embedding
+    logits: the model's final output
+    shapes: every named tensor's shape, in the order it was computed
+    values: the named tensors themselves, only when recorded with values=True
+    """
+
+    keep_values: bool = False
+    attn: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+    masks: dict[str, Mask | None] = field(default_factory=dict)
+    hidden: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+    logits: torch.Tensor | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    values: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def attention(self, group: str) -> torch.Tensor:
+        """All layers' weights of one group stacked: (n_layer, B, H, Tq, Tk)."""
+        if group not in self.attn:
+            raise KeyError(f"no attention recorded for {group!r}; recorded groups: {sorted(self.attn)}")
+        return torch.stack(self.attn[group])
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.attn)
+
+
+def active() -> Trace | None:
+    """The trace being recorded in this thread/task, if any."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def recording(keep_values: bool = False):
+    """Record a trace of every forward pass run inside the block."""
+    trace = Trace(keep_values=keep_values)
+    token = _ACTIVE.set(trace)
+    try:
+        yield trace
+    finally:
+        _ACTIVE.reset(token)
+
+
+def record(name: str, tensor: torch.Tensor) -> None:
+    """Announce a named intermediate tensor; a no-op unless a trace is recording."""
+    trace = _ACTIVE.get()
+    if trace is None:
+        return
+    trace.shapes[name] = tuple(tensor.shape)
+    if trace.keep_values:
+        trace.values[name] = tensor.detach().float().cpu()
+
+
+def record_attention(group: str, name: str, attn: torch.Tensor, mask: Mask | None) -> None:
+    """Keep one layer's attention weights (B, H, Tq, Tk) and the mask it obeyed."""
+    trace = _ACTIVE.get()
+    if trace is None:
+        return
+    trace.attn.setdefault(group, []).append(attn.detach().float().cpu())
+    trace.masks[group] = mask
+    record(name, attn)
+
+
+def record_hidden(stack: str, name: str, x: torch.Tensor) -> None:
+    """Keep a stack's residual stream after the embedding and after each block."""
+    trace = _ACTIVE.get()
+    if trace is None:
+        return
+    trace.hidden.setdefault(stack, []).append(x.detach().float().cpu())
+    record(name, x)
+
+
+def record_logits(logits: torch.Tensor) -> None:
+    trace = _ACTIVE.get()
+    if trace is None:
+        return
+    trace.logits = logits.detach().float().cpu()
+    record("logits", logits)
+
+
+class Traceable:
+    """Mixin giving a model `run_with_trace`, the one way views get a trace."""
+
+    def run_with_trace(self, *args, keep_values: bool = False, **kwargs):
+        """Run forward once and return (output, Trace)."""
+        with recording(keep_values) as trace, torch.no_grad():
+            out = self(*args, **kwargs)
+        return out, trace
