@@ -27,7 +27,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from tokenizers import Regex
@@ -326,22 +325,27 @@ def _scratch_words(text: str) -> list[list[str]]:
     return [list(word) for word in re.findall(r"\S+\s*|\s+", text)]
 
 
-def train_bpe_steps(text: str, n_merges: int) -> BpeTraining:
+def train_bpe_steps(text: str, n_merges: int, min_count: int = 2) -> BpeTraining:
     """Learn up to `n_merges` BPE merges on `text`, recording every step.
 
     Each step merges the most frequent adjacent pair (ties: the pair seen
-    first in the text) and stops early when no pair occurs twice. The
-    vocabulary size counts the distinct tokens present in the segmented text:
-    a merge adds its new token but removes a part once no copy of that part is
-    left outside the merged token, so the size first grows, then shrinks as
-    words become single tokens.
+    first in the text). Training stops early when the best pair occurs fewer
+    than `min_count` times: 2 is the usual rule (a pair seen once generalises
+    nothing); 1 keeps merging until every word is a single token.
+
+    The vocabulary size counts the distinct tokens present in the segmented
+    text. A merge adds its new token, and removes a part once no copy of that
+    part is left outside merged tokens. So the size first grows (new tokens,
+    parts still used elsewhere), then shrinks (parts vanish) down to the number
+    of distinct words -- on the sailor rhyme the shrinking half needs
+    `min_count=1`, because its rare words only merge with count-1 pairs.
     """
     words = Counter(tuple(word) for word in _scratch_words(text))
     start_vocab_size = _distinct_tokens(words)
     steps = []
     for _ in range(n_merges):
         pair_counts = _pair_counts(words)
-        if not pair_counts or max(pair_counts.values()) < 2:
+        if not pair_counts or max(pair_counts.values()) < min_count:
             break
         pair = max(pair_counts, key=pair_counts.get)
         words = Counter({tuple(_merge_pair(list(word), pair)): n for word, n in words.items()})

@@ -53,7 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     if special is None:
         special = CLASSIFIER_SPECIAL_TOKENS if args.corpus == "reviews" else LANGUAGE_MODEL_SPECIAL_TOKENS
     print(f"Loading corpus {args.corpus!r} ...", flush=True)
-    texts = corpus_texts(args.corpus)
+    try:
+        texts = corpus_texts(args.corpus)
+    except data.DataError as error:
+        raise SystemExit(f"error: {error}") from error  # the message says how to fix it; no traceback
     documents: Iterator[str] = tqdm(texts, desc="Reading corpus", unit="doc")
     if args.kind == "bpe":
         tokenizer = train_byte_level_bpe(documents, args.vocab_size, special, show_progress=True)
