@@ -10,11 +10,13 @@ import threading
 from pathlib import Path
 
 from transformer_core import CheckpointError, default_device, load_model
+from transformer_core.tokenization import TextTokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
+_tokenizers: dict[str, TextTokenizer] = {}
 _model_dir = DEFAULT_MODEL_DIR
 
 
@@ -24,6 +26,7 @@ def set_model_dir(path: str | Path) -> None:
     with _lock:
         _model_dir = Path(path)
         _models.clear()
+        _tokenizers.clear()
 
 
 def model_dir() -> Path:
@@ -39,3 +42,11 @@ def model(name: str):
                 raise CheckpointError(f"no checkpoint named {name!r} (looked in {folder})")
             _models[name] = load_model(folder, default_device())
         return _models[name]
+
+
+def tokenizer(name: str) -> TextTokenizer:
+    """The tokenizer.json shipped beside checkpoint `name`."""
+    with _lock:
+        if name not in _tokenizers:
+            _tokenizers[name] = TextTokenizer.load(_model_dir / name / "tokenizer.json")
+        return _tokenizers[name]
