@@ -157,7 +157,11 @@ def _extracted(sdist: _Sdist, extract) -> Path:
     try:
         with tarfile.open(archive) as tar:
             extract(tar, partial)
-        os.replace(partial, folder)
+        try:
+            os.replace(partial, folder)
+        except OSError:
+            if not folder.is_dir():  # else another process extracted it first: use theirs
+                raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return folder
