@@ -1,6 +1,18 @@
 """transformer_core: one inspectable transformer that every Transformer Lab tab runs on."""
 
 from .attention import KVCache, LayerCache, MultiHeadAttention, attend
+from .data import (
+    SPLITS,
+    DataError,
+    Review,
+    data_dir,
+    hub_text,
+    local_text,
+    movie_reviews,
+    shakespeare,
+    shakespeare_works,
+    split_text,
+)
 from .device import autocast, default_device
 from .generation import generate, greedy_choice, next_token_logits, stream
 from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
@@ -28,7 +40,26 @@ from .models import (
     EncoderDecoderConfig,
     TransformerConfig,
 )
+from .tokenization import (
+    CLASSIFIER_SPECIAL_TOKENS,
+    CLS,
+    END_OF_TEXT,
+    LANGUAGE_MODEL_SPECIAL_TOKENS,
+    MASK,
+    PAD,
+    UNKNOWN,
+    BpeTraining,
+    MergeStep,
+    TextTokenizer,
+    TokenizerError,
+    TokenSpan,
+    sanitize,
+    train_bpe_steps,
+    train_byte_level_bpe,
+    train_char_level,
+)
 from .trace import Trace, recording
+from .training import TrainConfig, evaluate, learning_rate, train
 
 __all__ = [
     "Block", "CheckpointError", "ConfigError", "DecoderLM", "DecoderLMConfig", "Embeddings",
@@ -39,4 +70,13 @@ __all__ = [
     "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
     "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
+    # data
+    "SPLITS", "DataError", "Review", "data_dir", "hub_text", "local_text", "movie_reviews", "shakespeare",
+    "shakespeare_works", "split_text",
+    # tokenization
+    "CLASSIFIER_SPECIAL_TOKENS", "CLS", "END_OF_TEXT", "LANGUAGE_MODEL_SPECIAL_TOKENS", "MASK", "PAD", "UNKNOWN",
+    "BpeTraining", "MergeStep", "TextTokenizer", "TokenizerError", "TokenSpan", "sanitize", "train_bpe_steps",
+    "train_byte_level_bpe", "train_char_level",
+    # training
+    "TrainConfig", "evaluate", "learning_rate", "train",
 ]
