@@ -1,6 +1,7 @@
 """transformer_core: one inspectable transformer that every Transformer Lab tab runs on."""
 
 from .attention import KVCache, LayerCache, MultiHeadAttention, attend
+from .beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
 from .data import (
     SPLITS,
     DataError,
@@ -58,10 +59,13 @@ from .tokenization import (
     train_byte_level_bpe,
     train_char_level,
 )
+from .sampling import Sampler, SamplingConfig, SamplingError, StepRecord
 from .trace import Trace, recording
 from .training import TrainConfig, evaluate, learning_rate, train
 
 __all__ = [
+    "BeamResult", "Sampler", "SamplingConfig", "SamplingError", "StepRecord", "beam_search", "beam_search_lm",
+    "decoder_lm_step", "encoder_decoder_step",
     "Block", "CheckpointError", "ConfigError", "DecoderLM", "DecoderLMConfig", "Embeddings",
     "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder", "EncoderDecoderConfig",
     "FeedForward", "GPT2ImportError", "KVCache", "LayerCache", "MASK_KINDS", "Mask", "MaskError",

@@ -1,0 +1,236 @@
+"""Properties of sampling (logit processors, seeded draws, step records) and beam search."""
+
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import transformer_core as tc
+from transformer_core.beam import beam_search, beam_search_lm, encoder_decoder_step
+from transformer_core.sampling import (
+    STAGES,
+    Sampler,
+    SamplingConfig,
+    SamplingError,
+    apply_repetition_penalty,
+    min_p_filter,
+    process,
+    top_k_filter,
+    top_p_filter,
+)
+
+V = 40
+SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=64, dropout=0.0)
+
+
+def lm(vocab_size=V, sharpen=50.0):
+    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=vocab_size, **SMALL)).eval()
+    with torch.no_grad():  # sharper than an untrained N(0, 0.02) model, so greedy choices are not near-ties
+        model.embed.tok.weight.mul_(sharpen)
+    return model
+
+
+probabilities = st.lists(st.floats(0.0, 1.0), min_size=2, max_size=30).filter(lambda xs: sum(xs) > 1e-3).map(
+    lambda xs: torch.tensor(xs, dtype=torch.float32) / sum(xs)
+)
+
+
+# ---------------------------------------------------------------- the processors
+
+@given(probabilities, st.integers(1, 40))
+def test_top_k_keeps_exactly_k_candidates(probs, k):
+    kept = top_k_filter(probs, k)
+    assert int((kept > 0).sum()) <= min(k, probs.numel())
+    n_positive = int((probs > 0).sum())
+    assert int((kept > 0).sum()) == min(k, n_positive)
+    assert torch.allclose(kept.sum(), torch.tensor(1.0), atol=1e-5)
+
+
+def test_top_k_breaks_ties_towards_the_lower_id():
+    probs = torch.full((10,), 0.1)
+    kept = top_k_filter(probs, 3)
+    assert (kept > 0).nonzero().flatten().tolist() == [0, 1, 2]
+
+
+@settings(max_examples=60)
+@given(probabilities, st.floats(0.01, 1.0))
+def test_top_p_keeps_the_minimal_prefix_reaching_p(probs, p):
+    kept = top_p_filter(probs, p) > 0
+    kept_mass = probs[kept].double().sum()
+    assert kept_mass >= p - 1e-6 or p == 1.0
+    # removing the least likely kept token would fall short of p: the set is minimal
+    assert kept_mass - probs[kept].min() < p + 1e-6 or kept.sum() == 1
+    # it is a prefix: every kept token is at least as likely as every cut one
+    if (~kept).any():
+        assert probs[kept].min() >= probs[~kept].max()
+
+
+def test_top_p_on_a_known_distribution():
+    probs = torch.tensor([0.1, 0.5, 0.15, 0.25])
+    assert (top_p_filter(probs, 0.7) > 0).tolist() == [False, True, False, True]
+    assert (top_p_filter(probs, 0.76) > 0).tolist() == [False, True, True, True]
+
+
+def test_min_p_keeps_tokens_relative_to_the_top_one():
+    probs = torch.tensor([0.5, 0.3, 0.12, 0.08])
+    assert (min_p_filter(probs, 0.2) > 0).tolist() == [True, True, True, False]
+
+
+def test_repetition_penalty_makes_seen_tokens_less_likely():
+    logits = torch.tensor([2.0, -1.0, 0.5, 1.0])
+    out = apply_repetition_penalty(logits, [0, 1, 1], 2.0)
+    assert out.tolist() == [1.0, -2.0, 0.5, 1.0]
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**31 - 1), st.floats(0.05, 3.0), st.integers(0, 50), st.floats(0.05, 1.0), st.floats(0, 0.5),
+       st.floats(0.5, 2.0))
+def test_every_processed_distribution_sums_to_one(seed, temperature, k, p, min_p, penalty):
+    logits = torch.randn(V, generator=torch.Generator().manual_seed(seed)) * 3
+    config = SamplingConfig(temperature=temperature, top_k=k, top_p=p, min_p=min_p, repetition_penalty=penalty)
+    stages = process(logits, [1, 2, 2, 7], config)
+    assert list(stages) == list(STAGES)
+    for probs in stages.values():
+        assert torch.allclose(probs.sum(), torch.tensor(1.0), atol=1e-5)
+        assert (probs >= 0).all()
+
+
+def test_temperature_zero_is_argmax():
+    model = lm()
+    greedy = tc.generate(model, [1, 2, 3], 20)
+    assert tc.generate(model, [1, 2, 3], 20, choose=Sampler(SamplingConfig(temperature=0))) == greedy
+    # and sampling at a tiny temperature converges to it
+    assert tc.generate(model, [1, 2, 3], 20, choose=Sampler(SamplingConfig(temperature=1e-4, seed=5))) == greedy
+
+
+@pytest.mark.parametrize("bad", [dict(temperature=-0.1), dict(top_k=-1), dict(top_p=0.0), dict(top_p=1.5),
+                                 dict(min_p=-0.1), dict(repetition_penalty=0.0)])
+def test_settings_outside_their_range_raise_sampling_error(bad):
+    with pytest.raises(SamplingError):
+        SamplingConfig(**bad)
+
+
+# ---------------------------------------------------------------- seeded generation and records
+
+def test_the_same_seed_gives_the_same_text_and_another_seed_another():
+    model = lm(sharpen=1.0)  # nearly uniform: two seeds must part ways
+    config = SamplingConfig(temperature=1.2, seed=7)
+    first = tc.generate(model, [4], 30, choose=Sampler(config))
+    assert tc.generate(model, [4], 30, choose=Sampler(config)) == first
+    assert tc.generate(model, [4], 30, choose=Sampler(SamplingConfig(temperature=1.2, seed=8))) != first
+
+
+def test_streamed_tokens_equal_the_non_streamed_result():
+    model = lm()
+    config = SamplingConfig(temperature=0.9, top_k=20, top_p=0.95, seed=3)
+    streamed = [token for token, _ in tc.stream(model, [5, 6], 25, choose=Sampler(config))]
+    assert streamed == tc.generate(model, [5, 6], 25, choose=Sampler(config))
+
+
+def test_step_records_agree_with_the_produced_text():
+    model = lm()
+    config = SamplingConfig(temperature=1.0, top_k=8, top_p=0.9, min_p=0.02, repetition_penalty=1.2, seed=11)
+    ids = [1, 2]
+    for step, (token, record) in enumerate(tc.stream(model, [1, 2], 30, choose=Sampler(config))):
+        assert record.step == step and record.chosen == token
+        assert token in record.candidates
+        final = record.probs[STAGES[-1]][record.candidates.index(token)]
+        assert final == pytest.approx(record.chosen_prob) and final > 0
+        # the record is the processed distribution of this very prefix
+        logits, _ = tc.next_token_logits(model, ids, use_cache=False)
+        assert record.chosen_prob == pytest.approx(float(process(logits, ids, config)["min-p"][token]), abs=1e-5)
+        assert record.kept["top-k"] == 8 and record.kept["min-p"] <= record.kept["top-p"] <= 8
+        for stage in STAGES[1:]:
+            for cut in record.cut_at(stage):
+                assert cut != token
+        ids.append(token)
+
+
+# ---------------------------------------------------------------- beam search
+
+def _sequence_logprob(model, prompt, tokens):
+    """log p(tokens | prompt) by one full forward pass, no cache."""
+    ids = torch.tensor([prompt + tokens])
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(ids)[0, :-1].float(), -1)
+    positions = range(len(prompt) - 1, len(prompt) + len(tokens) - 1)
+    return sum(float(logprobs[i, t]) for i, t in zip(positions, tokens))
+
+
+def test_beam_search_with_width_one_equals_greedy():
+    model = lm()
+    assert beam_search_lm(model, [3, 1, 4], 1, 30).best.tokens == tc.generate(model, [3, 1, 4], 30)
+
+
+@pytest.mark.parametrize("width", [2, 5, 8])
+def test_beam_scores_are_the_true_log_probabilities(width):
+    model = lm()
+    result = beam_search_lm(model, [2, 7], width, 12)
+    assert len(result.hypotheses) == width
+    for h in result.hypotheses:  # the cache rows followed their beams
+        assert h.logprob == pytest.approx(_sequence_logprob(model, [2, 7], h.tokens), abs=1e-4)
+    assert [h.score for h in result.hypotheses] == sorted((h.score for h in result.hypotheses), reverse=True)
+
+
+def test_beam_tree_keeps_width_candidates_per_step_and_links_parents():
+    model = lm()
+    width = 4
+    result = beam_search_lm(model, [9], width, 6)
+    cumulative = {0: 0.0}
+    for candidates in result.steps:
+        kept = [c for c in candidates if c.status == "kept"]
+        assert len(kept) == width
+        assert {c.slot for c in kept} == set(range(width))
+        assert all(c.status == "pruned" for c in candidates if c not in kept)
+        assert min(c.cumulative for c in kept) >= max(c.cumulative for c in candidates if c not in kept)
+        for c in candidates:
+            assert c.cumulative == pytest.approx(cumulative[c.parent] + c.logprob, abs=1e-5)
+        cumulative = {c.slot: c.cumulative for c in kept}
+
+
+def test_beam_search_over_two_steps_with_the_whole_vocabulary_is_exhaustive():
+    vocab = 6
+    model = lm(vocab_size=vocab)
+    result = beam_search_lm(model, [1], vocab, 2)
+    best = max(itertools.product(range(vocab), repeat=2), key=lambda seq: _sequence_logprob(model, [1], list(seq)))
+    assert result.best.tokens == list(best)
+
+
+def test_finished_hypotheses_end_at_eos():
+    model = lm()
+    greedy = tc.generate(model, [3], 10)
+    eos = greedy[2]  # the third greedy token will end some hypothesis
+    result = beam_search_lm(model, [3], 3, 10, eos_id=eos)
+    finished = [h for h in result.hypotheses if h.tokens[-1] == eos]
+    assert finished and all(eos not in h.tokens[:-1] for h in finished)
+    assert any(c.status == "finished" for step in result.steps for c in step)
+
+
+def test_beam_search_rejects_bad_width_and_too_long_requests():
+    model = lm()
+    for width in (0, 9):
+        with pytest.raises(ValueError):
+            beam_search_lm(model, [1], width, 5)
+    with pytest.raises(ValueError, match="context"):
+        beam_search_lm(model, [1] * 60, 2, 10)
+
+
+def test_beam_search_drives_an_encoder_decoder_through_the_same_interface():
+    model = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **SMALL)).eval()
+    with torch.no_grad():
+        model.tgt_embed.tok.weight.mul_(50)
+    src, lengths = torch.randint(0, 30, (1, 9)), torch.tensor([7])
+    # greedy translation by full recomputation
+    memory, tgt = model.encode(src, lengths), [0]
+    with torch.no_grad():
+        for _ in range(12):
+            tgt.append(int(model.decode(torch.tensor([tgt]), memory, lengths)[0, -1].argmax()))
+    width_one = beam_search(encoder_decoder_step(model, src, lengths, 1), model.new_cache(), [0], 1, 12)
+    assert width_one.best.tokens == tgt[1:]
+    wide = beam_search(encoder_decoder_step(model, src, lengths, 4), model.new_cache(), [0], 4, 12)
+    with torch.no_grad():
+        for h in wide.hypotheses:
+            logprobs = torch.log_softmax(model.decode(torch.tensor([[0] + h.tokens[:-1]]), memory, lengths)[0], -1)
+            assert h.logprob == pytest.approx(sum(float(logprobs[i, t]) for i, t in enumerate(h.tokens)), abs=1e-4)
