@@ -234,3 +234,44 @@ def test_beam_search_drives_an_encoder_decoder_through_the_same_interface():
         for h in wide.hypotheses:
             logprobs = torch.log_softmax(model.decode(torch.tensor([[0] + h.tokens[:-1]]), memory, lengths)[0], -1)
             assert h.logprob == pytest.approx(sum(float(logprobs[i, t]) for i, t in enumerate(h.tokens)), abs=1e-4)
+
+
+# ---------------------------------------------------------------- the quality benchmark's scoring
+
+@given(st.integers(2, 300), st.integers(2, 64), st.data())
+def test_sliding_windows_score_every_token_once_with_enough_context(n_tokens, context, data):
+    from benchmarks.lm_quality import windows
+
+    stride = data.draw(st.integers(1, context))
+    scored = []
+    for begin, end, first in windows(n_tokens, context, stride):
+        assert end - begin <= context
+        assert begin == 0 or first - begin >= context - stride  # every target sees context - stride tokens or more
+        scored += range(first, end)
+    assert scored == list(range(1, n_tokens))
+
+
+def test_sliding_window_nll_equals_one_full_pass_when_the_text_fits():
+    from benchmarks.lm_quality import sliding_window_nll
+
+    model = lm()
+    ids = torch.randint(0, V, (50,)).tolist()
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids]))[0].double(), -1)
+    expected = -sum(float(logprobs[t - 1, ids[t]]) for t in range(3, 50))
+    nll, count = sliding_window_nll(model, ids, 3, stride=7)
+    assert count == 47 and nll == pytest.approx(expected, rel=1e-9)
+
+
+def test_sliding_window_nll_gives_each_token_its_windowed_context():
+    from benchmarks.lm_quality import sliding_window_nll, windows
+
+    model = lm()  # max_len 64, so 150 tokens need several windows
+    ids = torch.randint(0, V, (150,)).tolist()
+    expected = 0.0
+    with torch.no_grad():
+        for begin, end, first in windows(150, 64, 16):
+            logprobs = torch.log_softmax(model(torch.tensor([ids[begin:end]]))[0].double(), -1)
+            expected -= sum(float(logprobs[t - begin - 1, ids[t]]) for t in range(first, end))
+    nll, count = sliding_window_nll(model, ids, 1, stride=16, batch_size=3)
+    assert count == 149 and nll == pytest.approx(expected, rel=1e-6)
