@@ -11,9 +11,9 @@ import os
 
 import gradio as gr
 
-from ui import about, store
+from ui import about, concepts, store
 
-TABS = [about]
+TABS = [concepts, about]
 
 
 def build_app() -> gr.Blocks:
