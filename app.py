@@ -11,9 +11,9 @@ import os
 
 import gradio as gr
 
-from ui import about, concepts, store
+from ui import about, store, tokens
 
-TABS = [concepts, about]
+TABS = [tokens, about]
 
 
 def build_app() -> gr.Blocks:

@@ -1,0 +1,220 @@
+"""The Tokens tab's handlers: chips, counts, merge replay, BPE from scratch, bad input, tokenizer discovery."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from html.parser import HTMLParser
+
+import gradio as gr
+import pytest
+
+from transformer_core.tokenization import TextTokenizer, train_byte_level_bpe
+from ui import store
+from ui import tokens as tab
+from views import tokens as views
+
+BPE = "shakespeare-bpe"
+CHAR = "shakespeare-char"
+
+VARIED = [
+    "To be, or not to be, that is the question:",
+    "antidisestablishmentarianism",
+    "In 1599 the Globe held 3,000 people; π ≈ 3.14159",
+    "def f(x):\n\treturn x ** 2  # square",
+    "I love this film 😍🎬 family 👩‍👩‍👧",
+    "自然语言处理很有趣。",
+    "مرحبا بالعالم and עברית",
+]
+
+HUNDRED_KB = ("Shall I compare thee to a summer's day? 🙂 日本 " * 2500)[:100_000]
+BAD_INPUTS = ["", None, "   ", "\x00", "NUL\x00 bell\x07 esc\x1b del\x7f c1\x85", "a\ud800b\udfff",
+              "\u202eright-to-left override", "שלום עולם", "\ufeff\u200b\u200d", HUNDRED_KB]
+
+
+class _Chips(HTMLParser):
+    """Chips in the tab's HTML, by panel: [(panel title, [[id or None, chip text, hover title], ...])].
+
+    Panel 0 (untitled) holds chips outside any panel (merge replay, BPE from scratch).
+    """
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.panels: list[tuple[str, list]] = [("", [])]
+        self._in: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "h4":
+            self.panels.append(("", []))
+        elif tag == "span" and attrs.get("class") == "tok":
+            chip_id = int(attrs["data-id"]) if "data-id" in attrs else None
+            self.panels[-1][1].append([chip_id, "", attrs["title"]])
+        self._in = tag
+
+    def handle_endtag(self, tag):
+        self._in = "span" if tag == "sub" else None
+
+    def handle_data(self, data):
+        if self._in == "h4":
+            self.panels[-1] = (self.panels[-1][0] + data, self.panels[-1][1])
+        elif self._in == "span":
+            self.panels[-1][1][-1][1] += data
+
+
+def _panel(html: str, name: str) -> list:
+    return next(chips for title, chips in _Chips(html).panels[1:] if name in title)
+
+
+def _chips(html: str) -> list:
+    return _Chips(html).panels[0][1]
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    return store.tokenizer(BPE)
+
+
+@pytest.mark.parametrize("text", VARIED)
+def test_one_chip_per_token_with_the_tokenizers_ids_in_every_panel(text):
+    _, html = tab.tokenize(text)
+    for name in (CHAR, BPE):
+        chips = _panel(html, name)
+        assert [chip_id for chip_id, _, _ in chips] == store.tokenizer(name).encode(text)
+
+
+def test_chips_show_token_text_with_spaces_made_visible_and_spans_on_hover(bpe):
+    text = "To be,\tor not"
+    chips = _panel(tab.tokenize(text)[1], BPE)
+    assert "".join(chip_text for _, chip_text, _ in chips) == "To·be,⇥or·not"
+    for (chip_id, _, title), span in zip(chips, bpe.tokens(text)):
+        assert title == (f"id {span.id} | chars {span.start}:{span.end} {text[span.start:span.end]!r} | "
+                         f"bytes {span.byte_start}:{span.byte_end}")
+
+
+def test_token_text_that_looks_like_html_is_escaped():
+    text = '<script>alert("x")</script> <b onmouseover=\'y\'>&amp;'
+    _, html = tab.tokenize(text)
+    assert "<script" not in html and "<b " not in html
+    chips = _panel(html, BPE)
+    assert "".join(chip_text for _, chip_text, _ in chips) == views.visible(text)
+    assert all(title.startswith("id ") for _, _, title in chips)  # the quotes did not end a title early
+
+
+@pytest.mark.parametrize("text", VARIED)
+def test_counts_are_characters_bytes_tokens_and_their_ratio(text, bpe):
+    _, html = tab.tokenize(text)
+    n = len(bpe.encode(text))
+    token_word = "token" if n == 1 else "tokens"
+    expected = (f"{len(text):,} characters · {len(text.encode('utf-8')):,} bytes · <b>{n:,} {token_word}</b> · "
+                f"{len(text) / n:.2f} characters/token")
+    assert expected in html
+
+
+def test_the_same_token_always_gets_the_same_colour():
+    html = tab.tokenize("the the the")[1]
+    chips = re.findall(r'data-id="(\d+)" style="background:([^"]+)"', html)
+    assert len({colour for token_id, colour in chips if token_id == chips[-1][0]}) == 1
+
+
+def test_replay_with_all_merges_equals_the_tokenizers_encoding(bpe):
+    for text in VARIED:
+        _, html = tab.replay(text, len(bpe.merges))
+        assert [chip_id for chip_id, _, _ in _chips(html)] == bpe.encode(text)
+
+
+def test_replay_with_no_merges_gives_one_chip_per_byte_and_names_the_last_merge(bpe):
+    text = "Wherefore art thou 🙂"
+    summary, html = tab.replay(text, 0)
+    assert len(_chips(html)) == len(text.encode("utf-8"))
+    summary, _ = tab.replay(text, 1)
+    left, right = bpe.merges[0]
+    assert "Merge #1 joined" in summary and summary.count("`") == 6
+    assert tab.replay(text, 10**9) == tab.replay(text, len(bpe.merges))  # the slider is clamped
+
+
+def test_bpe_from_scratch_on_the_sailor_rhyme_grows_then_shrinks_the_vocabulary():
+    notice, slider, rows, curve, html = tab.train_scratch(tab.SAILOR)
+    sizes = list(curve.data[0].y)
+    assert notice == "" and slider.maximum == len(rows) == len(sizes) - 1
+    assert max(sizes) > sizes[0] and sizes[-1] < max(sizes)
+    assert rows[0][:4] == [1, "s + e", 13, "se"]  # "se" occurs 13 times: sea x 6, see x 7
+    words = tab.SAILOR.split(" ")
+    assert [text for _, text, _ in _chips(html)] == [views.visible(w + " ") for w in words[:-1]] + [words[-1]]
+
+
+def test_bpe_from_scratch_segmentation_never_crosses_a_space_and_rebuilds_the_text():
+    training = tab._scratch(tab.SAILOR)
+    for k in range(len(training.steps) + 1):
+        curve, html = tab.scratch_step(tab.SAILOR, k)
+        chips = [text for _, text, _ in _chips(html)]
+        assert "".join(chips) == views.visible(tab.SAILOR)
+        assert all(re.fullmatch(r"[^·]*·?", chip) for chip in chips)
+        assert list(curve.data[1].x) == [k]  # the current step is marked on the curve
+
+
+@pytest.mark.parametrize("text", BAD_INPUTS, ids=lambda t: repr(t)[:20])
+def test_bad_input_gives_a_result_or_a_friendly_message(text):
+    notice, html = tab.tokenize(text)
+    summary, replay_html = tab.replay(text, 100)
+    scratch = tab.train_scratch(text)
+    curve, scratch_html = tab.scratch_step(text, 5)
+    for out in (html, replay_html, scratch_html, notice, summary, scratch[0]):
+        out.encode("utf-8")  # no lone surrogate left to break the JSON reply
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", out)  # control characters shown, not sent
+    if not text:
+        assert "Type or paste some text" in html and "<span" not in html
+
+
+def test_long_paste_is_cut_to_the_stated_limit_with_a_notice(bpe):
+    notice, html = tab.tokenize(HUNDRED_KB)
+    assert "100,000 characters" in notice and "5,000" in notice
+    assert [i for i, _, _ in _panel(html, BPE)] == bpe.encode(HUNDRED_KB[:5000])
+    assert "2,000" in tab.train_scratch(HUNDRED_KB)[0]
+
+
+def test_visible_marks_whitespace_controls_and_invisible_characters():
+    assert views.visible("a b\n\t\x00\x7f\u202e\u200d\ud800") == "a·b↵⇥\\x00\\x7f<U+202E><U+200D><U+D800>"
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A checkpoint folder with the two shipped tokenizers, a copy of one, and a new BPE."""
+    for name in (CHAR, BPE, "shakespeare-lm"):
+        (tmp_path / name).mkdir()
+        source = CHAR if name == CHAR else BPE
+        shutil.copy(store.DEFAULT_MODEL_DIR / source / "tokenizer.json", tmp_path / name / "tokenizer.json")
+    train_byte_level_bpe(["good film, bad film, great film"] * 5, 300).save(tmp_path / "sentiment" / "tokenizer.json")
+    (tmp_path / "no-tokenizer").mkdir()
+    store.set_model_dir(tmp_path)
+    yield tmp_path
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def test_every_shipped_tokenizer_gets_a_panel_and_a_shared_file_one(model_dir):
+    text = "good film"
+    titles = [title for title, _ in _Chips(tab.tokenize(text)[1]).panels[1:]]
+    assert len(titles) == 3 and "characters" in titles[0]
+    assert any("shakespeare-bpe" in t and "shakespeare-lm" in t for t in titles)
+    sentiment = TextTokenizer.load(model_dir / "sentiment")
+    assert [i for i, _, _ in _panel(tab.tokenize(text)[1], "sentiment")] == sentiment.encode(text)
+
+
+def test_no_tokenizer_at_all_is_a_gradio_error(tmp_path):
+    store.set_model_dir(tmp_path)
+    try:
+        with pytest.raises(gr.Error, match="No tokenizer.json"):
+            tab.tokenize("hello")
+    finally:
+        store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def test_the_tab_is_first_and_exposes_its_endpoints():
+    import app
+
+    assert app.TABS[0] is tab
+    with gr.Blocks() as demo:
+        tab.build()
+    names = {fn.api_name for fn in demo.fns.values()}
+    assert {"tokenize", "replay_merges", "bpe_from_scratch", "bpe_step"} <= names

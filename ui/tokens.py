@@ -1,0 +1,177 @@
+"""The Tokens tab: what the model actually sees.
+
+Lesson: before any attention happens, text is cut into tokens and each token
+becomes an id. The same sentence costs a different number of tokens under a
+character tokenizer and under each model's byte-level BPE; BPE learns its
+vocabulary by merging the most frequent adjacent pair, again and again, and a
+real BPE's merge list can be replayed one merge at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import gradio as gr
+
+from transformer_core.tokenization import TextTokenizer, TokenizerError, sanitize, train_bpe_steps
+from ui import store
+from ui.common import MAX_CHARS, truncate
+from views import tokens as views
+
+REPLAY_MODEL = "shakespeare-bpe"  # the real BPE whose merges the replay slider walks through
+SCRATCH_MAX_CHARS = 2000  # BPE from scratch is pure Python, merge by merge: keep its text tiny
+SCRATCH_MAX_MERGES = 500
+EMPTY_HINT = "Type or paste some text above (or click an example) to see its tokens."
+
+SAILOR = ("a sailor went to sea sea sea to see what he could see see see "
+          "but all that he could see see see was the bottom of the deep blue sea sea sea")
+
+EXAMPLES = [
+    ["The quick brown fox jumps over the lazy dog."],
+    ["To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer"],
+    ["antidisestablishmentarianism and pneumonoultramicroscopicsilicovolcanoconiosis"],
+    ["In 1599 the Globe held 3,000 people; 2 + 2 = 4 and π ≈ 3.14159."],
+    ["def attention(q, k, v):\n    return softmax(q @ k.T / d ** 0.5) @ v"],
+    ["I love this film 😍🎬 — 10/10 👍🏽"],
+    ["自然语言处理很有趣。"],
+]
+
+
+def shipped_tokenizers() -> list[tuple[str, TextTokenizer]]:
+    """(label, tokenizer) for every `<model dir>/*/tokenizer.json`, character-level first.
+
+    Models that ship the very same tokenizer file appear once, labelled with all their names.
+    """
+    names_by_file: dict[str, list[str]] = {}
+    for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
+        names_by_file.setdefault(path.read_text(encoding="utf-8"), []).append(path.parent.name)
+    found = []
+    for names in names_by_file.values():
+        tokenizer = store.tokenizer(names[0])
+        kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
+        found.append((f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens", tokenizer))
+    return sorted(found, key=lambda item: item[1].is_byte_level)
+
+
+def _clean(text: str | None, limit: int) -> tuple[str, str]:
+    """Text cut to `limit` characters with lone surrogates repaired, and the truncation notice."""
+    text, notice = truncate(text, limit)
+    return sanitize(text), notice
+
+
+def tokenize(text: str | None) -> tuple[str, str]:
+    """Main endpoint: (notice, HTML with one panel of chips and counts per shipped tokenizer)."""
+    text, notice = _clean(text, MAX_CHARS)
+    if not text:
+        return notice, views.hint(EMPTY_HINT)
+    try:
+        tokenizers = shipped_tokenizers()
+    except TokenizerError as error:
+        raise gr.Error(f"A shipped tokenizer could not be read: {error}") from error
+    if not tokenizers:
+        raise gr.Error(f"No tokenizer.json found under {store.model_dir()}; start the app with --model-dir "
+                       "pointing at the shipped assets/ folder.")
+    return notice, views.panels([views.tokenizer_panel(label, text, tok.tokens(text)) for label, tok in tokenizers])
+
+
+def replay(text: str | None, k: float) -> tuple[str, str]:
+    """(summary, chips) of `text` under only the first k merges of the shipped Shakespeare BPE."""
+    text, _ = _clean(text, MAX_CHARS)
+    bpe = store.tokenizer(REPLAY_MODEL)
+    k = min(max(int(k), 0), len(bpe.merges))
+    if not text:
+        return "", views.hint(EMPTY_HINT)
+    spans = bpe.tokens_after_merges(text, k)
+    summary = (f"After **{k:,}** of {len(bpe.merges):,} merges: **{views.plural(len(spans), 'token')}** "
+               f"({views.plural(len(text.encode('utf-8')), 'byte')} at 0 merges, "
+               f"{views.plural(len(bpe.tokens(text)), 'token')} with all merges).")
+    if k:
+        left, right = bpe.merges[k - 1]
+        shown = [_show(bpe, piece) for piece in (left, right, left + right)]
+        summary += " Merge #{:,} joined `{}` + `{}` → `{}`.".format(k, *shown)
+    return summary, views.token_chips(text, spans)
+
+
+def _show(bpe: TextTokenizer, piece: str) -> str:
+    """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for."""
+    return views.visible(bpe.decode([bpe.token_to_id(piece)])).replace("`", "'")
+
+
+@functools.lru_cache(maxsize=16)
+def _scratch(text: str):
+    return train_bpe_steps(text, SCRATCH_MAX_MERGES, min_count=1)
+
+
+def train_scratch(text: str | None):
+    """Train BPE from scratch on `text`: (notice, slider at the last step, merge table, curve, chips)."""
+    text, notice = _clean(text, SCRATCH_MAX_CHARS)
+    if not text:
+        return (notice or "Type a short text, or click the sailor rhyme.", gr.Slider(maximum=1, value=0),
+                [], views.vocab_curve([0], 0), views.hint("Nothing to train on yet."))
+    training = _scratch(text)
+    n = len(training.steps)
+    curve, chips = scratch_step(text, n)
+    return notice, gr.Slider(maximum=max(n, 1), value=n), views.merge_rows(training.steps), curve, chips
+
+
+def scratch_step(text: str | None, k: float):
+    """(vocabulary curve with step k marked, chips of the text after k merges)."""
+    text, _ = _clean(text, SCRATCH_MAX_CHARS)
+    if not text:
+        return views.vocab_curve([0], 0), views.hint("Nothing to train on yet.")
+    training = _scratch(text)
+    k = min(max(int(k), 0), len(training.steps))
+    return views.vocab_curve(training.vocab_sizes, k), views.piece_chips(training.segmentation(k))
+
+
+def build() -> None:
+    with gr.Tab("Tokens", id="tokens"):
+        gr.Markdown("## What does the model actually see?\nType text and see the tokens each shipped "
+                    "tokenizer cuts it into. Hover a chip for the characters and UTF-8 bytes it covers.")
+        text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=4, value=EXAMPLES[1][0])
+        gr.Examples(EXAMPLES, inputs=[text], label="Examples: English, Shakespeare, a rare word, numbers, "
+                                                   "code, emoji, Chinese")
+        notice = gr.Markdown()
+        chips = gr.HTML(css_template=views.CHIP_CSS)
+        with gr.Accordion("What am I looking at?", open=False):
+            gr.Markdown(
+                "Each chip is one token: its text (`·` is a space, `↵` a newline) and, small, its id -- the "
+                "number the model really reads. The same id always gets the same colour. The character "
+                "tokenizer spends one token per character and knows only the characters of Shakespeare "
+                "(anything else is `[UNK]`). A byte-level BPE never fails: it falls back to UTF-8 bytes, so "
+                "an emoji or a Chinese character may become several tokens, each showing its bytes as "
+                "`\\xNN`. Fewer characters per token means the model sees less text in the same context.")
+        gr.on(triggers=None, fn=tokenize, inputs=[text], outputs=[notice, chips], api_name="tokenize")
+
+        gr.Markdown("### Merge replay: the Shakespeare BPE, one merge at a time")
+        n_merges = len(store.tokenizer(REPLAY_MODEL).merges)
+        k = gr.Slider(0, n_merges, value=50, step=1, label=f"Use the first k of {n_merges:,} merges",
+                      elem_id="replay_k")
+        replay_summary = gr.Markdown()
+        replay_chips = gr.HTML(css_template=views.CHIP_CSS)
+        gr.on(triggers=None, fn=replay, inputs=[text, k], outputs=[replay_summary, replay_chips],
+              api_name="replay_merges")
+
+        gr.Markdown("### BPE from scratch")
+        with gr.Accordion("What am I looking at?", open=False):
+            gr.Markdown(
+                "Start with single characters. At each step, count every adjacent pair inside a word and "
+                "merge the most frequent one into a new token (ties: the pair seen first). Merges never "
+                "cross a space. The vocabulary (distinct tokens in the text) first **grows** -- each merge "
+                "adds a token while its parts are still used elsewhere -- then **shrinks**, as parts stop "
+                "being used on their own, until every word is a single token.")
+        scratch_text = gr.Textbox(label=f"Text to learn from (up to {SCRATCH_MAX_CHARS:,} characters)", lines=3,
+                                  value=SAILOR, elem_id="scratch_text")
+        gr.Examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text])
+        scratch_notice = gr.Markdown()
+        step = gr.Slider(0, 1, value=0, step=1, label="Merge step k (segmentation after k merges)",
+                         elem_id="scratch_step")
+        scratch_chips = gr.HTML(css_template=views.CHIP_CSS)
+        with gr.Row():
+            curve = gr.Plot(label="Vocabulary size vs merge step")
+            merges = gr.Dataframe(headers=["step", "pair", "count", "new token", "vocabulary"], label="Merges",
+                                  interactive=False, max_height=320)
+        gr.on(triggers=None, fn=train_scratch, inputs=[scratch_text],
+              outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
+        step.change(scratch_step, [scratch_text, step], [curve, scratch_chips], api_name="bpe_step")

@@ -1,0 +1,157 @@
+"""Token chips, counts and the BPE vocabulary curve: what a tokenizer did to a text, drawn.
+
+Lesson: the model reads ids, not letters. Each token is drawn as a chip that
+shows its text (spaces and invisible characters made visible) and its id; the
+hover title says which characters and which UTF-8 bytes it covers. Chips take
+their colour from their id, so the same token always has the same colour.
+
+Everything here is a pure function of token spans or merge steps; nothing
+here tokenizes. Every string that reaches the HTML is escaped with `html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from transformer_core.tokenization import MergeStep, TokenSpan, sanitize
+
+# Scoped by gr.HTML(css_template=...); chips isolate their text so a
+# right-to-left token cannot reorder its neighbours.
+CHIP_CSS = """
+.panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 12px; }
+.panel { border: 1px solid #ddd; border-radius: 8px; padding: 8px; direction: ltr; }
+.panel h4 { margin: 0 0 4px 0; }
+.counts { font-size: 0.85em; color: #555; margin-bottom: 6px; }
+.chips { line-height: 2.1; word-break: break-all; }
+.tok { display: inline-block; unicode-bidi: isolate; white-space: pre; border: 1px solid rgba(0,0,0,0.25);
+       border-radius: 4px; padding: 0 3px; margin: 1px; font-family: monospace; color: #111; }
+.tok sub { font-size: 0.7em; color: #555; margin-left: 2px; }
+.hint { color: #666; font-style: italic; }
+"""
+
+# How whitespace and invisible characters appear on a chip. Other control characters are
+# written like the split bytes of a byte-level token ("\\x00"), which every font can show.
+_SHOWN_AS = {" ": "·", "\n": "↵", "\t": "⇥"}
+_INVISIBLE = {"Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
+
+
+def visible(text: str) -> str:
+    """`text` with space as "·", newline "↵", tab "⇥", other controls as "\\xNN", other invisibles as "<U+XXXX>"."""
+    out = []
+    for char in text:
+        if char in _SHOWN_AS:
+            out.append(_SHOWN_AS[char])
+        elif unicodedata.category(char) == "Cc":
+            out.append(f"\\x{ord(char):02x}")
+        elif unicodedata.category(char) in _INVISIBLE:
+            out.append(f"<U+{ord(char):04X}>")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _escape(text: str) -> str:
+    """Token text made visible, then safe inside HTML (a token may well be "<script>")."""
+    return html.escape(visible(text), quote=True)
+
+
+def colour(key: int) -> str:
+    """A light background colour for `key`; the golden angle spreads neighbouring keys around the hue circle."""
+    return f"hsl({key * 137.508 % 360:.0f}, 75%, 85%)"
+
+
+def _chip(label: str, token_id: int | None, key: int, title: str) -> str:
+    """One chip; `title` must hold user text only as repr() (which escapes control characters)."""
+    sub = "" if token_id is None else f"<sub>{token_id}</sub>"
+    data_id = "" if token_id is None else f' data-id="{token_id}"'
+    return (f'<span class="tok"{data_id} style="background:{colour(key)}" title="{html.escape(title, quote=True)}">'
+            f"{_escape(label)}{sub}</span>")
+
+
+def token_chips(text: str, spans: Sequence[TokenSpan]) -> str:
+    """One chip per token of `text`: token text, id, and a hover title with its char and byte spans."""
+    chips = []
+    for span in spans:
+        title = (f"id {span.id} | chars {span.start}:{span.end} {text[span.start:span.end]!r} | "
+                 f"bytes {span.byte_start}:{span.byte_end}")
+        chips.append(_chip(span.text, span.id, span.id, title))
+    return f'<div class="chips">{"".join(chips)}</div>'
+
+
+def piece_chips(pieces: Sequence[str]) -> str:
+    """Chips for tokens that have no ids (BPE from scratch); the colour comes from the token's text."""
+    chips, position = [], 0
+    for piece in pieces:
+        key = zlib.crc32(piece.encode("utf-8", errors="replace"))
+        chips.append(_chip(piece, None, key, f"chars {position}:{position + len(piece)}"))
+        position += len(piece)
+    return f'<div class="chips">{"".join(chips)}</div>'
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """How long a text is in characters (code points), UTF-8 bytes and tokens."""
+
+    chars: int
+    bytes: int
+    tokens: int
+
+    @property
+    def chars_per_token(self) -> float:
+        return self.chars / self.tokens if self.tokens else 0.0
+
+
+def counts(text: str, spans: Sequence[TokenSpan]) -> TokenCounts:
+    return TokenCounts(len(text), len(sanitize(text).encode("utf-8")), len(spans))
+
+
+def plural(n: int, noun: str) -> str:
+    """ "1 token", "2 tokens", "1,000 tokens"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _counts_line(c: TokenCounts) -> str:
+    return (f'<div class="counts">{plural(c.chars, "character")} · {plural(c.bytes, "byte")} · '
+            f'<b>{plural(c.tokens, "token")}</b> · '
+            f"{c.chars_per_token:.2f} characters/token</div>")
+
+
+def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan]) -> str:
+    """A heading, the counts line and the chips for one tokenizer."""
+    return (f'<div class="panel"><h4>{html.escape(title)}</h4>{_counts_line(counts(text, spans))}'
+            f"{token_chips(text, spans)}</div>")
+
+
+def panels(parts: Sequence[str]) -> str:
+    """Panels side by side (they wrap onto new rows on narrow screens)."""
+    return f'<div class="panels">{"".join(parts)}</div>'
+
+
+def hint(message: str) -> str:
+    return f'<p class="hint">{html.escape(message)}</p>'
+
+
+def merge_rows(steps: Sequence[MergeStep]) -> list[list]:
+    """The merge table: step, left + right, the pair's count when merged, the new token, vocabulary size after."""
+    return [[i + 1, f"{visible(s.pair[0])} + {visible(s.pair[1])}", s.count, visible(s.token), s.vocab_size]
+            for i, s in enumerate(steps)]
+
+
+def vocab_curve(vocab_sizes: Sequence[int], k: int) -> go.Figure:
+    """Vocabulary size after 0..n merges, with the current step `k` marked."""
+    steps = list(range(len(vocab_sizes)))
+    fig = go.Figure(go.Scatter(x=steps, y=list(vocab_sizes), mode="lines+markers", name="vocabulary",
+                               hovertemplate="after %{x} merges: %{y} tokens<extra></extra>"))
+    if 0 <= k < len(vocab_sizes):
+        fig.add_trace(go.Scatter(x=[k], y=[vocab_sizes[k]], mode="markers", name=f"step {k}",
+                                 marker=dict(size=14, color="crimson"),
+                                 hovertemplate="now: %{y} tokens after %{x} merges<extra></extra>"))
+    fig.update_layout(xaxis_title="merge step", yaxis_title="distinct tokens in the text", showlegend=False,
+                      height=320, margin=dict(l=10, r=10, t=30, b=10))
+    return fig
