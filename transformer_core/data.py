@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import snapshot_download
+from huggingface_hub import hf_hub_download, snapshot_download
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
 SPLITS = ("train", "validation", "test")
@@ -331,3 +331,49 @@ def hub_text(repo_id: str, revision: str | None = None, pattern: str = "*.txt") 
             f"Fix: check the repo id and your connection, or pass a local folder instead."
         ) from error
     return local_text(folder)
+
+
+# ---------------------------------------------------------------- IMDb on the Hugging Face Hub
+
+IMDB_REPO = "stanfordnlp/imdb"
+_IMDB_FILES = {"train": "plain_text/train-00000-of-00001.parquet", "test": "plain_text/test-00000-of-00001.parquet"}
+
+
+def _imdb_file(repo_id: str, part: str, revision: str | None) -> Path:
+    """One IMDb parquet file: from a local copy of the repo's folder layout, or downloaded (and cached)."""
+    local = Path(repo_id).expanduser()
+    if local.is_dir():
+        path = local / _IMDB_FILES[part]
+        if not path.is_file():
+            raise DataError(f"No {_IMDB_FILES[part]} under {local} (a local IMDb copy keeps the Hub's layout).")
+        return path
+    try:
+        return Path(hf_hub_download(repo_id, _IMDB_FILES[part], repo_type="dataset", revision=revision))
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
+        raise DataError(
+            f"Could not fetch {_IMDB_FILES[part]} of data set {repo_id!r} from the Hugging Face Hub: {error}\n"
+            f"Fix: check your connection, or pass a local folder holding {_IMDB_FILES[part]}."
+        ) from error
+
+
+def imdb_reviews(split: str, repo_id: str = IMDB_REPO, revision: str | None = None) -> list[Review]:
+    """IMDb movie reviews (Maas et al., 2011) as `Review`s, read from the Hub's parquet files.
+
+    IMDb ships 25k train and 25k test reviews. Its test file is our test split;
+    its train file is cut by row index like the snippets (index % 10 == 1 is
+    validation, the rest train), so no test review can reach training. IMDb has
+    labels only, so `rating` is +1.0 or -1.0. `repo_id` may be a local folder
+    with the same `plain_text/*.parquet` layout (offline use, tests).
+    """
+    _check_split(split)
+    try:
+        import pyarrow.parquet as pq  # only this loader needs parquet
+    except ImportError as error:
+        raise DataError("Reading IMDb needs pyarrow: pip install pyarrow") from error
+    table = pq.read_table(_imdb_file(repo_id, "test" if split == "test" else "train", revision),
+                          columns=["text", "label"])
+    reviews = [Review(i, 1.0 if label else -1.0, text, int(label))
+               for i, (text, label) in enumerate(zip(table["text"].to_pylist(), table["label"].to_pylist()))]
+    if split == "test":
+        return reviews
+    return [r for r in reviews if (r.id % 10 == REVIEW_VALIDATION_DIGIT) == (split == "validation")]
