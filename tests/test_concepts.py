@@ -6,7 +6,8 @@ import shutil
 import gradio as gr
 import pytest
 import torch
-import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import transformer_core as tc
 from transformer_core import concepts as core
@@ -263,3 +264,34 @@ def test_app_registers_the_concepts_tab_with_its_endpoints():
     assert tab in app.TABS
     names = {fn.api_name for fn in app.build_app().fns.values()}
     assert {"concepts_trace", "concepts_order", "concepts_parameters"} <= names
+
+
+# every control: bad input gives a message, never a traceback ------------------------------------
+
+WEIRD_TEXT = st.one_of(st.just(""), st.just("   \n\t"), st.text(max_size=60), st.just("1 2\n" * 30_000),
+                       st.just("🙂 ١٢ \x00 1e999"), st.just(None))
+WEIRD_NUMBER = st.one_of(st.just(None), st.just(float("nan")), st.just(float("inf")), st.just(-1), st.just(10**30),
+                         st.just("abc"), st.integers(-5, 2000), st.floats(-1, 2))
+
+
+def _answers_or_explains(fn, *args):
+    try:
+        fn(*args)
+    except gr.Error:
+        pass
+
+
+@settings(max_examples=25, deadline=None)
+@given(WEIRD_TEXT, WEIRD_TEXT, WEIRD_NUMBER, WEIRD_NUMBER)
+def test_handlers_never_raise_anything_but_a_message(text, other, number, seed):
+    _answers_or_explains(tab.weighted_average, text, True, other, text, other, False)
+    _answers_or_explains(tab.trace, text, other, number, seed)
+    _answers_or_explains(tab.scaling, number, 16, seed)
+    _answers_or_explains(tab.positions, number, seed)
+    _answers_or_explains(tab.parameters, number, _NoProgress())
+
+
+@settings(max_examples=10, deadline=None)
+@given(WEIRD_TEXT, WEIRD_NUMBER)
+def test_order_handler_never_raises_anything_but_a_message(sentence, seed):
+    _answers_or_explains(tab.order, sentence, seed)

@@ -285,6 +285,8 @@ class HeadCount:
 
 def head_parameter_counts(d_model: int, heads=(1, 2, 4, 8), bias: bool = True) -> list[HeadCount]:
     """Build real attention layers of width d_model with each head count and count their parameters."""
+    if not 1 <= d_model <= 4096:
+        raise ConceptInputError(f"d_model must lie in 1..4096, got {d_model}")
     bad = [h for h in heads if h < 1 or d_model % h]
     if bad:
         raise ConceptInputError(f"d_model={d_model} must be divisible by every head count; {bad} do not divide it")

@@ -6,6 +6,8 @@ Handlers validate, call `transformer_core.concepts`, and hand the result to
 
 from __future__ import annotations
 
+import math
+
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
@@ -23,6 +25,8 @@ LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "s
 SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.data.Review.label: 1 positive, 0 negative
 MAX_WORDS = 40
 MAX_SENTENCE_CHARS = 400
+MAX_MATRIX_CHARS = 2000  # 8 rows of 8 numbers fit many times over
+MAX_SEED = 2**31 - 1
 
 
 def _table(rows: list[list], headers: list[str]) -> pd.DataFrame:
@@ -30,15 +34,33 @@ def _table(rows: list[list], headers: list[str]) -> pd.DataFrame:
 
 
 def _matrix(text: str, name: str) -> torch.Tensor:
+    if len(text or "") > MAX_MATRIX_CHARS:
+        raise gr.Error(f"{name} is {len(text):,} characters long; type at most 8 short rows of numbers.")
     try:
         return core.parse_matrix(text, name)
     except core.ConceptInputError as e:
         raise gr.Error(str(e)) from e
 
 
+def _number(value, name: str, lo: float, hi: float) -> float:
+    """A slider or number box's value, checked: API clients can send anything."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not lo <= x <= hi:  # also refuses NaN
+        raise gr.Error(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")
+    return x
+
+
+def _int(value, name: str, lo: int, hi: int) -> int:
+    return int(_number(value, name, lo, hi))
+
+
 def _placeholder(message: str) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=message, height=200, xaxis_visible=False, yaxis_visible=False)
+    fig.update_layout(title=message, height=200, xaxis_visible=False, yaxis_visible=False,
+                      plot_bgcolor="rgba(0,0,0,0)")
     return fig
 
 
@@ -81,11 +103,8 @@ queries (band: 10th–90th percentile) against the chosen number of random keys,
 
 
 def scaling(d, n_keys, seed):
-    try:
-        d, n_keys, seed = int(d), int(n_keys), int(seed)
-        points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=seed)
-    except (TypeError, ValueError) as e:  # ConceptInputError is a ValueError
-        raise gr.Error(f"Scaling experiment: {e}") from e
+    d, n_keys = _int(d, "d", 2, 1024), _int(n_keys, "number of keys", 2, 64)
+    points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=_int(seed, "seed", 0, MAX_SEED))
     chosen = next(p for p in points if p.d == d)
     return (views.scaling_figure(points, d), views.chosen_d_figure(chosen),
             _table(views.scaling_rows(points), views.SCALING_HEADERS))
@@ -126,14 +145,14 @@ def order(sentence, seed):
     words = sentence.split()
     if not 2 <= len(words) <= MAX_WORDS:
         raise gr.Error(f"Type a sentence of 2 to {MAX_WORDS} words; got {len(words)}.")
+    word_order = core.shuffled_order(len(words), _int(seed, "shuffle seed", 0, MAX_SEED))
     model, tok, names, which = _classifier()
     word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
     ids = [i for w in word_ids for i in w]
     try:
-        word_order = core.shuffled_order(len(words), int(seed))
         perm = core.token_permutation([len(w) for w in word_ids], word_order)
         variants = core.order_experiment(model, ids, perm)
-    except (TypeError, ValueError) as e:
+    except core.ConceptInputError as e:
         raise gr.Error(f"Order experiment: {e}") from e
     names = names or [f"class {c}" for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
@@ -154,14 +173,15 @@ Shakespeare (one row per position, nothing imposed)."""
 
 
 def positions(n_positions, d_model):
+    n_positions = _int(n_positions, "positions", 2, 256)
     try:
-        pe = core.sinusoidal_positions(int(n_positions), int(d_model))
-    except (TypeError, ValueError) as e:
+        pe = core.sinusoidal_positions(n_positions, _int(d_model, "d_model", 4, 256))
+    except core.ConceptInputError as e:
         raise gr.Error(f"Positions: {e}") from e
     sinusoidal = views.positions_figure(pe, core.position_similarity(pe), "sinusoidal encoding (fixed formula)")
     folder = store.model_dir() / LM_NAME
     try:
-        learned = core.learned_positions(store.model(LM_NAME), int(n_positions))
+        learned = core.learned_positions(store.model(LM_NAME), n_positions)
     except CheckpointError as e:
         return sinusoidal, _placeholder("learned positions: not available yet"), (
             f"The shipped language model is not available yet ({e}). Its learned positions appear here "
@@ -190,8 +210,8 @@ def shipped_models() -> list[str]:
 
 def parameters(d_model, progress=gr.Progress()):
     try:
-        counts = core.head_parameter_counts(int(d_model))
-    except (TypeError, ValueError) as e:
+        counts = core.head_parameter_counts(_int(d_model, "d_model", 8, 1024))
+    except core.ConceptInputError as e:
         raise gr.Error(f"Parameter counts: {e}") from e
     rows, problems = [], []
     for name in progress.tqdm(shipped_models(), desc="loading checkpoints"):
@@ -222,9 +242,11 @@ SRC_DEFAULT, TGT_DEFAULT = "1 2 3\n4 3 2", "2 3\n1 4"
 
 def trace(src_text, tgt_text, label_smoothing, seed):
     src, tgt = _matrix(src_text, "source ids"), _matrix(tgt_text, "target ids")
+    smoothing = _number(label_smoothing, "label smoothing", 0.0, 0.5)
+    model = core.tiny_encoder_decoder(_int(seed, "model seed", 0, MAX_SEED))
     try:
-        run = core.trace_encoder_decoder(core.tiny_encoder_decoder(int(seed)), src, tgt, float(label_smoothing))
-    except (TypeError, ValueError) as e:
+        run = core.trace_encoder_decoder(model, src, tgt, smoothing)
+    except core.ConceptInputError as e:
         raise gr.Error(f"Trace: {e}") from e
     return (_table(views.step_rows(run), views.STEP_HEADERS), _table(views.loss_rows(run), views.LOSS_HEADERS),
             views.step_values(run))
