@@ -160,7 +160,11 @@ def test_sinusoidal_similarity_depends_only_on_the_offset():
 
 def test_learned_positions_come_from_the_shipped_lm_or_say_they_are_missing(model_dir):
     _, learned_fig, note = tab.positions(16, 8)
-    assert "not available yet" in note
+    assert "not available yet" in note and learned_fig.data == ()
+    other = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **SMALL)).eval()
+    tc.save_checkpoint(other, model_dir / "other-lm")
+    _, learned_fig, note = tab.positions(16, 8)
+    assert "instead" in note and torch.allclose(torch.tensor(learned_fig.data[0].z), other.embed.pos.weight[:16])
     lm = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **SMALL)).eval()
     tc.save_checkpoint(lm, model_dir / tab.LM_NAME)
     sin_fig, learned_fig, note = tab.positions(16, 8)

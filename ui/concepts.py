@@ -64,6 +64,12 @@ def _placeholder(message: str) -> go.Figure:
     return fig
 
 
+def shipped_models() -> list[str]:
+    """Checkpoint folders (those with a config.json) in the model directory."""
+    folder = store.model_dir()
+    return sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.is_dir() else []
+
+
 # 1 ------------------------------------------------------------------------------------------
 
 INTRO_1 = """**Self-attention is a weighted average.** Each row of X is one word's vector. Every
@@ -172,6 +178,26 @@ diagonal, fading away from it). Beside it, the table our shipped language model 
 Shakespeare (one row per position, nothing imposed)."""
 
 
+def _learned_table(n_positions: int) -> tuple[str | None, torch.Tensor | None, str]:
+    """(model name, its first n_positions learned positions, note): the shipped LM, or while it
+    is missing another shipped model with a learned position table, or (None, None, why)."""
+    try:
+        learned = core.learned_positions(store.model(LM_NAME), n_positions)
+        if learned is not None:
+            return LM_NAME, learned, ""
+        why = f"The shipped language model `{LM_NAME}` has no learned position table."
+    except CheckpointError as e:
+        why = f"The shipped language model `{LM_NAME}` is not available yet ({e})."
+    for name in (n for n in shipped_models() if n != LM_NAME):
+        try:
+            learned = core.learned_positions(store.model(name), n_positions)
+        except CheckpointError:
+            continue
+        if learned is not None:
+            return name, learned, f"{why} Showing the learned positions of `{name}` instead."
+    return None, None, f"{why} No other shipped model has learned positions; they appear here once one is installed."
+
+
 def positions(n_positions, d_model):
     n_positions = _int(n_positions, "positions", 2, 256)
     try:
@@ -179,17 +205,11 @@ def positions(n_positions, d_model):
     except core.ConceptInputError as e:
         raise gr.Error(f"Positions: {e}") from e
     sinusoidal = views.positions_figure(pe, core.position_similarity(pe), "sinusoidal encoding (fixed formula)")
-    folder = store.model_dir() / LM_NAME
-    try:
-        learned = core.learned_positions(store.model(LM_NAME), n_positions)
-    except CheckpointError as e:
-        return sinusoidal, _placeholder("learned positions: not available yet"), (
-            f"The shipped language model is not available yet ({e}). Its learned positions appear here "
-            "once it has finished training.")
+    name, learned, note = _learned_table(n_positions)
     if learned is None:
-        return sinusoidal, _placeholder("learned positions: none"), f"`{folder}` has no learned position table."
-    title = f"learned positions of {LM_NAME} (first {len(learned)} of {store.model(LM_NAME).config.max_len})"
-    return sinusoidal, views.positions_figure(learned, core.position_similarity(learned), title), ""
+        return sinusoidal, _placeholder("learned positions: not available yet"), note
+    title = f"learned positions of {name} (first {len(learned)} of {store.model(name).config.max_len})"
+    return sinusoidal, views.positions_figure(learned, core.position_similarity(learned), title), note
 
 
 # 5 ------------------------------------------------------------------------------------------
@@ -200,12 +220,6 @@ of d/n_head. The output projection W_o that mixes the heads adds another d×d. S
 4(d² + d) for 1, 2, 4 or 8 heads alike. Each count is `sum(p.numel())` of a real
 `MultiHeadAttention`. Below: every shipped model's parameters by component (all layers summed,
 `*` stands for the layer number); each TOTAL equals `sum(p.numel() for p in model.parameters())`."""
-
-
-def shipped_models() -> list[str]:
-    """Checkpoint folders (those with a config.json) in the model directory."""
-    folder = store.model_dir()
-    return sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.is_dir() else []
 
 
 def parameters(d_model, progress=gr.Progress()):
