@@ -11,9 +11,9 @@ import os
 
 import gradio as gr
 
-from ui import about, store, tokens
+from ui import about, generate, store, tokens
 
-TABS = [tokens, about]
+TABS = [tokens, generate, about]
 
 
 def build_app() -> gr.Blocks:
