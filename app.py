@@ -1,28 +1,206 @@
 """Transformer Lab: type text and see inside a transformer.
 
 Start with `python app.py` (127.0.0.1:7860). Hugging Face Spaces set
-GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, which are honoured.
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, which are honoured. Every tab is a module in
+`ui/` listed in TABS; this file assembles them and adds what the whole app shares: the
+queue's limits, the GPU decorator, links to a view (`?tab=...&text=...`) and lecture mode.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 import gradio as gr
 
-from ui import about, generate, store, tokens
+from ui import about, concepts, generate, state, store, tokens
 
-TABS = [tokens, generate, about]
+TABS = [tokens, generate, concepts, about]
+
+# How many runs of each endpoint may share the 2-core CPU (or the GPU) at once. Cheap views
+# run side by side; model calls take turns in small groups so one user cannot starve the
+# rest; anything that trains gets the machine alone (one training at a time, app-wide).
+CONCURRENCY = {"tokenize": 8, "attention": 4, "masking": 4, "classify": 4, "generate": 2, "translate": 2}
+CONCURRENCY_CONCEPTS = 4
+CONCURRENCY_TRAINING = 1
+CONCURRENCY_DEFAULT = 4  # events without an api_name: examples, link and lecture helpers
+QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
+CPU_ONLY_ENDPOINTS = {"tokenize"}  # no model on them: never worth a GPU slot
+
+# Lecture mode: bigger type everywhere and punchier plots, readable from the back row.
+CSS = """
+body.lecture-mode { --text-xxs: 14px; --text-xs: 16px; --text-sm: 18px; --text-md: 22px; --text-lg: 26px;
+  --text-xl: 30px; --text-xxl: 36px; --body-text-size: 22px; --input-text-size: 22px;
+  --block-label-text-size: 18px; --block-title-text-size: 20px; --button-large-text-size: 22px;
+  --button-small-text-size: 18px; --section-header-text-size: 22px; --block-info-text-size: 18px; }
+body.lecture-mode .gradio-container { font-size: 22px; }
+body.lecture-mode .js-plotly-plot { filter: contrast(1.4) saturate(1.3); }
+body.lecture-mode .js-plotly-plot text { font-size: 16px !important; font-weight: 600; }
+"""
+
+# Plotly's camera button downloads a PNG; this adds a twin beside it that downloads the
+# same figure as SVG through plotly's own exporter, for every plot of every tab.
+HEAD = """
+<script>
+(() => {
+  const addSvgButton = (modebar) => {
+    if (modebar.querySelector('[data-title="Download plot as SVG"]')) return;
+    const camera = modebar.querySelector('[data-title^="Download plot"]');
+    const gd = modebar.closest('.js-plotly-plot');
+    if (!camera || !gd) return;
+    // PNGs at twice the screen resolution, so a figure stays sharp on a slide
+    camera.addEventListener('click', () => {
+      gd._context.toImageButtonOptions = {filename: 'transformer-lab', scale: 2, ...gd._context.toImageButtonOptions};
+    }, true);
+    const svg = camera.cloneNode(true);
+    svg.setAttribute('data-title', 'Download plot as SVG');
+    svg.addEventListener('click', () => {
+      const saved = gd._context.toImageButtonOptions;
+      gd._context.toImageButtonOptions = {...saved, format: 'svg'};
+      camera.click();
+      gd._context.toImageButtonOptions = saved;
+    });
+    camera.after(svg);
+  };
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; document.querySelectorAll('.modebar').forEach(addSvgButton); });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>
+"""
+
+# After a link or preset has filled a tab's inputs, press that tab's main button, as a person would.
+RUN_SELECTED_TAB = """
+(tab) => {
+  if (!tab) return;
+  let tries = 0;
+  const press = () => {
+    const button = document.querySelector(`#tab-${tab} button.primary`);
+    if (button) button.click(); else if (++tries < 50) setTimeout(press, 100);
+  };
+  setTimeout(press, 300);
+}
+"""
+TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"
+FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''"
+
+THEME = gr.themes.Soft(
+    primary_hue="indigo",
+    # system fonts only: the default theme would fetch web fonts, which fails offline
+    font=["ui-sans-serif", "system-ui", "sans-serif"],
+    font_mono=["ui-monospace", "monospace"],
+)
 
 
 def build_app() -> gr.Blocks:
-    with gr.Blocks(title="Transformer Lab") as demo:
+    # no telemetry: a lecture hall may be offline, and the app must not wait on the network
+    with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
         gr.Markdown("# Transformer Lab\nType text and see what a transformer does with it.")
-        with gr.Tabs():
+        with gr.Accordion("🎓 Lecture mode and links", open=False):
+            with gr.Row():
+                lecture = gr.Checkbox(label="Lecture mode: large fonts, high-contrast plots", value=False,
+                                      elem_id="lecture-mode")
+                preset = gr.Dropdown(list(state.LECTURE_PRESETS), label="Lecture step", value=None, elem_id="lecture-step")
+                back = gr.Button("◀ Previous step", size="sm", elem_id="lecture-back")
+                forward = gr.Button("Next step ▶", size="sm", elem_id="lecture-next")
+            with gr.Row():
+                make_link = gr.Button("🔗 Link to this view", size="sm", elem_id="make-link")
+                link_box = gr.Textbox(label="Link", buttons=["copy"], interactive=False, elem_id="view-link")
+        with gr.Tabs() as tabs:
             for tab in TABS:
                 tab.build()
+        limit_concurrency(demo)
+        run_on_gpu(demo)
+
+        # The app's own events below are instant and need no model: unqueued, private, no GPU.
+        shell = dict(queue=False, api_visibility="private")
+        tab_items = [t for t in tabs.children if isinstance(t, gr.Tab)]
+        for t in tab_items:
+            t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
+        links = state.ViewLinks(demo, tab_items)
+        current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
+        to_view = [tabs, current_tab, *links.components]
+
+        tabs.select(links.selected, None, current_tab, **shell)
+        demo.load(links.open_link, None, [*to_view, lecture], **shell).then(
+            None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
+        lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
+        preset.input(links.open_preset, preset, to_view, **shell).then(
+            None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
+        for button, step in ((back, state.previous_step), (forward, state.next_step)):
+            button.click(step, preset, preset, **shell).then(links.open_preset, preset, to_view, **shell).then(
+                None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
+        make_link.click(links.link, [current_tab, *links.components], link_box, **shell).then(
+            None, link_box, link_box, js=FULL_LINK, **shell)
     return demo
+
+
+def _endpoint_limit(api_name: str) -> tuple[int, str | None]:
+    """(concurrency limit, shared concurrency group or None) for a public endpoint name."""
+    if "train" in api_name:
+        return CONCURRENCY_TRAINING, "training"
+    if api_name in CONCURRENCY:
+        return CONCURRENCY[api_name], None
+    if api_name.startswith("concepts"):
+        return CONCURRENCY_CONCEPTS, None
+    return CONCURRENCY_DEFAULT, None
+
+
+def limit_concurrency(demo: gr.Blocks) -> None:
+    """Give every tab event an explicit concurrency limit; a tab's own explicit limit is kept.
+
+    A private event (`api_name=False`, e.g. `text.submit` beside a button) that calls the
+    same function as a public endpoint shares that endpoint's queue and limit.
+    """
+    public = {}
+    for fn in demo.fns.values():
+        if fn.api_visibility == "public":
+            public.setdefault(fn.concurrency_id, fn.api_name)
+    for fn in demo.fns.values():
+        if fn.concurrency_limit != "default":
+            continue
+        name = fn.api_name if fn.api_visibility == "public" else public.get(fn.concurrency_id, "")
+        limit, group = _endpoint_limit(name)
+        fn.concurrency_limit = limit
+        fn.concurrency_id = group or fn.concurrency_id
+
+
+def gpu_decorator():
+    """`spaces.GPU` on a ZeroGPU Space (the `spaces` package is importable), else a no-op."""
+    try:
+        import spaces
+    except ImportError:
+        return lambda fn: fn
+    return spaces.GPU
+
+
+def run_on_gpu(demo: gr.Blocks) -> None:
+    """Wrap every tab handler that may run a model, so a ZeroGPU Space lends it a GPU per call."""
+    gpu = gpu_decorator()
+    cpu_only = {fn.concurrency_id for fn in demo.fns.values() if fn.api_name in CPU_ONLY_ENDPOINTS}
+    for fn in demo.fns.values():
+        if fn.fn is not None and fn.concurrency_id not in cpu_only:
+            fn.fn = gpu(fn.fn)
+
+
+def hub_model_dir(repo_id: str) -> Path:
+    """Download a Hub model repo holding one checkpoint folder per model (like assets/)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=["*/config.json", "*/model.safetensors",
+                                                               "*/tokenizer.json", "*/README.md"]))
+    except Exception as e:  # offline, unknown repo, no access: all mean "cannot get it"
+        raise SystemExit(
+            f"Could not download checkpoints from the Hugging Face Hub repo {repo_id!r} "
+            f"({type(e).__name__}). Check the name and your network, or start without --hub-repo "
+            "to use the checkpoints shipped in assets/."
+        ) from e
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -30,15 +208,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     parser.add_argument("--share", action="store_true", help="create a public gradio.live link")
-    parser.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
+    source.add_argument("--hub-repo", default=None, help="Hub model repo with one checkpoint folder per model")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     if args.model_dir:
+        if not Path(args.model_dir).is_dir():
+            sys.exit(f"--model-dir {args.model_dir}: no such folder")
         store.set_model_dir(args.model_dir)
-    build_app().queue().launch(server_name=args.host, server_port=args.port, share=args.share)
+    if args.hub_repo:
+        store.set_model_dir(hub_model_dir(args.hub_repo))
+    build_app().queue(max_size=QUEUE_MAX_SIZE).launch(
+        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ui.common import download_file
+from ui.common import MAX_CHARS, download_file
 
 
 def test_download_file_writes_csv_with_a_header_and_json_as_a_list():
@@ -25,3 +25,205 @@ def test_download_file_keeps_two_downloads_of_the_same_name_apart():
 def test_download_file_refuses_other_formats():
     with pytest.raises(ValueError, match="csv or .json"):
         download_file("attention.pkl", [])
+
+
+# --- flags -----------------------------------------------------------------------------------
+
+import sys  # noqa: E402
+import types  # noqa: E402
+
+import gradio as gr  # noqa: E402
+
+import app  # noqa: E402
+from ui import state  # noqa: E402
+
+
+def test_defaults_serve_locally_on_7860(monkeypatch):
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    args = app.parse_args([])
+    assert (args.host, args.port, args.share, args.model_dir, args.hub_repo) == ("127.0.0.1", 7860, False, None, None)
+
+
+def test_spaces_environment_variables_pick_host_and_port(monkeypatch):
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
+    args = app.parse_args([])
+    assert (args.host, args.port) == ("0.0.0.0", 7861)
+
+
+def test_flags_override_everything(monkeypatch):
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
+    args = app.parse_args(["--host", "0.0.0.0", "--port", "9000", "--share", "--hub-repo", "me/lab"])
+    assert (args.host, args.port, args.share, args.hub_repo) == ("0.0.0.0", 9000, True, "me/lab")
+
+
+def test_model_dir_and_hub_repo_cannot_be_combined():
+    with pytest.raises(SystemExit):
+        app.parse_args(["--model-dir", "x", "--hub-repo", "me/lab"])
+
+
+def test_a_missing_model_dir_is_named_before_anything_starts(tmp_path):
+    with pytest.raises(SystemExit, match="no such folder"):
+        app.main(["--model-dir", str(tmp_path / "nope")])
+
+
+def test_hub_repo_offline_says_what_to_do(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit) as e:
+        app.hub_model_dir("someone/transformer-lab-checkpoints")
+    assert "someone/transformer-lab-checkpoints" in str(e.value) and "without --hub-repo" in str(e.value)
+
+
+# --- queue limits and the GPU decorator ------------------------------------------------------
+
+def _events_demo():
+    """A stand-in for the tabs: cheap, model and training endpoints, plus a private twin."""
+    def tokenize(text):
+        return text
+
+    def attention(text):
+        return text
+
+    def generate(text):
+        yield text
+
+    def train_bpe(text):
+        return text
+
+    with gr.Blocks() as demo:
+        text, out = gr.Textbox(), gr.Textbox()
+        text.change(tokenize, text, out, api_name="tokenize")
+        gr.Button().click(attention, text, out, api_name="attention")
+        text.submit(attention, text, out, api_name=False)
+        gr.Button().click(generate, text, out, api_name="generate")
+        gr.Button().click(train_bpe, text, out, api_name="train_bpe")
+        gr.Button().click(tokenize, text, out, api_name="mine", concurrency_limit=7)
+    return demo
+
+
+def _by_name(demo):
+    return {fn.api_name: fn for fn in demo.fns.values()}
+
+
+def test_every_event_gets_an_explicit_concurrency_limit():
+    demo = _events_demo()
+    app.limit_concurrency(demo)
+    fns = _by_name(demo)
+    assert fns["tokenize"].concurrency_limit == app.CONCURRENCY["tokenize"]
+    assert fns["generate"].concurrency_limit == app.CONCURRENCY["generate"]
+    assert fns["train_bpe"].concurrency_limit == 1 and fns["train_bpe"].concurrency_id == "training"
+    assert fns["mine"].concurrency_limit == 7  # a tab's own choice is kept
+    # the private text.submit twin shares the public endpoint's queue and limit
+    assert fns["false"].concurrency_id == fns["attention"].concurrency_id
+    assert fns["false"].concurrency_limit == app.CONCURRENCY["attention"]
+    assert all(fn.concurrency_limit != "default" for fn in demo.fns.values())
+
+
+def test_model_handlers_are_wrapped_with_spaces_gpu_when_spaces_is_installed(monkeypatch):
+    wrapped = []
+
+    def fake_gpu(fn):
+        wrapped.append(fn.__name__)
+        return fn
+
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=fake_gpu))
+    demo = _events_demo()
+    app.run_on_gpu(demo)
+    assert sorted(wrapped) == ["attention", "attention", "generate", "train_bpe"]  # never tokenize
+
+
+def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces -> ImportError
+    demo = _events_demo()
+    before = {name: fn.fn for name, fn in _by_name(demo).items()}
+    app.run_on_gpu(demo)
+    assert {name: fn.fn for name, fn in _by_name(demo).items()} == before
+
+
+def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private():
+    demo = app.build_app()
+    public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
+    assert all(isinstance(fn.concurrency_limit, int) for fn in public)
+    assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("ViewLinks")]
+    tab_ids = [str(t.id) for t in demo.blocks.values() if isinstance(t, gr.Tab)]
+    order = ["tokens", "attention", "masking", "generate", "sentiment", "translate", "concepts", "about"]
+    assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
+
+
+# --- links and lecture presets ---------------------------------------------------------------
+
+def _tab_demo():
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            with gr.Tab("Sampling", id="generate") as tab:
+                text = gr.Textbox(label="Prompt (up to 5,000 characters)")
+                model = gr.Dropdown(["shakespeare-lm", "gpt2"], label="Model")
+                temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.1, label="Temperature (0 = greedy)")
+                top_k = gr.Slider(0, 100, value=40, step=1, label="Top-k")
+                greedy = gr.Checkbox(label="Greedy")
+                out = gr.Textbox(label="Output")
+                gr.Button("Go", variant="primary").click(
+                    lambda *a: "", [text, model, temperature, top_k, greedy], out, api_name="generate")
+        links = state.ViewLinks(demo, [tab])
+    return links, dict(text=text, model=model, temperature=temperature, top_k=top_k, greedy=greedy)
+
+
+def test_inputs_are_named_by_label_with_short_names_for_text_and_model():
+    links, c = _tab_demo()
+    assert list(links.tabs[0].components) == ["text", "model", "temperature", "top_k", "greedy"]
+
+
+def test_a_link_sets_each_input_and_clips_or_ignores_what_does_not_fit():
+    links, c = _tab_demo()
+    tab_id, values = state.apply(
+        {"tab": "generate", "text": "ROMEO:", "model": "gpt2", "temperature": "99", "top_k": "nan",
+         "greedy": "yes", "colour": "red"}, links.tabs)
+    assert tab_id == "generate"
+    assert values == {id(c["text"]): "ROMEO:", id(c["model"]): "gpt2", id(c["temperature"]): 2,
+                      id(c["greedy"]): True}
+    assert state.apply({"tab": "generate", "model": "llama"}, links.tabs) == ("generate", {})
+
+
+def test_a_link_to_an_unknown_tab_changes_nothing():
+    links, _ = _tab_demo()
+    assert links.view({"tab": "nope", "text": "x"}) == [gr.skip()] * (2 + 5)
+
+
+def test_link_text_is_cut_to_the_input_limit():
+    links, c = _tab_demo()
+    _, values = state.apply({"tab": "generate", "text": "a" * 100_000}, links.tabs)
+    assert len(values[id(c["text"])]) == MAX_CHARS
+
+
+def test_a_generated_link_reopens_the_same_view():
+    links, c = _tab_demo()
+    current = ["To be", "gpt2", 0.5, 40, True]  # top_k left at its default
+    query = links.link("generate", *current)
+    assert query == "?tab=generate&text=To+be&model=gpt2&temperature=0.5&greedy=true"
+    from urllib.parse import parse_qsl
+    update = links.view(dict(parse_qsl(query[1:])))
+    assert update[1] == "generate"
+    assert update[2:] == ["To be", "gpt2", 0.5, gr.skip(), True]
+
+
+def test_page_load_reads_the_query_string_and_lecture_flag():
+    links, _ = _tab_demo()
+    request = types.SimpleNamespace(query_params={"tab": "generate", "text": "hi", "lecture": "1"})
+    update = links.open_link(request)
+    assert update[0].selected == "generate"
+    assert update[2] == "hi" and update[-1] is True
+
+
+def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
+    names = list(state.LECTURE_PRESETS)
+    assert state.next_step(None) == names[0]
+    assert state.next_step(names[0]) == names[1]
+    assert state.previous_step(names[0]) == names[0]
+    assert state.next_step(names[-1]) == names[-1]
+    assert [n.split(".")[0] for n in names] == [str(i) for i in range(1, len(names) + 1)]
+
+
+def test_every_lecture_preset_opens_a_real_tab():
+    ids = {"tokens", "attention", "masking", "generate", "sentiment", "translate", "concepts", "about"}
+    assert all(p["tab"] in ids for p in state.LECTURE_PRESETS.values())

@@ -1,0 +1,192 @@
+"""A view of the app as a handful of query parameters, so a lecturer can post a link to it.
+
+`?tab=attention&text=The+cat+sat&layer=2` opens the Attention tab with that text and
+layer 2 and runs it. The same dicts are the lecture presets: stepping through a lecture
+is opening one saved link after another.
+
+Tabs need not know about any of this. After every tab is built, `link_tabs` walks each
+tab's input components and names them: by `elem_id` when a tab sets one, otherwise by
+label ("Temperature" -> `temperature`). Two short names always work: `text` (the tab's
+first text box) and `model` (its model picker).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import gradio as gr
+
+from ui.common import truncate
+
+SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
+TRUE_WORDS = {"1", "true", "yes", "on"}
+
+# A lecture, step by step: each preset is the link a lecturer would otherwise post.
+# Keys a tab does not have are ignored, so a preset never breaks a lecture. Seeds are
+# fixed so the same slide shows the same sample in every run.
+LECTURE_PRESETS: dict[str, dict[str, str]] = {
+    "1. Text becomes tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
+    "2. One head at a time": {"tab": "attention", "text": "The cat sat on the mat because it was tired."},
+    "3. The causal mask": {"tab": "masking", "text": "The cat sat on the mat.", "mask": "causal"},
+    "4. Temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
+    "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film."},
+    "6. Encoder meets decoder": {"tab": "translate", "text": "good morning"},
+}
+
+
+def key_for(component) -> str:
+    """The query-parameter name of a component: its elem_id, else its label as snake_case
+    without any "(...)" aside: "Temperature (0 = greedy)" -> `temperature`."""
+    if component.elem_id:
+        return component.elem_id
+    label = re.sub(r"\(.*?\)", "", str(component.label or ""))
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
+@dataclass
+class TabInputs:
+    """One tab's settable inputs, by query-parameter name, in page order."""
+
+    tab_id: str
+    components: dict[str, object] = field(default_factory=dict)
+
+
+def _walk(block):
+    for child in getattr(block, "children", []):
+        yield child
+        yield from _walk(child)
+
+
+def link_tabs(demo: gr.Blocks, tabs: list[gr.Tab]) -> list[TabInputs]:
+    """Name the settable inputs of every tab (only components some event reads count)."""
+    inputs = {id(c) for fn in demo.fns.values() for c in fn.inputs}
+    linked = []
+    for tab in tabs:
+        components = {}
+        for c in _walk(tab):
+            if isinstance(c, SETTABLE) and id(c) in inputs and key_for(c) and key_for(c) not in components:
+                components[key_for(c)] = c
+        linked.append(TabInputs(str(tab.id), _short_names(components)))
+    return linked
+
+
+def _short_names(components: dict[str, object]) -> dict[str, object]:
+    """Rename the tab's first text box to `text` and its model picker to `model`, unless taken."""
+    text = next((k for k, c in components.items() if isinstance(c, gr.Textbox)), None)
+    model = next((k for k, c in components.items()
+                  if isinstance(c, (gr.Dropdown, gr.Radio)) and ("model" in k or "checkpoint" in k)), None)
+    renames = {old: new for old, new in ((text, "text"), (model, "model")) if old and new not in components}
+    return {renames.get(k, k): c for k, c in components.items()}
+
+
+def coerce(component, raw: str):
+    """The value `raw` (a query-string text) means for `component`, or None if it fits nowhere."""
+    if isinstance(component, gr.Textbox):
+        return truncate(raw)[0]
+    if isinstance(component, gr.Checkbox):
+        return raw.strip().lower() in TRUE_WORDS
+    if isinstance(component, (gr.Slider, gr.Number)):
+        try:
+            value = float(raw)
+        except ValueError:
+            return None
+        if not math.isfinite(value):
+            return None
+        low, high = getattr(component, "minimum", None), getattr(component, "maximum", None)
+        value = min(max(value, low if low is not None else value), high if high is not None else value)
+        return int(value) if value.is_integer() and float(getattr(component, "step", 1) or 1).is_integer() else value
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        if getattr(component, "multiselect", False):
+            return None
+        for label, value in component.choices:
+            if raw in (str(value), str(label)):
+                return value
+    return None
+
+
+def apply(params: dict[str, str], linked: list[TabInputs]) -> tuple[str | None, dict[int, object]]:
+    """(the tab to select, {id(component): new value}) for query parameters `params`.
+
+    Unknown tabs, unknown keys and values a component cannot take are ignored: a
+    mistyped link opens the app as usual instead of failing.
+    """
+    tab = next((t for t in linked if t.tab_id == params.get("tab")), None)
+    if tab is None:
+        return None, {}
+    values = {}
+    for key, raw in params.items():
+        component = tab.components.get(key) if key != "tab" else None
+        if component is not None and (value := coerce(component, raw)) is not None:
+            values[id(component)] = value
+    return tab.tab_id, values
+
+
+def all_components(linked: list[TabInputs]) -> list:
+    """Every linked component once, tab by tab: the outputs of the state-setting events."""
+    return [c for tab in linked for c in tab.components.values()]
+
+
+def step_preset(name: str | None, step: int) -> str:
+    """The lecture step `step` places after `name` (the first step when none is chosen yet)."""
+    names = list(LECTURE_PRESETS)
+    if name not in names:
+        return names[0]
+    return names[min(max(names.index(name) + step, 0), len(names) - 1)]
+
+
+def previous_step(name: str | None) -> str:
+    return step_preset(name, -1)
+
+
+def next_step(name: str | None) -> str:
+    return step_preset(name, +1)
+
+
+class ViewLinks:
+    """The event handlers behind links and presets, for the tabs of one app.
+
+    Their outputs are always [tabs, current tab id, *every linked input].
+    """
+
+    def __init__(self, demo: gr.Blocks, tabs: list[gr.Tab]):
+        self.tabs = link_tabs(demo, tabs)
+        self.components = all_components(self.tabs)
+        self.tab_ids = {tab.label: str(tab.id) for tab in tabs}
+
+    def view(self, params: dict[str, str]) -> list:
+        """Updates that open the view `params` describes (nothing changes for an unknown tab)."""
+        tab_id, values = apply(params, self.tabs)
+        if tab_id is None:
+            return [gr.skip()] * (2 + len(self.components))
+        return [gr.Tabs(selected=tab_id), tab_id] + [values.get(id(c), gr.skip()) for c in self.components]
+
+    def open_link(self, request: gr.Request) -> list:
+        """On page load: the view in the URL's query parameters; then lecture mode if `lecture=1`."""
+        params = dict(request.query_params) if request else {}
+        lecture = params.get("lecture", "").strip().lower() in TRUE_WORDS
+        return [*self.view(params), True if lecture else gr.skip()]
+
+    def open_preset(self, name: str | None) -> list:
+        return self.view(LECTURE_PRESETS.get(name or "", {}))
+
+    def selected(self, event: gr.SelectData) -> str:
+        """The id of the tab a person just clicked (Gradio reports its label)."""
+        return self.tab_ids.get(event.value, "")
+
+    def link(self, tab_id: str, *values) -> str:
+        """The query string ("?tab=...&...") that reopens tab `tab_id` with the current input values.
+
+        `values` are the current values of `self.components`, in order.
+        """
+        current = dict(zip([id(c) for c in self.components], values))
+        tab = next((t for t in self.tabs if t.tab_id == tab_id), None)
+        params = {"tab": tab_id}
+        for key, c in (tab.components.items() if tab else []):
+            value = current.get(id(c))
+            if value in (None, "", c.value) or isinstance(value, (list, dict)):
+                continue  # defaults stay out of the link, which keeps it short
+            params[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        return "?" + urlencode(params)
