@@ -252,10 +252,14 @@ def test_traced_values_equal_direct_computations():
 
 
 def test_trace_tab_shows_every_step_and_refuses_bad_ids():
-    steps, losses, values = tab.trace(tab.SRC_DEFAULT, tab.TGT_DEFAULT, 0.0, 0)
+    steps, losses, followed, values = tab.trace(tab.SRC_DEFAULT, tab.TGT_DEFAULT, 0.0, 0, 1, 1)
     assert list(steps["tensor"])[-3:] == ["logits", "loss", "loss_smoothed"]
     assert (losses["cross-entropy"] == losses["cross-entropy, smoothed"]).all()  # smoothing 0: the same loss
     assert values.count("# ") == len(steps) and "[batch 1, head 1]" in values
+    last = losses.iloc[-1]  # batch row 1, position 1: the token followed step by step
+    assert f"**{last['cross-entropy']:.4f}**" in followed and f"p(target) = {last['p(target)']:.4f}" in followed
+    with pytest.raises(gr.Error, match="position to follow"):
+        tab.trace(tab.SRC_DEFAULT, tab.TGT_DEFAULT, 0.0, 0, 0, 2)
     for src, tgt, problem in (("1 2 5\n1 2 3", "1 1\n1 1", "0..4"), ("1 2 3", "1 1\n1 1", "same batch size"),
                               ("1 2.5 3\n1 2 3", "1 1\n1 1", "whole numbers")):
         with pytest.raises(gr.Error, match=problem):
@@ -289,7 +293,7 @@ def _answers_or_explains(fn, *args):
 @given(WEIRD_TEXT, WEIRD_TEXT, WEIRD_NUMBER, WEIRD_NUMBER)
 def test_handlers_never_raise_anything_but_a_message(text, other, number, seed):
     _answers_or_explains(tab.weighted_average, text, True, other, text, other, False)
-    _answers_or_explains(tab.trace, text, other, number, seed)
+    _answers_or_explains(tab.trace, text, other, number, seed, number, seed)
     _answers_or_explains(tab.scaling, number, 16, seed)
     _answers_or_explains(tab.positions, number, seed)
     _answers_or_explains(tab.parameters, number, _NoProgress())

@@ -380,7 +380,7 @@ class TraceStep:
 class TracedRun:
     """One traced forward pass plus its loss.
 
-    decoder_input, targets (B, T); logits (B, T, vocab); p_target (B, T) softmax prob of each target;
+    decoder_input, targets (B, T); logits, probs (B, T, vocab); p_target (B, T) probability of each target;
     loss (B, T) per-token cross-entropy, loss_smoothed (B, T) the same with label smoothing.
     """
 
@@ -389,6 +389,7 @@ class TracedRun:
     decoder_input: torch.Tensor
     targets: torch.Tensor
     logits: torch.Tensor
+    probs: torch.Tensor
     p_target: torch.Tensor
     loss: torch.Tensor
     loss_smoothed: torch.Tensor
@@ -425,10 +426,12 @@ def trace_encoder_decoder(model: EncoderDecoder, src: torch.Tensor, targets: tor
     loss = F.cross_entropy(flat_logits, flat_targets, reduction="none").view_as(targets)
     loss_smoothed = F.cross_entropy(flat_logits, flat_targets, reduction="none",
                                     label_smoothing=label_smoothing).view_as(targets)
-    p_target = logits.softmax(-1).gather(-1, targets[..., None])[..., 0]
+    probs = logits.softmax(-1)
+    p_target = probs.gather(-1, targets[..., None])[..., 0]
     steps = [TraceStep(name, shape, t.values[name], STEP_MEANING.get(name.rsplit(".", 1)[-1], ""))
              for name, shape in t.shapes.items()]
     steps.append(TraceStep("loss", tuple(loss.shape), loss, "per-token cross-entropy −log p(target)"))
     steps.append(TraceStep("loss_smoothed", tuple(loss.shape), loss_smoothed,
                            f"per-token cross-entropy with label smoothing {label_smoothing:g}"))
-    return TracedRun(steps, src, decoder_input, targets, logits, p_target, loss, loss_smoothed, label_smoothing)
+    return TracedRun(steps, src, decoder_input, targets, logits, probs, p_target, loss, loss_smoothed,
+                     label_smoothing)

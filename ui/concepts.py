@@ -254,7 +254,7 @@ class into the target)."""
 SRC_DEFAULT, TGT_DEFAULT = "1 2 3\n4 3 2", "2 3\n1 4"
 
 
-def trace(src_text, tgt_text, label_smoothing, seed):
+def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_position=1):
     src, tgt = _matrix(src_text, "source ids"), _matrix(tgt_text, "target ids")
     smoothing = _number(label_smoothing, "label smoothing", 0.0, 0.5)
     model = core.tiny_encoder_decoder(_int(seed, "model seed", 0, MAX_SEED))
@@ -262,8 +262,10 @@ def trace(src_text, tgt_text, label_smoothing, seed):
         run = core.trace_encoder_decoder(model, src, tgt, smoothing)
     except core.ConceptInputError as e:
         raise gr.Error(f"Trace: {e}") from e
+    B, T = run.targets.shape
+    b, t = _int(follow_row, "batch row to follow", 0, B - 1), _int(follow_position, "position to follow", 0, T - 1)
     return (_table(views.step_rows(run), views.STEP_HEADERS), _table(views.loss_rows(run), views.LOSS_HEADERS),
-            views.step_values(run))
+            views.follow_token(run, b, t), views.step_values(run))
 
 
 # layout ---------------------------------------------------------------------------------------
@@ -348,14 +350,18 @@ def build() -> None:
                 tgt_text = gr.Textbox(TGT_DEFAULT, lines=2, label="target ids (batch rows, 0..4)")
                 smoothing = gr.Slider(0.0, 0.5, 0.1, step=0.05, label="label smoothing")
                 seed_6 = gr.Number(0, precision=0, label="model seed", minimum=0)
+            with gr.Row():
+                follow_row = gr.Number(0, precision=0, label="follow batch row", minimum=0)
+                follow_position = gr.Number(1, precision=0, label="follow target position", minimum=0)
             run_6 = gr.Button("Run and trace", variant="primary")
-            inputs_6 = [src_text, tgt_text, smoothing, seed_6]
-            gr.Examples([[SRC_DEFAULT, TGT_DEFAULT, 0.1, 0], [SRC_DEFAULT, TGT_DEFAULT, 0.0, 0],
-                         ["1 2 3\n1 2 3", "4 4\n4 4", 0.3, 1]], inputs_6)
+            inputs_6 = [src_text, tgt_text, smoothing, seed_6, follow_row, follow_position]
+            gr.Examples([[SRC_DEFAULT, TGT_DEFAULT, 0.1, 0, 0, 1], [SRC_DEFAULT, TGT_DEFAULT, 0.0, 0, 1, 0],
+                         ["1 2 3\n1 2 3", "4 4\n4 4", 0.3, 1, 0, 0]], inputs_6)
             steps, losses = gr.Dataframe(label="steps", interactive=False), gr.Dataframe(label="loss per token",
                                                                                          interactive=False)
+            followed = gr.Markdown()
             values = gr.Code(label="every value, in order", lines=20, max_lines=40)
-            outputs_6 = [steps, losses, values]
+            outputs_6 = [steps, losses, followed, values]
 
     sections = [(run_1, weighted_average, inputs_1, outputs_1, "concepts_weighted_average"),
                 (run_2, scaling, inputs_2, outputs_2, "concepts_scaling"),

@@ -225,6 +225,26 @@ def step_values(run: TracedRun) -> str:
                        for i, s in enumerate(run.steps))
 
 
+def follow_token(run: TracedRun, b: int, t: int) -> str:
+    """Markdown: one target position's path through the trace, from its input token to its loss."""
+    values = {s.name: s.values for s in run.steps}
+    source = run.src[b].tolist()
+    lines = [f"**Batch row {b}, position {t}**: the decoder reads token {int(run.decoder_input[b, t])} "
+             f"and should predict token {int(run.targets[b, t])}.",
+             f"- embedding + position: {_vec(values['decoder.embed'][b, t])}"]
+    for name, attn in values.items():
+        if not (name.startswith("decoder.") and name.endswith(".attn")):
+            continue
+        keys = "decoder positions" if ".self_attn." in name else f"source tokens {source}"
+        for h, row in enumerate(attn[b, :, t]):
+            lines.append(f"- `{name}` head {h}: weights over {keys}: {_vec(row)}")
+    lines += [f"- logits: {_vec(run.logits[b, t])}",
+              f"- softmax: {_vec(run.probs[b, t])}, so p(target) = {run.p_target[b, t]:.4f}",
+              f"- loss = −log {run.p_target[b, t]:.4f} = **{run.loss[b, t]:.4f}**; with label smoothing "
+              f"{run.label_smoothing:g}: **{run.loss_smoothed[b, t]:.4f}**"]
+    return "\n".join(lines)
+
+
 def loss_rows(run: TracedRun) -> list[list]:
     B, T = run.targets.shape
     return [[b, t, int(run.decoder_input[b, t]), int(run.targets[b, t]), _r(run.p_target[b, t]),
