@@ -39,11 +39,18 @@ class TrainConfig:
     time_budget_s: float | None = None  # stop early (and say so) after this many seconds
 
 
-def learning_rate(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up, then cosine decay from lr to min_lr."""
+def learning_rate(step: int, cfg: TrainConfig, seconds: float = 0.0) -> float:
+    """Linear warm-up, then cosine decay from lr to min_lr.
+
+    With a time budget the decay runs on whichever ends first, the steps or the
+    seconds, so a run cut short by the clock still finishes at a low learning rate.
+    """
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
-    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    if cfg.time_budget_s:
+        progress = max(progress, seconds / cfg.time_budget_s)
+    progress = min(1.0, progress)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * progress))
 
 
@@ -101,7 +108,7 @@ def train(
         g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         batch = get_batch("train", g)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, cfg)
+            group["lr"] = learning_rate(step, cfg, time.perf_counter() - t0)
         with autocast(device):
             loss = loss_fn(model, batch)
         optimizer.zero_grad(set_to_none=True)
