@@ -227,3 +227,103 @@ def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
 def test_every_lecture_preset_opens_a_real_tab():
     ids = {"tokens", "attention", "masking", "generate", "sentiment", "translate", "concepts", "about"}
     assert all(p["tab"] in ids for p in state.LECTURE_PRESETS.values())
+
+
+# --- deploying to a Space --------------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from huggingface_hub.utils import filter_repo_objects  # noqa: E402
+
+from transformer_core import deploy  # noqa: E402
+
+SPACE_TREE = {
+    "app.py": "", "README.md": "---\nsdk: gradio\n---\n", "requirements.txt": "", "requirements-dev.txt": "",
+    "transformer_core/__init__.py": "", "transformer_core/__pycache__/hub.cpython-311.pyc": "",
+    "ui/tokens.py": "", "views/attention.py": "",
+    "assets/shakespeare-lm/model.safetensors": "w", "assets/shakespeare-lm/config.json": "{}",
+    "assets/shakespeare-lm/tokenizer.json": "{}", "assets/shakespeare-lm/README.md": "card",
+    "assets/shakespeare-lm/history.json": "[]", "assets/screenshots/tokens.png": "png",
+    "tests/test_app.py": "", "benchmarks/load.py": "", ".ci/run": "", "runs/lm/state.pt": "x",
+    ".cache/data/shakespeare.txt": "x", ".git/HEAD": "x", "test-artifacts/tokens.png": "x",
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_space_gets_the_app_its_packages_and_checkpoints_and_nothing_else(tmp_path):
+    assert deploy.space_files(_tree(tmp_path, SPACE_TREE)) == [
+        "README.md", "app.py",
+        "assets/screenshots/tokens.png",
+        "assets/shakespeare-lm/README.md", "assets/shakespeare-lm/config.json",
+        "assets/shakespeare-lm/history.json", "assets/shakespeare-lm/model.safetensors",
+        "assets/shakespeare-lm/tokenizer.json",
+        "requirements.txt", "transformer_core/__init__.py", "ui/tokens.py", "views/attention.py",
+    ]
+
+
+def test_the_real_repository_uploads_every_module_the_app_imports():
+    files = deploy.space_files()
+    assert {"app.py", "README.md", "requirements.txt", "ui/common.py", "ui/store.py", "views/attention.py",
+            "transformer_core/attention.py", "transformer_core/deploy.py"} <= set(files)
+    assert not [f for f in files if f.startswith(("tests/", "runs/", ".cache/", "benchmarks/", "test-artifacts/"))]
+
+
+class FakeHub:
+    """Records what deploy asks of the Hub; uploads nothing."""
+
+    def __init__(self, fail: Exception | None = None):
+        self.calls, self.fail = [], fail
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+        if self.fail:
+            raise self.fail
+
+    def upload_folder(self, **kwargs):
+        self.calls.append(("upload_folder", kwargs["repo_id"], kwargs))
+
+
+def test_deploy_creates_a_gradio_space_and_uploads_exactly_the_dry_run_list(tmp_path):
+    root = _tree(tmp_path, SPACE_TREE)
+    hub = FakeHub()
+    assert deploy.deploy_space("me/lab", root, api=hub) == "https://huggingface.co/spaces/me/lab"
+    (_, repo, create), (_, _, upload) = hub.calls
+    assert repo == "me/lab" and create == {"repo_type": "space", "space_sdk": "gradio", "exist_ok": True,
+                                           "private": False}
+    assert upload["folder_path"] == str(root) and upload["repo_type"] == "space"
+    # what upload_folder will do with those patterns (plus its own .git ignores) is the dry-run list
+    everything = sorted(p.relative_to(root).as_posix() for p in root.glob("**/*") if p.is_file())
+    sent = filter_repo_objects(everything, allow_patterns=upload["allow_patterns"],
+                               ignore_patterns=upload["ignore_patterns"] + [".git/*"])
+    assert list(sent) == deploy.space_files(root)
+
+
+def test_a_failed_upload_names_the_repo_and_never_the_token(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_token_value")
+    hub = FakeHub(fail=RuntimeError("401 Unauthorized for token hf_secret_token_value"))
+    with pytest.raises(deploy.DeployError) as e:
+        deploy.deploy_space("me/lab", _tree(tmp_path, SPACE_TREE), api=hub)
+    assert "me/lab" in str(e.value) and "HF_TOKEN" in str(e.value) and "hf_secret" not in str(e.value)
+
+
+def test_checkpoints_go_to_a_model_repo_one_folder_each_as_app_hub_repo_reads_them(tmp_path):
+    root = _tree(tmp_path, SPACE_TREE)
+    assert deploy.model_files(root / "assets") == [
+        "shakespeare-lm/README.md", "shakespeare-lm/config.json", "shakespeare-lm/model.safetensors",
+        "shakespeare-lm/tokenizer.json"]
+    hub = FakeHub()
+    deploy.deploy_models("me/lab-models", root / "assets", api=hub)
+    assert hub.calls[0][2]["repo_type"] == "model" and hub.calls[1][2]["allow_patterns"] == deploy.MODEL_ALLOW
+
+
+def test_dry_run_prints_the_file_list_and_touches_no_network(capsys, monkeypatch):
+    monkeypatch.setattr(deploy, "HfApi", None)  # any Hub call would fail loudly
+    deploy.main(["--space", "me/lab", "--dry-run"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[:-1] == deploy.space_files() and out[-1].startswith(f"{len(out) - 1} files, ")
