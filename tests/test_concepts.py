@@ -251,6 +251,15 @@ def test_traced_values_equal_direct_computations():
     assert torch.allclose(shown, torch.stack([ce.exp().reciprocal(), ce, run.loss_smoothed], -1), atol=1e-4)
 
 
+def test_seeded_models_do_not_depend_on_the_global_random_state():
+    first = core.tiny_encoder_decoder(seed=5)
+    torch.manual_seed(123)
+    torch.randn(1000)
+    second = core.tiny_encoder_decoder(seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+    assert not torch.equal(core.tiny_encoder_decoder(seed=6).src_embed.tok.weight, first.src_embed.tok.weight)
+
+
 def test_trace_tab_shows_every_step_and_refuses_bad_ids():
     steps, losses, followed, values = tab.trace(tab.SRC_DEFAULT, tab.TGT_DEFAULT, 0.0, 0, 1, 1)
     assert list(steps["tensor"])[-3:] == ["logits", "loss", "loss_smoothed"]

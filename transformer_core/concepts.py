@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -36,12 +35,16 @@ class ConceptInputError(ValueError):
     """An experiment's input (a matrix typed by hand, a size, a token id) is unusable; the message says why."""
 
 
-@contextmanager
-def _seeded(seed: int):
-    """Initialise a model from `seed` without disturbing the caller's random state."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
+@torch.no_grad()
+def _draw_matrices(model: nn.Module, seed: int, std: float) -> nn.Module:
+    """Redraw every weight matrix (and embedding table) from N(0, std²) with a private generator,
+    so the same seed gives the same model even while other requests use torch's global RNG.
+    Biases and LayerNorms keep their fixed initial values (zeros, ones)."""
+    g = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        if p.dim() >= 2:
+            p.copy_(torch.randn(p.shape, generator=g) * std)
+    return model.eval()
 
 
 # 1. self-attention is a weighted average ------------------------------------------------
@@ -183,11 +186,12 @@ def without_positions(model: nn.Module) -> nn.Module:
 
 
 def random_classifier(vocab_size: int, seed: int = 0) -> EncoderClassifier:
-    """A small untrained classifier (learned positions, mean pooling) for when no trained one is shipped."""
+    """A small untrained classifier (learned positions, mean pooling) for when no trained one is shipped.
+
+    The same seed gives the same weights, also when requests run side by side."""
     config = EncoderClassifierConfig(vocab_size=vocab_size, d_model=64, n_head=4, n_layer=2, d_ff=128,
                                      dropout=0.0, max_len=128, positions="learned")
-    with _seeded(seed):
-        return EncoderClassifier(config).eval()
+    return _draw_matrices(EncoderClassifier(config), seed, std=0.02)  # GPT-2's scale
 
 
 def shuffled_order(n_words: int, seed: int = 0) -> list[int]:
@@ -359,13 +363,7 @@ def tiny_encoder_decoder(seed: int = 0) -> EncoderDecoder:
     """The tracing example's model: d_model 8, 2 heads, 1 layer, d_ff 32, vocabulary 5, untrained,
     its matrices drawn from N(0, TINY_INIT_STD²) so that the numbers are large enough to follow."""
     config = EncoderDecoderConfig(src_vocab_size=TINY_VOCAB, tgt_vocab_size=TINY_VOCAB, **TINY)
-    with _seeded(seed):
-        model = EncoderDecoder(config)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() == 2:
-                    p.normal_(0.0, TINY_INIT_STD)
-    return model.eval()
+    return _draw_matrices(EncoderDecoder(config), seed, TINY_INIT_STD)
 
 
 @dataclass
