@@ -150,7 +150,7 @@ def _clamp(value, low: int, high: int, name: str, notices: list[str]) -> int:
         raise gr.Error(f"{name} must be a whole number between {low} and {high}, not {value!r}.") from e
     clamped = min(max(number, low), high)
     if clamped != number:
-        notices.append(f"{name} must be between {low} and {high}; used {clamped}.")
+        notices.append(f"{name} can be {low} to {high}; used {clamped}.")
     return clamped
 
 
@@ -287,7 +287,7 @@ def _beam(model, tokenizer, request: Request, notices: list[str]):
             f"{result.best.logprob:.2f}. Beside the tree: a text sampled with the current settings.")
     out = _outputs(notices, beams, tokenizer, info=info, tree=views.beam_tree(result, label, request.width),
                    compare=sampled.highlighted())
-    return (out[0], [(request.prompt_text, None), *((label(t), None) for t in result.best.tokens)], *out[2:])
+    return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
 
 
 def _key(model_label: str, request: Request) -> tuple:
@@ -379,10 +379,9 @@ def build() -> None:
                 step_slider = gr.Slider(0, 1, value=0, step=1, label="Step to inspect", interactive=False)
                 bars = gr.Plot(label="Top candidates through each stage")
         with gr.Accordion("Beam search vs sampling", open=True):
-            with gr.Row():
-                tree = gr.Plot(label="Beam tree")
-                compare = gr.HighlightedText(label="Sampled text: same prompt, current settings and seed",
-                                             show_legend=False, show_inline_category=False)
+            tree = gr.Plot(label="Beam tree (hover a node for its log-probabilities)")
+            compare = gr.HighlightedText(label="Sampled text: same prompt, current settings and seed",
+                                         show_legend=False, show_inline_category=False)
         with gr.Accordion("Temperature 0.2 / 0.8 / 1.5, same prompt and seed", open=False):
             contrast_run = gr.Button("Compare temperatures")
             contrast_notice = gr.Markdown()

@@ -7,6 +7,7 @@ runs a model or re-derives a probability.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import plotly.graph_objects as go
@@ -16,6 +17,7 @@ from transformer_core.beam import BeamResult, Candidate
 from transformer_core.sampling import STAGES, StepRecord
 
 KEPT, CUT, CHOSEN, BEST = "#4f46e5", "#d1d5db", "#f97316", "#f97316"
+LABELLED_STEPS = 12  # beyond this many steps only the winning path is labelled
 STAGE_TITLES = {"raw": "model", "penalty": "repetition<br>penalty", "temperature": "temperature",
                 "top-k": "top-k", "top-p": "top-p", "min-p": "min-p"}
 
@@ -79,6 +81,23 @@ def _paths(result: BeamResult) -> dict[tuple[int, int], list[int]]:
     return paths
 
 
+def best_path(result: BeamResult) -> list[Candidate]:
+    """The candidates, step by step, that make up the winning hypothesis."""
+    paths, best, out = _paths(result), result.best.tokens, []
+    for t, candidates in enumerate(result.steps[: len(best)]):
+        for c in candidates:
+            if c.status != "pruned" and c.token == best[t] and paths.get((t - 1, c.parent), []) == best[:t]:
+                out.append(c)
+                break
+    return out
+
+
+def beam_highlights(prompt: str, result: BeamResult, label: Callable[[int], str]) -> list[tuple[str, float | None]]:
+    """HighlightedText value of the winning beam, each token with its own probability p(token | beam so far)."""
+    path = best_path(result)
+    return highlighted_tokens(prompt, [label(c.token) for c in path], [math.exp(c.logprob) for c in path])
+
+
 def _shown(candidates: list[Candidate], width: int) -> list[Candidate]:
     """Every kept or finished candidate and the `width` best pruned ones (the near misses)."""
     pruned = [c for c in candidates if c.status == "pruned"][:width]
@@ -93,6 +112,7 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
     """
     paths = _paths(result)
     best = result.best.tokens
+    few = len(result.steps) <= LABELLED_STEPS
     fig = go.Figure()
     edges = {"kept": ([], []), "pruned": ([], []), "best": ([], [])}
     points = {"kept": [], "pruned": [], "finished": []}
@@ -125,8 +145,10 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
             continue
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1] for p in pts],
-            mode="markers+text" if status != "pruned" else "markers",
-            text=[show(label(p[2].token)) for p in pts], textposition="top center",
+            mode="markers+text",
+            # label the winning path, and every kept node while the tree is small enough to read
+            text=[show(label(p[2].token)) if p[3] or (few and status != "pruned") else "" for p in pts],
+            textposition="top center",
             marker=dict(**markers[status], line=dict(color=[BEST if p[3] else "white" for p in pts], width=2)),
             customdata=[[show(label(p[2].token)), p[2].logprob, p[2].cumulative] for p in pts],
             hovertemplate="%{customdata[0]}<br>log p(token) = %{customdata[1]:.3f}"
@@ -134,7 +156,7 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
             name=status,
         ))
     rows = max((len(_shown(c, width)) for c in result.steps), default=1)
-    fig.update_xaxes(title="step", dtick=1, zeroline=False)
+    fig.update_xaxes(title="step", dtick=1 if few else 5, zeroline=False)
     fig.update_yaxes(title="rank by cumulative log-probability", showticklabels=False, zeroline=False)
     fig.update_layout(height=220 + 34 * rows, margin=dict(l=10, r=10, t=40, b=10),
                       title=f"Beam search, width {width}: {len(result.steps)} steps",
