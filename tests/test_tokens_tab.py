@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -218,3 +219,39 @@ def test_the_tab_is_first_and_exposes_its_endpoints():
         tab.build()
     names = {fn.api_name for fn in demo.fns.values()}
     assert {"tokenize", "replay_merges", "bpe_from_scratch", "bpe_step"} <= names
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        message = "Debian's chromium is needed for the browser test (apt-get install chromium)"
+        if os.environ.get("TRANSFORMER_LAB_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def test_chips_render_in_a_real_browser_with_the_text_escaped_and_spans_on_hover(bpe):
+    from playwright.sync_api import sync_playwright
+
+    chromium = _chromium()
+    text = "<script>window.hacked = 1</script> 🙂"
+    with gr.Blocks() as demo:
+        tab.build()
+    demo.launch(prevent_thread_lock=True, quiet=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(demo.local_url)
+            page.locator("#tokens_text textarea").fill(text)
+            bpe_chips = page.locator(".panel").filter(has_text=BPE).locator(".tok")
+            bpe_chips.nth(len(bpe.encode(text)) - 1).wait_for(timeout=30_000)
+            assert bpe_chips.count() == len(bpe.encode(text))
+            labels = bpe_chips.evaluate_all("chips => chips.map(chip => chip.firstChild.textContent)")
+            assert labels == [views.visible(span.text) for span in bpe.tokens(text)]  # "<script>" shown as text
+            assert page.evaluate("window.hacked") is None
+            assert bpe_chips.first.get_attribute("title").startswith(f"id {bpe.encode(text)[0]} | chars 0:1")
+            browser.close()
+    finally:
+        demo.close()

@@ -129,7 +129,8 @@ def build() -> None:
     with gr.Tab("Tokens", id="tokens"):
         gr.Markdown("## What does the model actually see?\nType text and see the tokens each shipped "
                     "tokenizer cuts it into. Hover a chip for the characters and UTF-8 bytes it covers.")
-        text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=4, value=EXAMPLES[1][0])
+        text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=4, value=EXAMPLES[1][0],
+                          elem_id="tokens_text")
         gr.Examples(EXAMPLES, inputs=[text], label="Examples: English, Shakespeare, a rare word, numbers, "
                                                    "code, emoji, Chinese")
         notice = gr.Markdown()
@@ -144,7 +145,10 @@ def build() -> None:
                 "`\\xNN`. Fewer characters per token means the model sees less text in the same context.")
         gr.on(triggers=None, fn=tokenize, inputs=[text], outputs=[notice, chips], api_name="tokenize")
 
-        gr.Markdown("### Merge replay: the Shakespeare BPE, one merge at a time")
+        gr.Markdown("### Merge replay: the Shakespeare BPE, one merge at a time\n"
+                    "At k = 0 every UTF-8 byte is its own token. The BPE learned its merges in order, most "
+                    "frequent pair first; replaying the first k of them glues bytes into ever longer pieces, "
+                    "and with all of them you get exactly the tokens shown above.")
         n_merges = len(store.tokenizer(REPLAY_MODEL).merges)
         k = gr.Slider(0, n_merges, value=50, step=1, label=f"Use the first k of {n_merges:,} merges",
                       elem_id="replay_k")
