@@ -188,6 +188,8 @@ def model_dir(tmp_path):
         shutil.copy(store.DEFAULT_MODEL_DIR / source / "tokenizer.json", tmp_path / name / "tokenizer.json")
     train_byte_level_bpe(["good film, bad film, great film"] * 5, 300).save(tmp_path / "sentiment" / "tokenizer.json")
     (tmp_path / "no-tokenizer").mkdir()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "tokenizer.json").write_text("{not json")
     store.set_model_dir(tmp_path)
     yield tmp_path
     store.set_model_dir(store.DEFAULT_MODEL_DIR)
@@ -195,7 +197,9 @@ def model_dir(tmp_path):
 
 def test_every_shipped_tokenizer_gets_a_panel_and_a_shared_file_one(model_dir):
     text = "good film"
-    titles = [title for title, _ in _Chips(tab.tokenize(text)[1]).panels[1:]]
+    notice, html = tab.tokenize(text)
+    titles = [title for title, _ in _Chips(html).panels[1:]]
+    assert "broken" in notice and str(model_dir / "broken" / "tokenizer.json") in notice
     assert len(titles) == 3 and "characters" in titles[0]
     assert any("shakespeare-bpe" in t and "shakespeare-lm" in t for t in titles)
     sentiment = TextTokenizer.load(model_dir / "sentiment")
@@ -205,7 +209,7 @@ def test_every_shipped_tokenizer_gets_a_panel_and_a_shared_file_one(model_dir):
 def test_no_tokenizer_at_all_is_a_gradio_error(tmp_path):
     store.set_model_dir(tmp_path)
     try:
-        with pytest.raises(gr.Error, match="No tokenizer.json"):
+        with pytest.raises(gr.Error, match="No readable tokenizer.json"):
             tab.tokenize("hello")
     finally:
         store.set_model_dir(store.DEFAULT_MODEL_DIR)
@@ -255,3 +259,14 @@ def test_chips_render_in_a_real_browser_with_the_text_escaped_and_spans_on_hover
             browser.close()
     finally:
         demo.close()
+
+
+def test_replay_without_the_shakespeare_bpe_says_what_is_missing(tmp_path):
+    store.set_model_dir(tmp_path)
+    try:
+        with gr.Blocks():
+            tab.build()  # the tab still builds
+        with pytest.raises(gr.Error, match="shakespeare-bpe"):
+            tab.replay("hello", 3)
+    finally:
+        store.set_model_dir(store.DEFAULT_MODEL_DIR)

@@ -38,20 +38,25 @@ EXAMPLES = [
 ]
 
 
-def shipped_tokenizers() -> list[tuple[str, TextTokenizer]]:
-    """(label, tokenizer) for every `<model dir>/*/tokenizer.json`, character-level first.
+def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
+    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`, character-level first; [problems]).
 
     Models that ship the very same tokenizer file appear once, labelled with all their names.
+    A file that cannot be read is reported as a problem instead of hiding the others.
     """
     names_by_file: dict[str, list[str]] = {}
     for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
-        names_by_file.setdefault(path.read_text(encoding="utf-8"), []).append(path.parent.name)
-    found = []
+        names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
+    found, problems = [], []
     for names in names_by_file.values():
-        tokenizer = store.tokenizer(names[0])
+        try:
+            tokenizer = store.tokenizer(names[0])
+        except TokenizerError as error:
+            problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
+            continue
         kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
         found.append((f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens", tokenizer))
-    return sorted(found, key=lambda item: item[1].is_byte_level)
+    return sorted(found, key=lambda item: item[1].is_byte_level), problems
 
 
 def _clean(text: str | None, limit: int) -> tuple[str, str]:
@@ -65,20 +70,18 @@ def tokenize(text: str | None) -> tuple[str, str]:
     text, notice = _clean(text, MAX_CHARS)
     if not text:
         return notice, views.hint(EMPTY_HINT)
-    try:
-        tokenizers = shipped_tokenizers()
-    except TokenizerError as error:
-        raise gr.Error(f"A shipped tokenizer could not be read: {error}") from error
+    tokenizers, problems = shipped_tokenizers()
     if not tokenizers:
-        raise gr.Error(f"No tokenizer.json found under {store.model_dir()}; start the app with --model-dir "
+        raise gr.Error(f"No readable tokenizer.json under {store.model_dir()}; start the app with --model-dir "
                        "pointing at the shipped assets/ folder.")
+    notice = "\n\n".join([notice, *problems]).strip()
     return notice, views.panels([views.tokenizer_panel(label, text, tok.tokens(text)) for label, tok in tokenizers])
 
 
 def replay(text: str | None, k: float) -> tuple[str, str]:
     """(summary, chips) of `text` under only the first k merges of the shipped Shakespeare BPE."""
     text, _ = _clean(text, MAX_CHARS)
-    bpe = store.tokenizer(REPLAY_MODEL)
+    bpe = _replay_tokenizer()
     k = min(max(int(k), 0), len(bpe.merges))
     if not text:
         return "", views.hint(EMPTY_HINT)
@@ -91,6 +94,13 @@ def replay(text: str | None, k: float) -> tuple[str, str]:
         shown = [_show(bpe, piece) for piece in (left, right, left + right)]
         summary += " Merge #{:,} joined `{}` + `{}` → `{}`.".format(k, *shown)
     return summary, views.token_chips(text, spans)
+
+
+def _replay_tokenizer() -> TextTokenizer:
+    try:
+        return store.tokenizer(REPLAY_MODEL)
+    except TokenizerError as error:
+        raise gr.Error(f"Merge replay needs the Shakespeare BPE: {error}") from error
 
 
 def _show(bpe: TextTokenizer, piece: str) -> str:
@@ -149,7 +159,10 @@ def build() -> None:
                     "At k = 0 every UTF-8 byte is its own token. The BPE learned its merges in order, most "
                     "frequent pair first; replaying the first k of them glues bytes into ever longer pieces, "
                     "and with all of them you get exactly the tokens shown above.")
-        n_merges = len(store.tokenizer(REPLAY_MODEL).merges)
+        try:
+            n_merges = len(store.tokenizer(REPLAY_MODEL).merges)
+        except TokenizerError:
+            n_merges = 1  # the app still starts; the replay handler says what is missing
         k = gr.Slider(0, n_merges, value=50, step=1, label=f"Use the first k of {n_merges:,} merges",
                       elem_id="replay_k")
         replay_summary = gr.Markdown()
