@@ -1,0 +1,100 @@
+"""Masks as matrices, and what a mask does to a trained language model.
+
+Lesson: a mask is a "may attend" matrix: row i lists the keys query i may read.
+The gallery draws the very `Mask` objects the model applies. The other figures
+compare one model under two masks (per-token loss, top next-token guesses) and
+two models trained under different masks (their loss curves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from views.attention import grid_axes, position_labels
+
+MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
+PANELS_PER_ROW = 4
+
+
+@dataclass
+class MaskPanel:
+    """One matrix of the gallery: allowed (Tq, Tk) bool and the tokens on its axes."""
+
+    title: str
+    allowed: np.ndarray
+    q_labels: list[str]
+    k_labels: list[str]
+
+
+def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
+    """The masks side by side, PANELS_PER_ROW to a row; blue cells may attend, grey ones are hidden."""
+    n_row = -(-len(panels) // PANELS_PER_ROW)
+    n_col = min(PANELS_PER_ROW, len(panels))
+    traces, layout, annotations = [], {}, []
+    for n, panel in enumerate(panels):
+        i, j = divmod(n, n_col)
+        suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j, gap=0.02)
+        traces.append(dict(
+            type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels),
+            y=position_labels(panel.q_labels), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
+            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+            hovertemplate=f"{panel.title}<br>" + "query %{y} → key %{x}: may attend = %{z}<extra></extra>",
+        ))
+        annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=1 - i / n_row, xref="paper", yref="paper",
+                                yanchor="bottom", showarrow=False))
+    fig = go.Figure(data=traces, layout=layout)
+    fig.update_layout(annotations=annotations, height=260 * n_row + 40, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
+    """Per-token loss (nats) of the same text under each mask: losses[name] (T-1,), labels (T,).
+
+    Point t is the loss of predicting token t+1, so the x axis names the token being predicted.
+    """
+    x = position_labels(labels)[1:]
+    fig = go.Figure()
+    for name, loss in losses.items():
+        loss = np.asarray(loss, dtype=np.float32)
+        fig.add_trace(go.Scatter(x=x, y=loss, mode="lines+markers", name=f"{name} (mean {loss.mean():.2f})",
+                                 hovertemplate="predicting %{x}: %{y:.2f} nats<extra></extra>"))
+    fig.update_xaxes(title="token being predicted", tickmode="array", tickvals=x,
+                     ticktext=np.array(labels[1:], dtype=object))
+    fig.update_yaxes(title="loss (nats)", rangemode="tozero")
+    fig.update_layout(title="Per-token loss", height=340, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+    return fig
+
+
+def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str) -> go.Figure:
+    """Top next-token guesses at one position under each mask: predictions[name] = (probs (k,), tokens (k,))."""
+    names = list(predictions)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.15)
+    for j, name in enumerate(names):
+        probs, tokens = predictions[name]
+        fig.add_trace(go.Bar(x=np.asarray(probs, dtype=np.float32), y=[repr(t) for t in tokens], orientation="h",
+                             showlegend=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"), row=1, col=j + 1)
+        fig.update_yaxes(autorange="reversed", row=1, col=j + 1)
+        fig.update_xaxes(range=[0, 1], title="probability", row=1, col=j + 1)
+    fig.update_layout(title=f"Top next-token guesses after {position_label!r}", height=300,
+                      margin=dict(l=10, r=10, t=70, b=10))
+    return fig
+
+
+def training_curves(histories: dict[str, list[dict]]) -> go.Figure:
+    """Training and validation loss against step for each run: histories[name] rows {step, train_loss, val_loss}."""
+    fig = go.Figure()
+    for name, history in histories.items():
+        steps = [row["step"] for row in history]
+        fig.add_trace(go.Scatter(x=steps, y=[row["train_loss"] for row in history], mode="lines",
+                                 name=f"{name}: training"))
+        fig.add_trace(go.Scatter(x=steps, y=[row["val_loss"] for row in history], mode="lines",
+                                 line=dict(dash="dot"), name=f"{name}: validation"))
+    fig.update_xaxes(title="training step")
+    fig.update_yaxes(title="loss (nats per token)", rangemode="tozero")
+    fig.update_layout(title="Loss while training", height=360, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
