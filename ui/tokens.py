@@ -39,7 +39,9 @@ EXAMPLES = [
 
 
 def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
-    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`, character-level first; [problems]).
+    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`; [problems]).
+
+    Character-level tokenizers come first, then the Shakespeare BPE, then the other BPEs by name.
 
     Models that ship the very same tokenizer file appear once, labelled with all their names.
     A file that cannot be read is reported as a problem instead of hiding the others.
@@ -55,8 +57,9 @@ def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
             problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
             continue
         kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
-        found.append((f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens", tokenizer))
-    return sorted(found, key=lambda item: item[1].is_byte_level), problems
+        label = f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens"
+        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
+    return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
 
 
 def _clean(text: str | None, limit: int) -> tuple[str, str]:

@@ -89,7 +89,7 @@ def piece_chips(pieces: Sequence[str]) -> str:
     chips, position = [], 0
     for piece in pieces:
         key = zlib.crc32(piece.encode("utf-8", errors="replace"))
-        chips.append(_chip(piece, None, key, f"chars {position}:{position + len(piece)}"))
+        chips.append(_chip(piece, None, key, f"chars {position}:{position + len(piece)} {piece!r}"))
         position += len(piece)
     return f'<div class="chips">{"".join(chips)}</div>'
 
