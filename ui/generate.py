@@ -284,7 +284,7 @@ def _beam(model, tokenizer, request: Request, notices: list[str]):
         pass
     beams = Session(prompt_text=request.prompt_text)  # no sampling records: the step bars stay empty
     info = (f"Beam search (width {request.width}) kept the text below, cumulative log-probability "
-            f"{result.best.logprob:.2f}. Beside the tree: a text sampled with the current settings.")
+            f"{result.best.logprob:.2f}. Below its tree: a text sampled with the current settings.")
     out = _outputs(notices, beams, tokenizer, info=info, tree=views.beam_tree(result, label, request.width),
                    compare=sampled.highlighted())
     return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
@@ -317,7 +317,7 @@ def inspect(session: Session | None, model_label, step_index):
     """The candidate bars of one step of the current text."""
     if session is None:
         return views.empty("Generate (sample or greedy) to see each step's candidates here.")
-    _, tokenizer, _ = load(model_label)
+    _, tokenizer, _ = load(session.key[0] if session.key else model_label)  # the model that wrote the text
     return _inspect(session, tokenizer, step_index or 0)
 
 
