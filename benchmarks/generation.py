@@ -1,6 +1,6 @@
 """Greedy decoding speed: our KV cache vs full recomputation vs transformers' GPT-2.
 
-    python -m benchmarks.generation [--new-tokens 256] [--threads 1] [--repeats 3]
+    python -m benchmarks.generation [--new-tokens 256] [--threads 1] [--repeats 3] [--lm assets/shakespeare-lm]
 
 One run, one machine, batch 1, greedy, 256 new tokens after a 16-token prompt:
   (a) `transformer_core.generate` with the KV cache;
@@ -65,6 +65,7 @@ def main(argv=None) -> None:
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--lm", default=str(SHIPPED), help="shipped LM checkpoint folder to time as well, if present")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -96,10 +97,11 @@ def main(argv=None) -> None:
         "transformers": transformers.__version__,
         "cpu": platform.processor() or platform.machine(),
     }
-    if (SHIPPED / "model.safetensors").is_file():
-        lm = load_model(SHIPPED)
+    if (Path(args.lm) / "model.safetensors").is_file():
+        lm = load_model(args.lm)
         lm_prompt = torch.randint(0, lm.config.vocab_size, (PROMPT_LEN,)).tolist()
-        result["shakespeare_lm"] = {
+        result["shipped_lm"] = {
+            "path": args.lm,
             "tokens_per_s_cache": round(ours_tokens_per_s(lm, lm_prompt, n, True, args.repeats)[0], 1),
             "tokens_per_s_no_cache": round(ours_tokens_per_s(lm, lm_prompt, n, False, 1)[0], 1),
             "context": lm.config.max_len,
