@@ -158,6 +158,13 @@ def test_sinusoidal_similarity_depends_only_on_the_offset():
         core.sinusoidal_positions(8, 7)
 
 
+def test_learned_positions_are_the_models_own_table():
+    translate = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **SMALL))
+    assert torch.equal(core.learned_positions(translate, 10), translate.src_embed.pos.weight[:10])
+    sinusoidal = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**SMALL, "positions": "sinusoidal"}))
+    assert core.learned_positions(sinusoidal) is None
+
+
 def test_learned_positions_come_from_the_shipped_lm_or_say_they_are_missing(model_dir):
     _, learned_fig, note = tab.positions(16, 8)
     assert "not available yet" in note and learned_fig.data == ()

@@ -118,7 +118,8 @@ def self_attention_average(x, w_q=None, w_k=None, w_v=None, scaled: bool = False
             if w.shape[0] != x.shape[1]:
                 raise ConceptInputError(f"{name} needs {x.shape[1]} rows (one per input dimension), got {w.shape[0]}")
         if w_q.shape[1] != w_k.shape[1]:
-            raise ConceptInputError(f"W_q and W_k need the same number of columns, got {w_q.shape[1]} and {w_k.shape[1]}")
+            raise ConceptInputError(
+                f"W_q and W_k need the same number of columns, got {w_q.shape[1]} and {w_k.shape[1]}")
         q, k, v = x @ w_q, x @ w_k, x @ w_v
     else:
         q = k = v = x
@@ -262,12 +263,13 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:
 
 
 def learned_positions(model: nn.Module, n_positions: int | None = None) -> torch.Tensor | None:
-    """A model's learned position table (n_positions, d_model), or None if it has none."""
-    embed = getattr(model, "embed", None)
-    pos = getattr(embed, "pos", None)
-    if pos is None:
-        return None
-    return pos.weight.detach().float().cpu()[:n_positions]
+    """A model's learned position table (n_positions, d_model), or None if it has none.
+    For an encoder-decoder, the encoder's (source) table."""
+    for stack in ("embed", "src_embed"):
+        pos = getattr(getattr(model, stack, None), "pos", None)
+        if pos is not None:
+            return pos.weight.detach().float().cpu()[:n_positions]
+    return None
 
 
 # 5. multi-head costs nothing extra --------------------------------------------------------
@@ -412,7 +414,8 @@ def trace_encoder_decoder(model: EncoderDecoder, src: torch.Tensor, targets: tor
     _check_ids(src, "source ids", cfg.src_vocab_size)
     _check_ids(targets, "target ids", cfg.tgt_vocab_size)
     if src.shape[0] != targets.shape[0]:
-        raise ConceptInputError(f"source and target need the same batch size, got {src.shape[0]} and {targets.shape[0]}")
+        raise ConceptInputError(
+            f"source and target need the same batch size, got {src.shape[0]} and {targets.shape[0]}")
     if max(src.shape[1], targets.shape[1]) > cfg.max_len:
         raise ConceptInputError(f"sequences may be at most {cfg.max_len} tokens long")
     if not 0.0 <= label_smoothing < 1.0:

@@ -119,7 +119,8 @@ def chosen_d_figure(point: ScalingPoint, n_rows: int = 6) -> go.Figure:
                                  hovertemplate="query %{y}, key %{x}: %{z:.3f}<extra></extra>"), row=1, col=col)
     fig.update_xaxes(title="key")
     fig.update_yaxes(title="query", autorange="reversed")
-    fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0, cmax=1), height=300, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0, cmax=1), height=300,
+                      margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
