@@ -199,3 +199,14 @@ def test_the_tab_registers_its_endpoints():
         tab.build()
     names = {fn.api_name for fn in demo.fns.values()}
     assert {"generate", "generate_step", "generate_inspect", "generate_temperatures"} <= names
+
+
+def test_the_tree_traces_the_winning_hypothesis_through_its_kept_nodes():
+    from views import sampling as views
+
+    model, tokenizer = store.model("shakespeare-lm"), store.tokenizer("shakespeare-lm")
+    result = tc.beam_search_lm(model, tokenizer.encode("KING:"), 4, 10)
+    path = views.best_path(result)
+    assert [c.token for c in path] == result.best.tokens
+    assert sum(c.logprob for c in path) == pytest.approx(result.best.logprob, abs=1e-4)
+    assert path[-1].cumulative == pytest.approx(result.best.logprob, abs=1e-5)
