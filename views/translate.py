@@ -1,0 +1,69 @@
+"""Pictures of a translation: the attention maps of one encoder-decoder pass, the table of
+decoding steps, the loss curve of a live training run and the length-generalisation plot.
+
+Pure functions of what the core computed (a `Trace`, next-token probabilities, a
+training history, accuracies); the heatmaps are the Attention tab's own builder.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import torch
+
+from views.attention import head_heatmap
+from views.sampling import show
+
+# labels of each group's (queries, keys): "source" positions; target positions by the token they
+# "writes" (so copy's cross-attention is a diagonal of equal labels) or the token they "reads"
+SIDES = {"cross": ("writes", "source"), "encoder": ("source", "source"), "decoder": ("writes", "reads")}
+TITLES = {"cross": "Cross-attention", "encoder": "Encoder self-attention", "decoder": "Decoder self-attention"}
+
+
+def attention_figure(attn: torch.Tensor, group: str, layer: int, head: int | None,
+                     labels: dict[str, list[str]]) -> go.Figure:
+    """One layer's map from trace.attention(group) (n_layer, B, H, Tq, Tk): one head, or the
+    head average when `head` is None. labels: {"source", "writes", "reads"} -> one label per position."""
+    heads = attn[layer, 0]  # (H, Tq, Tk)
+    q_side, k_side = SIDES[group]
+    which = "mean of heads" if head is None else f"head {head}"
+    return head_heatmap(heads.mean(0) if head is None else heads[head], labels[q_side], labels[k_side],
+                        title=f"{TITLES[group]}, layer {layer}, {which}")
+
+
+def step_rows(probs: torch.Tensor, written: list[int], label, top: int = 3) -> list[list]:
+    """Decoding table: per step, the token written, its probability and the best alternatives.
+
+    probs: (m + 1, vocab) next-token distributions at target positions 0..m;
+    written: the m + 1 tokens chosen there (the translation, then </s>).
+    """
+    rows = []
+    for step, token in enumerate(written):
+        p = probs[step]
+        best = torch.topk(p, min(top + 1, p.numel()))
+        others = [f"{show(label(int(i)))} {float(q):.3f}" for q, i in zip(best.values, best.indices) if int(i) != token]
+        rows.append([step + 1, show(label(token)), round(float(p[token]), 4), ", ".join(others[:top])])
+    return rows
+
+
+def loss_curve(history: list[tuple[int, float]], title: str = "Training loss") -> go.Figure:
+    """Training loss per step, live: history [(step, loss)]; log scale, since it falls by decades."""
+    fig = go.Figure(go.Scatter(x=[s for s, _ in history], y=[v for _, v in history], mode="lines",
+                               line=dict(color="#4f46e5")))
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="cross-entropy (nats/token)", type="log")
+    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def length_figure(curves: dict[str, dict[int, float]], trained_max: int) -> go.Figure:
+    """Exact-match accuracy by source length for each model: curves {name: {length: accuracy}}."""
+    fig = go.Figure()
+    for name, by_length in curves.items():
+        fig.add_trace(go.Scatter(x=list(by_length), y=list(by_length.values()), mode="lines+markers", name=name))
+    fig.add_vrect(x0=0.5, x1=trained_max + 0.5, fillcolor="#16a34a", opacity=0.08, line_width=0,
+                  annotation_text="lengths seen in training", annotation_position="top left")
+    fig.update_xaxes(title="source length (symbols)", dtick=1)
+    fig.update_yaxes(title="exact-match accuracy", range=[-0.02, 1.02])
+    fig.update_layout(title="Length generalisation: trained on lengths ≤ %d" % trained_max, height=360,
+                      margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig
