@@ -60,6 +60,8 @@ from .tokenization import (
     train_char_level,
 )
 from .sampling import Sampler, SamplingConfig, SamplingError, StepRecord
+from .seq2seq import Codec, DecodingError, Translation, exact_match, translate
+from .tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .trace import Trace, recording
 from .training import TrainConfig, evaluate, learning_rate, train
 
@@ -83,4 +85,7 @@ __all__ = [
     "train_byte_level_bpe", "train_char_level",
     # training
     "TrainConfig", "evaluate", "learning_rate", "train",
+    # translation (encoder-decoder tasks)
+    "Codec", "DecodingError", "TASKS", "Task", "TaskError", "Translation", "exact_match", "get_task", "pig_latin",
+    "translate",
 ]
