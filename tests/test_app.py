@@ -142,7 +142,10 @@ def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
 
 
 def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private():
+    from ui import store
+
     demo = app.build_app()
+    assert store._models == {}  # models load on first use: the first page must not wait for them
     public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
     assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("ViewLinks")]
@@ -327,3 +330,29 @@ def test_dry_run_prints_the_file_list_and_touches_no_network(capsys, monkeypatch
     deploy.main(["--space", "me/lab", "--dry-run"])
     out = capsys.readouterr().out.splitlines()
     assert out[:-1] == deploy.space_files() and out[-1].startswith(f"{len(out) - 1} files, ")
+
+
+# --- the README is also the Space's configuration --------------------------------------------
+
+import yaml  # noqa: E402
+from packaging.requirements import Requirement  # noqa: E402
+
+
+def _front_matter() -> dict:
+    text = (Path(app.__file__).parent / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n"), "README.md must begin with the Space's YAML front matter"
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_readme_front_matter_configures_a_gradio_space():
+    meta = _front_matter()
+    assert {"title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "license",
+            "short_description"} <= set(meta)
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+    assert len(meta["short_description"]) <= 60  # the Hub's limit
+
+
+def test_the_space_runs_the_gradio_version_requirements_allow():
+    lines = (Path(app.__file__).parent / "requirements.txt").read_text().splitlines()
+    gradio = next(Requirement(line.split("#")[0]) for line in lines if line.startswith("gradio"))
+    assert gradio.specifier.contains(_front_matter()["sdk_version"])
