@@ -1,0 +1,128 @@
+"""Sentiment with an encoder: a verdict, and which tokens drove it.
+
+Lesson: a sequence classifier reads every token at once (no causal mask), pools
+the encoder's output vectors into one and maps it to class scores. To ask *why*
+it decided, two different questions can be asked of the same forward pass:
+
+* gradient x input: how much would the positive-minus-negative score move if a
+  token's embedding were scaled towards zero? (signed: + pushes positive);
+* attention rollout: how much of each input token ends up, through all layers'
+  attention and residual paths, in the pooled vector? (unsigned: where it read).
+
+They often disagree, which is itself the lesson: attention is not explanation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .analysis import attention_rollout
+from .tokenization import MASK, PAD, TextTokenizer
+
+LABELS = ("negative", "positive")  # class index -> name; the classifier's n_class is 2
+
+
+class EmptyTextError(ValueError):
+    """A text with nothing to classify (no tokens)."""
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists: -> ids (B, T_max), lengths (B,)."""
+    lengths = torch.tensor([len(s) for s in sequences])
+    ids = torch.full((len(sequences), int(lengths.max())), pad_id, dtype=torch.long)
+    for row, s in enumerate(sequences):
+        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, lengths
+
+
+def special_ids(tokenizer: TextTokenizer) -> tuple[int, int]:
+    """The ([PAD], [MASK]) ids a classifier tokenizer must have."""
+    pad, mask = tokenizer.token_to_id(PAD), tokenizer.token_to_id(MASK)
+    if pad is None or mask is None:
+        raise ValueError(f"the tokenizer has no {PAD} / {MASK} token; train it with --corpus reviews")
+    return pad, mask
+
+
+@torch.no_grad()
+def predict_proba(model, ids: list[list[int]], pad_id: int, batch_size: int = 256) -> torch.Tensor:
+    """Class probabilities (N, n_class) for N token id lists (each at most max_len long)."""
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(ids), batch_size):
+        x, lengths = pad_batch(ids[start : start + batch_size], pad_id)
+        out.append(torch.softmax(model(x.to(device), lengths.to(device)).float(), dim=-1).cpu())
+    return torch.cat(out)
+
+
+def accuracy(model, ids: list[list[int]], labels: list[int], pad_id: int) -> float:
+    """Share of texts whose most likely class is the label."""
+    return float((predict_proba(model, ids, pad_id).argmax(-1) == torch.tensor(labels)).float().mean())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One text classified and explained, token by token.
+
+    probs: P(class) per name in LABELS; tokens: the token spans read (after truncation);
+    grad_x_input, rollout: one score per token; attn: (n_layer, n_head, T, T);
+    truncated: how many tokens past max_len were cut off.
+    """
+
+    probs: dict[str, float]
+    tokens: list
+    grad_x_input: torch.Tensor
+    rollout: torch.Tensor
+    attn: torch.Tensor
+    truncated: int
+
+
+def gradient_x_input(model, idx: torch.Tensor) -> torch.Tensor:
+    """(T,) per-token scores: d(logit_pos - logit_neg)/d(embedding) . embedding, summed over d_model.
+
+    idx: (1, T). The token embedding's output is captured with a forward hook
+    that fires only for this call's own input tensor, so other requests running
+    the same model concurrently are not affected.
+    """
+    captured = {}
+
+    def keep(module, inputs, output):
+        if inputs[0] is idx:
+            captured["e"] = output
+
+    handle = model.embed.tok.register_forward_hook(keep)
+    try:
+        with torch.enable_grad():
+            logits = model(idx)
+            e = captured["e"]
+            # autograd.grad, not backward(): the shared model's parameters get no .grad
+            (grad,) = torch.autograd.grad(logits[0, 1] - logits[0, 0], e)
+    finally:
+        handle.remove()
+    return (grad * e).sum(-1)[0].detach().float().cpu()
+
+
+def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
+    """Classify `text` and score each token by gradient x input and by attention rollout."""
+    spans = tokenizer.tokens(text)
+    if not spans:
+        raise EmptyTextError("the text has no tokens")
+    max_len = model.config.max_len
+    truncated = max(0, len(spans) - max_len)
+    spans = spans[:max_len]
+    device = next(model.parameters()).device
+    idx = torch.tensor([[s.id for s in spans]], device=device)
+    logits, trace = model.run_with_trace(idx)
+    probs = torch.softmax(logits[0].float(), -1).tolist()
+    attn = trace.attention("encoder")[:, 0]  # (n_layer, n_head, T, T)
+    # mean pooling averages the final vectors, so a token's share of the pooled vector
+    # is the mean of its column in the last rollout matrix
+    rollout = attention_rollout(attn)[-1].mean(dim=0)
+    return Verdict(dict(zip(LABELS, probs)), spans, gradient_x_input(model, idx), rollout, attn, truncated)
+
+
+def mlm_logits(model, h: torch.Tensor) -> torch.Tensor:
+    """Masked-token logits from encoder vectors (..., d_model) -> (..., vocab), tied to the input embedding."""
+    return F.linear(h, model.embed.tok.weight)

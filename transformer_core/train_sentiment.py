@@ -1,0 +1,268 @@
+"""Train the sentiment classifier: `python -m transformer_core.train_sentiment --help`.
+
+Lesson: the BERT recipe on a small scale. 8.5k labelled sentences are too few
+to learn English from, so the encoder first learns it without labels: 15% of
+the tokens of Shakespeare and of the training sentences are hidden and the
+encoder predicts them from both sides (masked-token pre-training). Then the
+same weights, plus a linear head on the mean-pooled output, are fine-tuned on
+the labels, with validation accuracy picking the weights to keep (early stopping).
+
+    python -m transformer_core.train_sentiment --out assets/sentiment \\
+        --tokenizer runs/sentiment/tokenizer.json --pretrain-steps 3000 --steps 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import data
+from .hub import save_checkpoint
+from .models import EncoderClassifier, EncoderClassifierConfig
+from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
+from .tokenization import END_OF_TEXT, TextTokenizer
+from .training import TrainConfig, train
+
+MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
+IGNORE = -100  # cross_entropy's "no target here"
+
+
+class StopEarly(Exception):
+    """Validation accuracy stopped improving; training ends with the best weights."""
+
+
+def review_loader(corpus: str, imdb_repo: str = data.IMDB_REPO) -> Callable[[str], list[data.Review]]:
+    """split -> reviews, for the movie-review snippets or IMDb (a Hub repo id or a local copy)."""
+    if corpus == "reviews":
+        return data.movie_reviews
+    return lambda split: data.imdb_reviews(split, imdb_repo)
+
+
+def labelled(load, tokenizer: TextTokenizer, max_len: int) -> dict[str, tuple[list[list[int]], list[int]]]:
+    """split -> (token id lists cut to max_len, labels)."""
+    eot = tokenizer.token_to_id(END_OF_TEXT)
+    out = {}
+    for split in data.SPLITS:
+        reviews = load(split)
+        out[split] = ([tokenizer.encode(r.text)[:max_len] or [eot] for r in reviews], [r.label for r in reviews])
+    return out
+
+
+def unlabelled_streams(load, tokenizer: TextTokenizer, split: str, shakespeare: bool) -> dict[str, torch.Tensor]:
+    """Token streams for masked-token pre-training: the split's review texts (+ its Shakespeare)."""
+    eot = tokenizer.token_to_id(END_OF_TEXT)
+    streams = {}
+    if shakespeare:
+        streams["shakespeare"] = torch.tensor(tokenizer.encode(data.shakespeare(split)), dtype=torch.long)
+    streams["reviews"] = torch.tensor([i for r in load(split) for i in [*tokenizer.encode(r.text), eot]])
+    return streams
+
+
+def mask_tokens(x: torch.Tensor, mask_id: int, vocab_size: int, g: torch.Generator):
+    """BERT corruption of ids (B, T) -> (corrupted ids, targets with IGNORE where nothing was hidden)."""
+    chosen = torch.rand(x.shape, generator=g) < MASK_RATE
+    targets = torch.where(chosen, x, torch.full_like(x, IGNORE))
+    roll = torch.rand(x.shape, generator=g)
+    x = torch.where(chosen & (roll < 0.8), torch.full_like(x, mask_id), x)
+    random_ids = torch.randint(0, vocab_size, x.shape, generator=g)
+    x = torch.where(chosen & (roll >= 0.8) & (roll < 0.9), random_ids, x)
+    return x, targets
+
+
+def mlm_batches(streams: dict[str, dict[str, torch.Tensor]], batch_size: int, context: int, mask_id: int,
+                vocab_size: int):
+    """get_batch: windows of `context` tokens, an equal share from each stream, BERT-masked."""
+
+    def get_batch(split: str, g: torch.Generator):
+        rows = []
+        for source in streams[split].values():
+            stream = source if len(source) > context else torch.cat([source] * (context // len(source) + 2))
+            starts = torch.randint(0, len(stream) - context, (batch_size // len(streams[split]),), generator=g)
+            rows += [stream[s : s + context] for s in starts.tolist()]
+        return mask_tokens(torch.stack(rows), mask_id, vocab_size, g)
+
+    return get_batch
+
+
+def mlm_loss(model, batch):
+    x, targets = batch
+    h = model.encode(x)
+    hidden = targets != IGNORE
+    return F.cross_entropy(mlm_logits(model, h[hidden]).float(), targets[hidden])
+
+
+def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float):
+    """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK]."""
+
+    def get_batch(split: str, g: torch.Generator):
+        ids, labels = examples[split]
+        pick = torch.randint(0, len(ids), (batch_size,), generator=g).tolist()
+        x, lengths = pad_batch([ids[i] for i in pick], pad_id)
+        if split == "train" and token_dropout > 0:  # word dropout: no single token can carry the label
+            dropped = (torch.rand(x.shape, generator=g) < token_dropout) & (x != pad_id)
+            x = torch.where(dropped, torch.full_like(x, mask_id), x)
+        return x, lengths, torch.tensor([labels[i] for i in pick])
+
+    return get_batch
+
+
+def classification_loss(label_smoothing: float):
+    def loss_fn(model, batch):
+        x, lengths, y = batch
+        return F.cross_entropy(model(x, lengths).float(), y, label_smoothing=label_smoothing)
+
+    return loss_fn
+
+
+class KeepBest:
+    """on_step callback: every `every` steps measure validation accuracy, keep the best weights,
+    and stop after `patience` checks without improvement."""
+
+    def __init__(self, model, ids, labels, pad_id: int, every: int, patience: int):
+        self.model, self.ids, self.labels, self.pad_id = model, ids, labels, pad_id
+        self.every, self.patience = every, patience
+        self.best, self.best_step, self.state, self.history, self.stale = -1.0, 0, None, [], 0
+
+    def __call__(self, step: int, loss: float) -> None:
+        if (step + 1) % self.every:
+            return
+        self.model.eval()
+        acc = accuracy(self.model, self.ids, self.labels, self.pad_id)
+        self.model.train()
+        self.history.append({"step": step + 1, "train_loss": round(loss, 4), "val_accuracy": round(acc, 4)})
+        print(f"step {step + 1}: validation accuracy {acc:.4f}", flush=True)
+        if acc > self.best:
+            self.best, self.best_step, self.stale = acc, step + 1, 0
+            self.state = copy.deepcopy(self.model.state_dict())
+            return
+        self.stale += 1
+        if self.stale >= self.patience:
+            raise StopEarly
+
+
+def pretrain(model, args, load, tokenizer, mask_id: int) -> list[dict]:
+    # Shakespeare adds English to the snippets' 250k tokens; IMDb has plenty of its own
+    streams = {split: unlabelled_streams(load, tokenizer, split, args.corpus == "reviews")
+               for split in ("train", "validation")}
+    cfg = TrainConfig(steps=args.pretrain_steps, lr=args.pretrain_lr, min_lr=args.pretrain_lr / 10, warmup=200,
+                      weight_decay=0.01, eval_every=max(1, args.pretrain_steps // 10), eval_batches=5,
+                      seed=args.seed, time_budget_s=None if args.pretrain_minutes is None else 60 * args.pretrain_minutes)
+    return train(model, cfg, mlm_batches(streams, args.batch_size, args.pretrain_context, mask_id, tokenizer.vocab_size),
+                 mlm_loss, resume_path=args.resume)
+
+
+def finetune(model, args, examples, pad_id: int, mask_id: int) -> tuple[KeepBest, float]:
+    cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=100,
+                      weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed)
+    keep = KeepBest(model, *examples["validation"], pad_id, args.eval_every, args.patience)
+    t0 = time.perf_counter()
+    try:
+        train(model, cfg, classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout),
+              classification_loss(args.label_smoothing), on_step=keep)
+    except StopEarly:
+        print(f"stopping: no better validation accuracy for {args.patience} checks", flush=True)
+    model.load_state_dict(keep.state)
+    model.eval()
+    return keep, time.perf_counter() - t0
+
+
+def model_card(args, config, params, figures) -> str:
+    command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.train_sentiment", *sys.argv[1:]])
+    data_line = ("the movie-review snippets of Hutto & Gilbert (ICWSM 2014), shipped with vaderSentiment 3.3.2: "
+                 "split by review id (test = id % 10 == 0, validation = id % 10 == 1, train = the rest), "
+                 "neutral snippets (rating 0) dropped, label = rating > 0"
+                 if args.corpus == "reviews" else "IMDb (stanfordnlp/imdb): its test split; validation = "
+                 "train reviews with index % 10 == 1")
+    sources = ("half from the Shakespeare train works, half from the train split's texts"
+               if args.corpus == "reviews" else "from the train split's texts")
+    return f"""# sentiment
+
+An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
+a movie-review sentence is positive or negative, trained from scratch by our own command.
+
+- Command: `{command}`
+- Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
+  weights kept (early stopping); the test split is only read by `benchmarks/sentiment.py`.
+- Pre-training: {figures['pretrain_steps']} steps (of a {args.pretrain_steps}-step schedule) of masked-token prediction (BERT: 15% of tokens, 80/10/10)
+  on windows of {args.pretrain_context} tokens {sources} (no labels); final validation MLM loss
+  {figures['pretrain_val_loss']} nats/token.
+- Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
+  Shakespeare train works (`python -m transformer_core.train_tokenizer --corpus reviews`).
+- Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
+  d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
+- Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
+  {args.token_dropout}, label smoothing {args.label_smoothing}; best validation accuracy
+  {figures['val_accuracy']:.4f} at step {figures['best_step']}.
+- Training time: {figures['pretrain_minutes']} min pre-training + {figures['finetune_minutes']} min fine-tuning
+  on {torch.get_num_threads()} CPU thread(s) of a shared machine.
+- Test accuracy: run `python benchmarks/sentiment.py` (it prints ours beside VADER and TF-IDF + logistic
+  regression).
+"""
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
+    p.add_argument("--corpus", choices=["reviews", "imdb"], default="reviews",
+                   help="the movie-review snippets, or IMDb from the Hub (classic setting: --n-layer 6 --max-len 512)")
+    p.add_argument("--imdb-repo", default=data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--n-layer", type=int, default=3)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--max-len", type=int, default=128)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--pretrain-steps", type=int, default=3000, help="0 skips masked-token pre-training")
+    p.add_argument("--pretrain-context", type=int, default=64)
+    p.add_argument("--pretrain-lr", type=float, default=1e-3)
+    p.add_argument("--pretrain-minutes", type=float, default=None, help="stop pre-training after this much time")
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--token-dropout", type=float, default=0.1)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--patience", type=int, default=6)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", default=None,
+                   help="resume state file for pre-training (a finished one is reused: fine-tune again for free)")
+    args = p.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer = TextTokenizer.load(args.tokenizer)
+    pad_id, mask_id = special_ids(tokenizer)
+    load = review_loader(args.corpus, args.imdb_repo)
+    examples = labelled(load, tokenizer, args.max_len)
+    print({split: len(ids) for split, (ids, _) in examples.items()}, flush=True)
+    config = EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_layer=args.n_layer,
+                                     n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.max_len,
+                                     dropout=args.dropout)
+    model = EncoderClassifier(config)
+    params = sum(p.numel() for p in model.parameters())
+    pre_history = pretrain(model, args, load, tokenizer, mask_id) if args.pretrain_steps else []
+    pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too
+    keep, ft_seconds = finetune(model, args, examples, pad_id, mask_id)
+    figures = {"params": params, "val_accuracy": keep.best, "best_step": keep.best_step,
+               "pretrain_steps": pre_history[-1]["step"] if pre_history else 0,
+               "pretrain_val_loss": round(pre_history[-1]["val_loss"], 3) if pre_history else None,
+               "pretrain_minutes": round(pre_seconds / 60, 1), "finetune_minutes": round(ft_seconds / 60, 1)}
+    out = Path(args.out)
+    save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures))
+    (out / "history.json").write_text(json.dumps({"pretrain": pre_history, "finetune": keep.history}, indent=1))
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
