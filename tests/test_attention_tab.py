@@ -1,0 +1,151 @@
+"""Attention tab: figures show exactly the trace's weights, rollout is a proper flow, handlers never crash."""
+
+import gradio as gr
+import numpy as np
+import pytest
+import torch
+
+from transformer_core import (
+    DecoderLM,
+    DecoderLMConfig,
+    EncoderClassifier,
+    EncoderClassifierConfig,
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    generate,
+    save_checkpoint,
+)
+from transformer_core.analysis import attention_rollout, attention_while_generating
+from transformer_core.seq2seq import char_tokenizer
+from transformer_core.tokenization import TextTokenizer
+from ui import attention as tab
+from ui import store
+from views import attention as views
+
+BPE = "assets/shakespeare-bpe/tokenizer.json"
+SMALL = dict(d_model=32, n_head=4, n_layer=3, d_ff=64, max_len=160, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """One tiny random checkpoint of each kind, plus a folder that is not a checkpoint."""
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    bpe = TextTokenizer.load(BPE)
+    save_checkpoint(DecoderLM(DecoderLMConfig(vocab_size=bpe.vocab_size, **SMALL)).eval(), root / "lm", bpe)
+    save_checkpoint(EncoderClassifier(EncoderClassifierConfig(vocab_size=bpe.vocab_size, **SMALL)).eval(),
+                    root / "sentiment", bpe)
+    chars = char_tokenizer("abcdefghijklmnopqrstuvwxyz ")
+    save_checkpoint(EncoderDecoder(EncoderDecoderConfig(src_vocab_size=chars.vocab_size,
+                                                        tgt_vocab_size=chars.vocab_size,
+                                                        **{**SMALL, "max_len": 24})).eval(),
+                    root / "translate-test", chars)
+    (root / "some-tokenizer").mkdir()
+    store.set_model_dir(root)
+    yield root
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def label_of(name):
+    return next(label for label, folder in tab.checkpoints().items() if folder == name)
+
+
+def test_only_real_checkpoints_are_offered(model_dir):
+    assert sorted(tab.checkpoints().values()) == ["lm", "sentiment", "translate-test"]
+
+
+def test_grid_has_one_heatmap_per_layer_and_head_with_the_trace_weights():
+    attn = torch.softmax(torch.randn(3, 4, 5, 5), -1)
+    labels = ["a", "b", "a", "c", "d"]
+    fig = views.layer_head_grid(attn, labels, labels)
+    assert len(fig.data) == 3 * 4
+    for n, trace in enumerate(fig.data):
+        layer, head = divmod(n, 4)
+        np.testing.assert_allclose(trace.z, attn[layer, head].numpy())
+        assert list(trace.x) == list(trace.y) == ["0:a", "1:b", "2:a", "3:c", "4:d"]  # repeated 'a' stays apart
+        assert f"L{layer} H{head}" in trace.hovertemplate
+
+
+def test_selected_head_has_token_labels_on_both_axes():
+    attn = torch.softmax(torch.randn(2, 4), -1)
+    fig = views.head_heatmap(attn, ["q0", "q1"], ["k0", "k1", "k2", "k3"], "L0 H0")
+    np.testing.assert_allclose(fig.data[0].z, attn.numpy())
+    assert list(fig.layout.xaxis.ticktext) == ["k0", "k1", "k2", "k3"]
+    assert list(fig.layout.yaxis.ticktext) == ["q0", "q1"]
+    assert "→" in fig.data[0].hovertemplate
+
+
+def test_query_rows_show_one_query_in_every_layer_and_head():
+    attn = torch.softmax(torch.randn(3, 4, 6, 6), -1)
+    fig = views.query_rows_heatmap(attn[:, :, 2], list("abcdef"), "query 2")
+    np.testing.assert_allclose(fig.data[0].z, attn[:, :, 2].reshape(12, 6).numpy())
+    assert list(fig.data[0].y)[:2] == ["L0 H0", "L0 H1"]
+
+
+def test_rollout_rows_sum_to_one_and_follow_the_formula():
+    attn = torch.softmax(torch.randn(4, 3, 7, 7), -1).masked_fill(~torch.ones(7, 7).tril().bool(), 0)
+    attn = attn / attn.sum(-1, keepdim=True)
+    rollout = attention_rollout(attn)
+    torch.testing.assert_close(rollout.sum(-1), torch.ones(4, 7))
+    first = attn[0].mean(0) + torch.eye(7)
+    torch.testing.assert_close(rollout[0], first / first.sum(-1, keepdim=True))
+    assert torch.all(rollout[-1].triu(1) == 0)  # causal attention never rolls information backwards
+
+
+def test_attention_while_generating_matches_one_full_pass(model_dir):
+    model = store.model("lm")
+    prompt = TextTokenizer.load(BPE).encode("To be, or not to be")
+    gen = attention_while_generating(model, prompt, 6)
+    assert gen.generated == generate(model, prompt, 6)
+    _, trace = model.run_with_trace(torch.tensor([gen.ids[:-1]]))
+    full = trace.attention("decoder")[:, 0]  # (n_layer, n_head, T, T)
+    for s, row in enumerate(gen.rows):
+        query = len(prompt) - 1 + s  # the position whose logits chose token s
+        torch.testing.assert_close(row, full[:, :, query, : query + 1], atol=1e-5, rtol=1e-4)
+
+
+def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(model_dir):
+    notice, grid, head, average, rows, rollout = tab.attention(label_of("lm"), "To be, or not to be " * 40,
+                                                               "decoder", 1, 2, 3)
+    assert f"first {tab.MAX_TOKENS} are shown" in notice
+    assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
+    assert np.asarray(grid.data[0].z).shape == (tab.MAX_TOKENS, tab.MAX_TOKENS)
+    assert len(average.data) == SMALL["n_layer"]
+    np.testing.assert_allclose(np.nansum(rollout.data[0].z, axis=1), 1.0, rtol=1e-5)
+
+
+def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
+    _, grid, *_ = tab.attention(label_of("sentiment"), "A fine film, really.", "encoder", 0, 0, 0)
+    z = np.asarray(grid.data[0].z)
+    assert np.all(z[np.triu_indices(len(z), 1)] > 0)  # no mask: queries read later tokens too
+
+
+@pytest.mark.parametrize("group", ["encoder", "decoder", "cross"])
+def test_translator_handler_shows_each_attention(model_dir, group):
+    notice, grid, *_, rollout = tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0)
+    z = np.asarray(grid.data[0].z)
+    target = len(notice.split("**")[1]) + 1  # <s> + the written characters
+    expected = {"encoder": (6, 6), "decoder": (target, target), "cross": (target, 6)}[group]  # 'hello' + </s>
+    assert z.shape == expected
+    keys = list(grid.data[0].x)
+    assert keys[0] == ("0:<s>" if group == "decoder" else "0:h") and (group == "decoder" or keys[-1] == "5:</s>")
+    assert bool(rollout.layout.annotations) == (group == "cross")  # rollout only explains self-attention
+
+
+def test_generation_handler_draws_the_staircase(model_dir):
+    text, staircase, step = tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2)
+    assert "Continuation" in text
+    z = np.asarray(staircase.data[0].z, dtype=float)
+    assert z.shape[0] == 5 and np.isnan(z[0, -1]) and not np.isnan(z[-1, -1])
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tab.attention(label_of("lm"), "   ", "decoder", 0, 0, 0),
+    lambda: tab.attention("no such model", "hello", "decoder", 0, 0, 0),
+    lambda: tab.attention(label_of("translate-test"), "HELLO!", "cross", 0, 0, 0),
+    lambda: tab.attention_generate(label_of("sentiment"), "hello", 5, 0, 0, 0),
+])
+def test_bad_input_gives_a_message_not_a_traceback(model_dir, call):
+    with pytest.raises(gr.Error):
+        call()
