@@ -1,5 +1,13 @@
 """transformer_core: one inspectable transformer that every Transformer Lab tab runs on."""
 
+from .analysis import (
+    GenerationAttention,
+    attention_rollout,
+    attention_while_generating,
+    greedy_with_mask,
+    token_losses,
+    top_predictions,
+)
 from .attention import KVCache, LayerCache, MultiHeadAttention, attend
 from .beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
 from .data import (
@@ -76,6 +84,9 @@ __all__ = [
     "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
     "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
+    # analysis (attention rollout, per-token loss, attention while generating)
+    "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "token_losses",
+    "top_predictions",
     # data
     "SPLITS", "DataError", "Review", "data_dir", "hub_text", "local_text", "movie_reviews", "shakespeare",
     "shakespeare_works", "split_text",
