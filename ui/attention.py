@@ -19,6 +19,7 @@ from transformer_core import CheckpointError
 from transformer_core.analysis import attention_rollout, attention_while_generating
 from transformer_core.hub import read_config
 from transformer_core.seq2seq import Codec, DecodingError, translate, traced
+from transformer_core.tasks import TASKS, examples
 from ui import store
 from ui.common import truncate
 from views import attention as views
@@ -35,7 +36,6 @@ KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", 
 EXAMPLE_TEXT = {
     "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
     "EncoderClassifier": "The plot was thin, but the acting was wonderful and I was not bored for a minute.",
-    "EncoderDecoder": "the quick brown fox",
 }
 EXPLAINER = """
 **What am I looking at?** Each small square is one attention head: row *i* is query token *i*,
@@ -57,19 +57,29 @@ def checkpoints() -> dict[str, str]:
 
     The cheating-demo pair belongs to the Masking tab and is left out here.
     """
-    found = {}
-    root = store.model_dir()
-    for folder in sorted(p for p in Path(root).glob("*") if p.is_dir() and not p.name.startswith("cheat-")):
+    found = []
+    for folder in Path(store.model_dir()).glob("*"):
+        if not folder.is_dir() or folder.name.startswith("cheat-"):
+            continue
         try:
             arch = read_config(folder)["arch"]
         except CheckpointError:
             continue  # a tokenizer folder, or a checkpoint still being written
-        found[f"{folder.name} ({KIND_NAMES[arch]})"] = folder.name
-    return found
+        found.append((list(KIND_NAMES).index(arch), folder.name, f"{folder.name} ({KIND_NAMES[arch]})"))
+    return {label: name for _, name, label in sorted(found)}  # language models first
 
 
 def _arch(name: str) -> str:
     return read_config(store.model_dir() / name)["arch"]
+
+
+def example_text(name: str) -> str:
+    """A text the model can read: a translator gets a test source of its own task."""
+    arch = _arch(name)
+    if arch != "EncoderDecoder":
+        return EXAMPLE_TEXT[arch]
+    task = next((t for t in TASKS if t.replace("_", "-") in name), "pig_latin")
+    return examples(task, "test", 1)[0][0]
 
 
 def _model(label: str):
@@ -232,10 +242,10 @@ def build() -> None:
         with gr.Row():
             model = gr.Dropdown(labels, value=labels[0], label="Model")
             group = gr.Radio(GROUPS[first["arch"]], value=GROUPS[first["arch"]][0][1], label="Attention")
-        text = gr.Textbox(EXAMPLE_TEXT[first["arch"]], label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
+        text = gr.Textbox(example_text(models[labels[0]]), label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
         run = gr.Button("Show attention", variant="primary")
-        examples = [[lab, EXAMPLE_TEXT[_arch(models[lab])], GROUPS[_arch(models[lab])][-1][1]] for lab in labels]
-        gr.Examples(examples, [model, text, group])
+        gr.Examples([[lab, example_text(models[lab]), GROUPS[_arch(models[lab])][-1][1]] for lab in labels],
+                    [model, text, group])
         with gr.Accordion("What am I looking at?", open=False):
             gr.Markdown(EXPLAINER)
         notice = gr.Markdown()

@@ -1,0 +1,119 @@
+"""Masking tab: the gallery draws the masks the model applies; masks change a trained model as taught."""
+
+import json
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+import pytest
+import torch
+
+from transformer_core import DecoderLM, DecoderLMConfig, build_mask, load_model, save_checkpoint
+from transformer_core.analysis import token_losses
+from transformer_core.tokenization import TextTokenizer
+from ui import masking as tab
+from ui import store
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"
+TEXT = "To be, or not to be, that is the question"
+
+
+@pytest.fixture(scope="module")
+def stand_in_dir(tmp_path_factory):
+    """A tiny random stand-in for the shipped LM (the handler's plumbing does not need a trained one)."""
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    bpe = TextTokenizer.load(BPE)
+    config = DecoderLMConfig(vocab_size=bpe.vocab_size, d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=96,
+                             dropout=0.0)
+    save_checkpoint(DecoderLM(config).eval(), root / tab.LM, bpe)
+    return root
+
+
+@pytest.fixture
+def model_dir(stand_in_dir):
+    store.set_model_dir(stand_in_dir)
+    yield stand_in_dir
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def test_each_gallery_matrix_is_the_mask_the_model_applied(model_dir):
+    model, tokenizer = store.model(tab.LM), store.tokenizer(tab.LM)
+    ids, ids_b = tokenizer.encode(TEXT), tokenizer.encode("To be, or not")
+    n = len(ids)
+    masks = tab.gallery_masks(n, [n, len(ids_b)], w=2, dilation=2, global_tokens=[0, 3])
+    figure = tab.views.mask_gallery(tab.gallery_panels(masks, [str(i) for i in ids], [str(i) for i in ids_b]))
+    drawn = iter(figure.data)
+    for title, mask in masks:
+        batch = [ids, ids_b + [0] * (n - len(ids_b))] if mask.allowed.dim() == 3 else [ids]
+        _, trace = model.run_with_trace(torch.tensor(batch), mask=mask)
+        applied = trace.masks["decoder"].allowed
+        for row in applied if applied.dim() == 3 else [applied]:
+            np.testing.assert_array_equal(next(drawn).z, row.numpy().astype(np.int8), err_msg=title)
+    assert next(drawn, None) is None  # nothing drawn that the model did not apply
+
+
+def test_handler_compares_causal_with_the_chosen_mask(model_dir):
+    notice, gallery, attention, loss, top = tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4)
+    n = len(store.tokenizer(tab.LM).encode(TEXT))
+    assert notice == f"All {n} tokens are used."
+    assert len(attention.data) == 2 and len(loss.data) == 2 and len(top.data) == 2
+    window = np.asarray(attention.data[1].z)
+    assert np.all(window[~build_mask("sliding_window", n, w=2, causal=True).allowed.numpy()] == 0)
+    assert all(len(trace.y) == n - 1 for trace in loss.data)
+
+
+def test_long_text_is_cut_with_a_notice(model_dir):
+    notice, gallery, *_ = tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0)
+    assert f"the first {tab.MAX_TOKENS} are used" in notice
+    assert np.asarray(gallery.data[0].z).shape == (tab.MAX_TOKENS, tab.MAX_TOKENS)
+
+
+@pytest.mark.parametrize("text, w, global_tokens, message", [
+    ("", 3, "0", "type at least 2"),
+    ("To", 3, "0", "type at least 2"),
+    (TEXT, 0, "0", "at least 1"),
+    ("To be or not", 30, "0", "covers the whole text"),
+    (TEXT, 3, "zero", "positions like"),
+    (TEXT, 3, "99", "must lie in"),
+])
+def test_bad_input_gives_a_clear_message(model_dir, text, w, global_tokens, message):
+    with pytest.raises(gr.Error, match=message):
+        tab.masking(text, "To be", "sliding_window", w, 2, global_tokens, True, 0, 0, 0)
+
+
+def test_per_token_loss_is_next_token_cross_entropy():
+    logits, ids = torch.randn(6, 11), torch.randint(0, 11, (6,))
+    loss = token_losses(logits, ids)
+    assert loss.shape == (5,)
+    torch.testing.assert_close(loss.mean(), torch.nn.functional.cross_entropy(logits[:-1], ids[1:]))
+
+
+@torch.no_grad()
+def test_a_causal_model_gets_worse_when_it_may_look_ahead():
+    model = load_model(ASSETS / "cheat-causal")
+    ids = torch.tensor([TextTokenizer.load(BPE).encode(TEXT)])
+    n = ids.shape[1]
+    causal = token_losses(model(ids)[0], ids[0]).mean()
+    look_ahead = token_losses(model(ids, mask=build_mask("none", n))[0], ids[0]).mean()
+    assert look_ahead > causal + 0.25  # measured: 4.58 -> 5.11 nats/token
+
+
+def test_the_model_trained_without_a_mask_cheats_its_loss_down():
+    final = {name: json.loads((ASSETS / name / "history.json").read_text())[-1]["train_loss"]
+             for name in ("cheat-causal", "cheat-nomask")}
+    assert final["cheat-nomask"] < final["cheat-causal"] / 2
+
+
+@pytest.mark.parametrize("name", ["cheat-causal", "cheat-nomask"])
+def test_cheating_demo_checkpoints_are_tiny(name):
+    assert sum(f.stat().st_size for f in (ASSETS / name).iterdir()) < 2_000_000
+
+
+def test_cheating_demo_shows_both_loss_curves_and_continuations():
+    text, curves = tab.cheating("KING HENRY: Once more unto the breach", 10)
+    assert "trained with the causal mask" in text and "trained with no mask" in text
+    assert len(curves.data) == 4  # training and validation loss of each model
+    nomask_train = next(t for t in curves.data if t.name == "trained with no mask: training")
+    assert min(nomask_train.y) < 1.0
