@@ -16,6 +16,7 @@ from .data import (
     Review,
     data_dir,
     hub_text,
+    imdb_reviews,
     local_text,
     movie_reviews,
     shakespeare,
@@ -70,6 +71,7 @@ from .tokenization import (
 from .sampling import Sampler, SamplingConfig, SamplingError, StepRecord
 from .seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .tasks import TASKS, Task, TaskError, get_task, pig_latin
+from .sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
 from .trace import Trace, recording
 from .training import TrainConfig, evaluate, learning_rate, train
 
@@ -88,7 +90,7 @@ __all__ = [
     "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "token_losses",
     "top_predictions",
     # data
-    "SPLITS", "DataError", "Review", "data_dir", "hub_text", "local_text", "movie_reviews", "shakespeare",
+    "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "movie_reviews", "shakespeare",
     "shakespeare_works", "split_text",
     # tokenization
     "CLASSIFIER_SPECIAL_TOKENS", "CLS", "END_OF_TEXT", "LANGUAGE_MODEL_SPECIAL_TOKENS", "MASK", "PAD", "UNKNOWN",
@@ -99,4 +101,6 @@ __all__ = [
     # translation (encoder-decoder tasks)
     "Codec", "DecodingError", "TASKS", "Task", "TaskError", "Translation", "exact_match", "get_task", "pig_latin",
     "translate",
+    # sentiment
+    "EmptyTextError", "Verdict", "explain", "gradient_x_input", "predict_proba",
 ]
