@@ -306,7 +306,7 @@ def build() -> None:
             inputs_2 = [d, n_keys, seed_2]
             gr.Examples([[4, 16, 0], [512, 16, 0], [1024, 64, 0]], inputs_2)
             fig_scaling, fig_rows = gr.Plot(label="against d"), gr.Plot(label="six queries' weights at this d")
-            scaling_table = gr.Dataframe(label="means over queries", interactive=False)
+            scaling_table = gr.Dataframe(headers=views.SCALING_HEADERS, label="means over queries", interactive=False)
             outputs_2 = [fig_scaling, fig_rows, scaling_table]
 
         with gr.Accordion("3. Attention ignores order", open=True):
@@ -339,8 +339,10 @@ def build() -> None:
             run_5 = gr.Button("Count parameters", variant="primary")
             gr.Examples([[128], [768]], [d_heads])
             with gr.Row():
-                fig_heads, head_table = gr.Plot(label="one attention layer"), gr.Dataframe(interactive=False)
-            model_table, model_note = gr.Dataframe(label="shipped models", interactive=False), gr.Markdown()
+                fig_heads = gr.Plot(label="one attention layer")
+                head_table = gr.Dataframe(headers=views.HEAD_HEADERS, interactive=False)
+            model_table = gr.Dataframe(headers=views.PARAM_HEADERS, label="shipped models", interactive=False)
+            model_note = gr.Markdown()
             outputs_5 = [fig_heads, head_table, model_table, model_note]
 
         with gr.Accordion("6. Tracing the tensors", open=True):
@@ -357,8 +359,8 @@ def build() -> None:
             inputs_6 = [src_text, tgt_text, smoothing, seed_6, follow_row, follow_position]
             gr.Examples([[SRC_DEFAULT, TGT_DEFAULT, 0.1, 0, 0, 1], [SRC_DEFAULT, TGT_DEFAULT, 0.0, 0, 1, 0],
                          ["1 2 3\n1 2 3", "4 4\n4 4", 0.3, 1, 0, 0]], inputs_6)
-            steps, losses = gr.Dataframe(label="steps", interactive=False), gr.Dataframe(label="loss per token",
-                                                                                         interactive=False)
+            steps = gr.Dataframe(headers=views.STEP_HEADERS, label="steps", interactive=False)
+            losses = gr.Dataframe(headers=views.LOSS_HEADERS, label="loss per token", interactive=False)
             followed = gr.Markdown()
             values = gr.Code(label="every value, in order", lines=20, max_lines=40)
             outputs_6 = [steps, losses, followed, values]
