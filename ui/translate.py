@@ -71,6 +71,12 @@ def _source(task_name: str, text: str | None) -> tuple[str, str]:
     return text, notice
 
 
+def _label(codec: Codec):
+    """id -> text for tables and plots; <s> and </s> drawn as ⟨s⟩ and ⟨/s⟩, which plotly would
+    otherwise read as a strike-through tag and lay out wrongly."""
+    return lambda i: codec.tokenizer.id_to_token(i).replace("<", "⟨").replace(">", "⟩")
+
+
 def _run(model, codec: Codec, text: str, width: int, group: str, layer: int, head: str):
     """Translate, then re-read the translation in one traced pass for the table and the pictures."""
     try:
@@ -79,7 +85,7 @@ def _run(model, codec: Codec, text: str, width: int, group: str, layer: int, hea
         raise gr.Error(f"{e}.") from e
     written = [*result.ids, codec.eos]
     probs, trace = traced(model, codec, text, result.ids)
-    label = codec.tokenizer.id_to_token
+    label = _label(codec)
     labels = {
         "source": [show(label(i)) for i in codec.source_ids(text)],
         "writes": [show(label(i)) for i in written],
@@ -202,10 +208,9 @@ def build() -> None:
         )
         output = gr.Textbox(label="Output", interactive=False)
         notice = gr.Markdown()
-        with gr.Row():
-            attention = gr.Plot(label="Attention")
-            steps_table = gr.Dataframe(headers=["step", "token", "probability", "runners-up"],
-                                       label="Decoding steps", interactive=False)
+        attention = gr.Plot(label="Attention")
+        steps_table = gr.Dataframe(headers=["step", "token", "probability", "runners-up"],
+                                   label="Decoding steps", interactive=False)
         tree = gr.Plot(label="Beam search tree")
         inputs = [task, source, width, group, layer, head]
         outputs = [output, notice, steps_table, attention, tree]

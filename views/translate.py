@@ -16,6 +16,7 @@ from views.sampling import show
 # labels of each group's (queries, keys): "source" positions; target positions by the token they
 # "writes" (so copy's cross-attention is a diagonal of equal labels) or the token they "reads"
 SIDES = {"cross": ("writes", "source"), "encoder": ("source", "source"), "decoder": ("writes", "reads")}
+ROW_PX = 26  # height of one query row in an attention map
 TITLES = {"cross": "Cross-attention", "encoder": "Encoder self-attention", "decoder": "Decoder self-attention"}
 
 
@@ -26,8 +27,11 @@ def attention_figure(attn: torch.Tensor, group: str, layer: int, head: int | Non
     heads = attn[layer, 0]  # (H, Tq, Tk)
     q_side, k_side = SIDES[group]
     which = "mean of heads" if head is None else f"head {head}"
-    return head_heatmap(heads.mean(0) if head is None else heads[head], labels[q_side], labels[k_side],
-                        title=f"{TITLES[group]}, layer {layer}, {which}")
+    fig = head_heatmap(heads.mean(0) if head is None else heads[head], labels[q_side], labels[k_side],
+                       title=f"{TITLES[group]}, layer {layer}, {which}")
+    # the title and the key labels on top take ~250 px; then readable rows, long source or short
+    fig.update_layout(height=min(1100, 260 + ROW_PX * heads.shape[1]))
+    return fig
 
 
 def step_rows(probs: torch.Tensor, written: list[int], label, top: int = 3) -> list[list]:
