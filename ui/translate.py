@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import gradio as gr
+import torch
 
 from transformer_core.seq2seq import Codec, DecodingError, exact_match, traced, translate
 from transformer_core.tasks import TOY_LENGTHS, TOY_TASKS, examples, get_task
@@ -38,6 +39,7 @@ HEADS = ["mean of heads", *(f"head {h}" for h in range(8))]
 LIVE_PRESETS = ("tiny", "small", "medium")
 LIVE_CHECK_SIZE = 200  # held-out sources scored after a live run (1,000 would keep the class waiting)
 LENGTHS = range(1, 21)
+LIVE_THREADS = 1
 
 _live = OneAtATime()  # one live training run per app
 
@@ -130,11 +132,18 @@ def train_live(task_name: str, preset: str, steps: int, seconds: float, source: 
     outcome: dict[str, object] = {}
 
     def job():
+        # One torch thread while training: with two, a loaded 2-core CPU ran a step ~15x slower
+        # (5.8 s vs 0.35 s measured), the threads mostly waiting for each other. The setting is
+        # process-wide, so it is put back afterwards.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(LIVE_THREADS)
         try:
             outcome["history"] = fit(model, codec, task, live_config(steps, float(seconds)), LIVE_BATCH,
                                      on_step=lambda step, loss: losses.append((step + 1, loss)), progress=False)
         except Exception as e:  # shown to the user below, not lost in a thread
             outcome["error"] = e
+        finally:
+            torch.set_num_threads(threads)
 
     try:
         thread = _live.start(job)
