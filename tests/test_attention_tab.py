@@ -127,8 +127,11 @@ def test_translator_handler_shows_each_attention(model_dir, group):
     target = len(notice.split("**")[1]) + 1  # <s> + the written characters
     expected = {"encoder": (6, 6), "decoder": (target, target), "cross": (target, 6)}[group]  # 'hello' + </s>
     assert z.shape == expected
-    keys = list(grid.data[0].x)
-    assert keys[0] == ("0:<s>" if group == "decoder" else "0:h") and (group == "decoder" or keys[-1] == "5:</s>")
+    keys = list(grid.data[0].x)  # labels are HTML-escaped for plotly
+    if group == "decoder":
+        assert keys[0] == "0:&lt;s&gt;"
+    else:
+        assert keys[0] == "0:h" and keys[-1] == "5:&lt;/s&gt;"
     assert bool(rollout.layout.annotations) == (group == "cross")  # rollout only explains self-attention
 
 
@@ -149,3 +152,15 @@ def test_generation_handler_draws_the_staircase(model_dir):
 def test_bad_input_gives_a_message_not_a_traceback(model_dir, call):
     with pytest.raises(gr.Error):
         call()
+
+
+def test_an_attention_the_model_lacks_falls_back_with_a_notice(model_dir):
+    notice, grid, *_ = tab.attention(label_of("lm"), "To be, or not", "cross", 0, 0, 0)
+    assert "has no 'cross' attention" in notice and "decoder masked self-attention" in notice
+    assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
+
+
+def test_token_labels_are_shown_as_text_not_html():
+    fig = views.head_heatmap(torch.eye(2), ["<s>", "a&b"], ["<s>", "</s>"])
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "&lt;/s&gt;"]
+    assert list(fig.data[0].y) == ["0:&lt;s&gt;", "1:a&amp;b"]

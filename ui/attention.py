@@ -26,12 +26,12 @@ from views import attention as views
 
 MAX_TOKENS = 128  # longest input drawn: a 6 x 8 grid of 128 x 128 heatmaps is ~800k cells
 MAX_NEW_TOKENS = 40
-GROUPS = {
-    "DecoderLM": [("masked self-attention", "decoder")],
-    "EncoderClassifier": [("self-attention", "encoder")],
-    "EncoderDecoder": [("encoder self-attention", "encoder"), ("decoder masked self-attention", "decoder"),
-                       ("cross-attention (target reads source)", "cross")],
-}
+# which attention a model has: encoder self-attention sees both ways, decoder self-attention
+# only the past, cross-attention reads the source from the target
+GROUP_CHOICES = [("encoder self-attention", "encoder"), ("decoder masked self-attention", "decoder"),
+                 ("cross-attention (target reads source)", "cross")]
+GROUP_NAMES = {value: name for name, value in GROUP_CHOICES}
+GROUPS = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
 KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
 EXAMPLE_TEXT = {
     "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
@@ -104,6 +104,7 @@ class Attention:
     q_labels: list[str]
     k_labels: list[str]
     notice: str
+    group: str
 
 
 def _cut_tokens(tokenizer, text: str, limit: int) -> tuple[list[int], list[str], str]:
@@ -133,7 +134,7 @@ def _translator_attention(model, tokenizer, text: str, group: str) -> Attention:
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
     q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
     notice = " ".join(x for x in (notice, f"Translation: **{codec.text(target)}**") if x)
-    return Attention(trace.attention(group)[:, 0], q, k, notice)
+    return Attention(trace.attention(group)[:, 0], q, k, notice, group)
 
 
 def run_attention(label: str, text: str, group: str) -> Attention:
@@ -143,15 +144,18 @@ def run_attention(label: str, text: str, group: str) -> Attention:
         raise gr.Error("Type some text first.")
     name, model, tokenizer = _model(label)
     arch = type(model).__name__
-    if group not in dict((v, k) for k, v in GROUPS[arch]):
-        group = GROUPS[arch][0][1]
+    if group not in GROUPS[arch]:
+        shown = GROUPS[arch][0]
+        notice = " ".join(x for x in (notice, f"This {KIND_NAMES[arch]} has no {group!r} attention; "
+                                      f"showing its {GROUP_NAMES[shown]}.") if x)
+        group = shown
     if arch == "EncoderDecoder":
         result = _translator_attention(model, tokenizer, text, group)
     else:
         ids, labels, cut = _cut_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len))
         device = next(model.parameters()).device
         _, trace = model.run_with_trace(torch.tensor([ids], device=device))
-        result = Attention(trace.attention(group)[:, 0], labels, labels, cut)
+        result = Attention(trace.attention(group)[:, 0], labels, labels, cut, group)
     result.notice = " ".join(x for x in (notice, result.notice) if x)
     return result
 
@@ -165,7 +169,8 @@ def _focus_figures(a: Attention, layer: int, head: int, query: int) -> tuple[go.
     layer, head, query = _clamp(layer, n_layer), _clamp(head, n_head), _clamp(query, Tq)
     head_fig = views.head_heatmap(a.attn[layer, head], a.q_labels, a.k_labels, f"Layer {layer}, head {head}")
     rows_fig = views.query_rows_heatmap(a.attn[:, :, query], a.k_labels,
-                                        f"What does token {query} ({a.q_labels[query]!r}) attend to, in every head?")
+                                        f"What does token {query} ({views.plain(repr(a.q_labels[query]))}) attend to, "
+                                        "in every head?")
     return head_fig, rows_fig
 
 
@@ -180,7 +185,7 @@ def attention(label: str, text: str, group: str, layer: float, head: float, quer
                                  f"{n_layer} layers x {n_head} heads over {Tq} x {Tk} tokens")
     head_fig, rows_fig = _focus_figures(a, layer, head, query)
     average = views.layer_average_grid(a.attn, a.q_labels, a.k_labels)
-    if Tq == Tk:
+    if a.group != "cross":
         rollout = views.rollout_heatmap(attention_rollout(a.attn)[-1], a.q_labels)
     else:
         rollout = views.message_figure("Rollout follows self-attention through one stack: "
@@ -211,21 +216,19 @@ def attention_generate(label: str, text: str, n_new: float, layer: float, head: 
     staircase = views.generation_heatmap(gen.rows, labels, gen.n_prompt, layer, head)
     chosen = labels[gen.n_prompt + step]
     step_fig = views.query_rows_heatmap(gen.rows[step], labels[: gen.rows[step].shape[-1]],
-                                        f"Step {step}: choosing {chosen!r}, every layer and head")
+                                        f"Step {step}: choosing {views.plain(repr(chosen))}, every layer and head")
     notice = " ".join(x for x in (notice, cut) if x)
     continuation = f"**Continuation:** {tokenizer.decode(gen.generated)!r}" + (f"  \n{notice}" if notice else "")
     return continuation, staircase, step_fig
 
 
 def _model_changed(label: str):
-    """New model: offer its attention groups and size the layer/head sliders."""
+    """New model: size the layer/head sliders to it."""
     names = checkpoints()
     if label not in names:
-        return gr.Radio(), gr.Slider(), gr.Slider()
+        return gr.Slider(), gr.Slider()
     config = read_config(store.model_dir() / names[label])
-    choices = GROUPS[config["arch"]]
-    return (gr.Radio(choices=choices, value=choices[0][1]),
-            gr.Slider(maximum=config["n_layer"] - 1), gr.Slider(maximum=config["n_head"] - 1))
+    return gr.Slider(maximum=config["n_layer"] - 1), gr.Slider(maximum=config["n_head"] - 1)
 
 
 # ---------------------------------------------------------------- layout
@@ -241,10 +244,12 @@ def build() -> None:
         first = read_config(store.model_dir() / models[labels[0]])
         with gr.Row():
             model = gr.Dropdown(labels, value=labels[0], label="Model")
-            group = gr.Radio(GROUPS[first["arch"]], value=GROUPS[first["arch"]][0][1], label="Attention")
+            group = gr.Radio(GROUP_CHOICES, value=GROUPS[first["arch"]][0], label="Attention",
+                             info="a language model has only masked self-attention, a classifier only encoder "
+                                  "self-attention, a translator all three")
         text = gr.Textbox(example_text(models[labels[0]]), label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
         run = gr.Button("Show attention", variant="primary")
-        gr.Examples([[lab, example_text(models[lab]), GROUPS[_arch(models[lab])][-1][1]] for lab in labels],
+        gr.Examples([[lab, example_text(models[lab]), GROUPS[_arch(models[lab])][-1]] for lab in labels],
                     [model, text, group])
         with gr.Accordion("What am I looking at?", open=False):
             gr.Markdown(EXPLAINER)
@@ -253,7 +258,7 @@ def build() -> None:
         with gr.Row():
             layer = gr.Slider(0, first["n_layer"] - 1, value=0, step=1, label="Layer")
             head = gr.Slider(0, first["n_head"] - 1, value=0, step=1, label="Head")
-            query = gr.Slider(0, MAX_TOKENS - 1, value=0, step=1, label="Query token (position)")
+            query = gr.Slider(0, MAX_TOKENS - 1, value=8, step=1, label="Query token (position)")
         with gr.Row():
             head_fig = gr.Plot(label="Selected head")
             rows_fig = gr.Plot(label="One query token in every head")
@@ -279,7 +284,7 @@ def build() -> None:
         group.input(attention, inputs, outputs, api_name=False)
         for slider in (layer, head, query):
             slider.release(attention_focus, inputs, [head_fig, rows_fig], api_name=False)
-        model.change(_model_changed, model, [group, layer, head], api_name=False)
+        model.change(_model_changed, model, [layer, head], api_name=False)
         go_button.click(attention_generate, [model, text, n_new, layer, head, step],
                         [continuation, staircase, step_fig], api_name="attention_generate")
         step.release(attention_generate, [model, text, n_new, layer, head, step],

@@ -14,19 +14,31 @@ whole, and ships float32 arrays as compact binary.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 import torch
 
 COLORSCALE = "Blues"
+TOP_AXIS_MARGIN = dict(l=10, r=10, t=140, b=10)  # the key axis sits on top, under the title
+
+
+def _top_title(text: str) -> dict:
+    return dict(text=text, y=0.995, yref="container", yanchor="top")
 
 
 def _array(x) -> np.ndarray:
     return x.numpy().astype(np.float32) if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
 
 
+def plain(text: str) -> str:
+    """Text shown as typed: plotly reads labels as HTML, so a token "<s>" would strike out the rest."""
+    return html.escape(text, quote=False)
+
+
 def _text(labels: list[str]) -> np.ndarray:
-    return np.array(labels, dtype=object)
+    return np.array([plain(t) for t in labels], dtype=object)
 
 
 def position_labels(labels: list[str]) -> np.ndarray:
@@ -34,7 +46,7 @@ def position_labels(labels: list[str]) -> np.ndarray:
 
     A numpy array, not a list: plotly validates lists item by item (~10x slower).
     """
-    return np.array([f"{i}:{t}" for i, t in enumerate(labels)], dtype=object)
+    return np.array([f"{i}:{plain(t)}" for i, t in enumerate(labels)], dtype=object)
 
 
 def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = "") -> go.Figure:
@@ -44,7 +56,7 @@ def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = ""
                                hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=_text(k_labels), title="key", side="top")
     fig.update_yaxes(tickmode="array", tickvals=y, ticktext=_text(q_labels), title="query", autorange="reversed")
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=80, b=10))
+    fig.update_layout(title=_top_title(title), margin=TOP_AXIS_MARGIN)
     return fig
 
 
@@ -122,7 +134,7 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str) -> go.Figure:
     fig.update_xaxes(title="key", side="top", tickmode="array", tickvals=position_labels(k_labels),
                      ticktext=_text(k_labels))
     fig.update_yaxes(autorange="reversed", title="layer, head")
-    fig.update_layout(title=title, height=max(300, 16 * n_layer * n_head + 120), margin=dict(l=10, r=10, t=90, b=10))
+    fig.update_layout(title=_top_title(title), height=max(300, 16 * n_layer * n_head + 140), margin=TOP_AXIS_MARGIN)
     return fig
 
 
@@ -151,8 +163,8 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
                      tickvals=position_labels(labels[:T]), ticktext=_text(labels[:T]))
     fig.update_yaxes(autorange="reversed", title="step: token being chosen", tickmode="array",
                      tickvals=position_labels(chosen), ticktext=_text(chosen))
-    fig.update_layout(title=f"Attention while generating, layer {layer} head {head}",
-                      height=max(300, 22 * n_steps + 140), margin=dict(l=10, r=10, t=90, b=10))
+    fig.update_layout(title=_top_title(f"Attention while generating, layer {layer} head {head}"),
+                      height=max(300, 22 * n_steps + 160), margin=TOP_AXIS_MARGIN)
     return fig
 
 

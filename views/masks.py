@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from views.attention import grid_axes, position_labels
+from views.attention import grid_axes, plain, position_labels
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
@@ -37,15 +37,15 @@ def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
     traces, layout, annotations = [], {}, []
     for n, panel in enumerate(panels):
         i, j = divmod(n, n_col)
-        suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j, gap=0.02)
+        suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j, gap=0.04)
         traces.append(dict(
             type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels),
             y=position_labels(panel.q_labels), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
             zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
             hovertemplate=f"{panel.title}<br>" + "query %{y} → key %{x}: may attend = %{z}<extra></extra>",
         ))
-        annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=1 - i / n_row, xref="paper", yref="paper",
-                                yanchor="bottom", showarrow=False))
+        annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=layout[f"yaxis{suffix}"]["domain"][1],
+                                xref="paper", yref="paper", yanchor="bottom", showarrow=False))
     fig = go.Figure(data=traces, layout=layout)
     fig.update_layout(annotations=annotations, height=260 * n_row + 40, margin=dict(l=10, r=10, t=40, b=10))
     return fig
@@ -63,7 +63,7 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
         fig.add_trace(go.Scatter(x=x, y=loss, mode="lines+markers", name=f"{name} (mean {loss.mean():.2f})",
                                  hovertemplate="predicting %{x}: %{y:.2f} nats<extra></extra>"))
     fig.update_xaxes(title="token being predicted", tickmode="array", tickvals=x,
-                     ticktext=np.array(labels[1:], dtype=object))
+                     ticktext=np.array([plain(t) for t in labels[1:]], dtype=object))
     fig.update_yaxes(title="loss (nats)", rangemode="tozero")
     fig.update_layout(title="Per-token loss", height=340, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom"))
@@ -73,14 +73,16 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
 def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str) -> go.Figure:
     """Top next-token guesses at one position under each mask: predictions[name] = (probs (k,), tokens (k,))."""
     names = list(predictions)
+    top = max(float(np.max(probs)) for probs, _ in predictions.values())  # one scale, so panels compare
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.15)
     for j, name in enumerate(names):
         probs, tokens = predictions[name]
-        fig.add_trace(go.Bar(x=np.asarray(probs, dtype=np.float32), y=[repr(t) for t in tokens], orientation="h",
-                             showlegend=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"), row=1, col=j + 1)
+        ranked = [f"{r + 1}. {plain(repr(t))}" for r, t in enumerate(tokens)]  # ranks keep equal texts apart
+        fig.add_trace(go.Bar(x=np.asarray(probs, dtype=np.float32), y=ranked, orientation="h", showlegend=False,
+                             hovertemplate="%{y}: %{x:.3f}<extra></extra>"), row=1, col=j + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=j + 1)
-        fig.update_xaxes(range=[0, 1], title="probability", row=1, col=j + 1)
-    fig.update_layout(title=f"Top next-token guesses after {position_label!r}", height=300,
+        fig.update_xaxes(range=[0, 1.1 * top], title="probability", row=1, col=j + 1)
+    fig.update_layout(title=f"Top next-token guesses after {plain(repr(position_label))}", height=300,
                       margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
