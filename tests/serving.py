@@ -1,14 +1,20 @@
-"""Stand-in checkpoints for the app-level tests while a shipped one is still training.
+"""The whole app, served for app-level tests and benchmarks/load.py.
 
-The browser, robustness and load tests start the whole app, which needs every checkpoint
-the tabs load. When one is missing from assets/ (the Shakespeare LM trains for hours), a
-tiny randomly initialised model of the same kind, with the shipped tokenizer, takes its
-place in a temporary folder beside links to everything that is shipped. Random weights
-give nonsense text and coin-flip labels, but every code path runs.
+`start_app` runs `python app.py` as a person would and times it to the first page served.
+The app needs every checkpoint the tabs load; when one is missing from assets/ (the
+Shakespeare LM trains for hours), `model_dir` puts a tiny randomly initialised model of
+the same kind, with the shipped tokenizer, in a temporary folder beside links to
+everything that is shipped. Random weights give nonsense text and coin-flip labels, but
+every code path runs.
 """
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import torch
@@ -17,7 +23,9 @@ from transformer_core import (DecoderLM, DecoderLMConfig, EncoderClassifier, Enc
                               save_checkpoint)
 from transformer_core.tokenization import TextTokenizer
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "assets"
+LOGS = ROOT / "test-artifacts"
 TINY = dict(d_model=32, n_head=2, n_layer=2, d_ff=64, dropout=0.0, max_len=256)
 
 
@@ -54,3 +62,32 @@ def model_dir(tmp: Path) -> Path:
         tokenizer = TextTokenizer.load(tokenizer_path)
         save_checkpoint(build(tokenizer).eval(), tmp / name, tokenizer, card=f"# {name}: random stand-in for tests\n")
     return tmp
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(port: int, *flags: str, timeout_s: float = 120) -> tuple[subprocess.Popen, float]:
+    """Start `python app.py --port PORT [flags]`; return (process, seconds until the first page was served).
+
+    The app's output goes to test-artifacts/app-PORT.log.
+    """
+    LOGS.mkdir(exist_ok=True)
+    log = LOGS / f"app-{port}.log"
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *flags], cwd=ROOT,
+                               stdout=log.open("w"), stderr=subprocess.STDOUT)
+    while time.perf_counter() - started < timeout_s:
+        if process.poll() is not None:
+            raise RuntimeError(f"app.py exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                if response.status == 200:
+                    return process, time.perf_counter() - started
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"app.py served nothing within {timeout_s} s (log: {log})")

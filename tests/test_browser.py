@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import stand_ins
+import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -45,37 +40,11 @@ def _need_browser():
     return sync_playwright
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(port: int, *flags: str, timeout_s: float = STARTUP_LIMIT_S) -> tuple[subprocess.Popen, float]:
-    """Start `python app.py --port PORT [flags]`; return (process, seconds until the first page was served)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"app-{port}.log"
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *flags], cwd=ROOT,
-                               stdout=log.open("w"), stderr=subprocess.STDOUT)
-    while time.perf_counter() - started < timeout_s:
-        if process.poll() is not None:
-            raise RuntimeError(f"app.py exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
-                if response.status == 200:
-                    return process, time.perf_counter() - started
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"app.py served nothing within {timeout_s} s")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = free_port()
-    models = stand_ins.model_dir(tmp_path_factory.mktemp("models"))
-    process, startup_s = start_app(port, "--model-dir", str(models))
+    port = serving.free_port()
+    models = serving.model_dir(tmp_path_factory.mktemp("models"))
+    process, startup_s = serving.start_app(port, "--model-dir", str(models), timeout_s=STARTUP_LIMIT_S)
     yield f"http://127.0.0.1:{port}", startup_s
     process.terminate()
     process.wait(timeout=30)
@@ -126,9 +95,19 @@ def visit(browser, server):
     assert v.errors == [], f"console errors: {v.errors}"
 
 
-def block(panel, label: str):
-    """The component block in `panel` whose label starts with `label`."""
-    return panel.locator(".block", has=panel.page.get_by_text(label, exact=False)).last
+def plot(panel, label: str):
+    """The innermost block in `panel` labelled exactly `label` that holds a plotly figure."""
+    labelled = panel.locator(".block").filter(has=panel.page.get_by_text(label, exact=True))
+    return labelled.filter(has=panel.page.locator(".js-plotly-plot")).last
+
+
+def heatmaps(locator) -> int:
+    """How many heatmap panels (one drawn image per heatmap trace) a plot shows."""
+    return locator.locator(".js-plotly-plot g.hm image").count()
+
+
+def slider_maximum(panel, label: str) -> int:
+    return int(panel.locator(".block", has_text=label).locator("input[type=range]").last.get_attribute("max"))
 
 
 # --- the app as a whole ----------------------------------------------------------------------
@@ -214,3 +193,44 @@ def test_generate_continues_a_prompt_from_an_example(visit):
     visit.page.wait_for_function("(el) => el.innerText.trim().length > 40", arg=output.element_handle())
     assert output.inner_text().startswith("ROMEO")
     visit.screenshot("generate")
+
+
+def test_attention_draws_one_heatmap_per_layer_and_head(visit):
+    visit.open()
+    panel = visit.tab("attention")
+    panel.get_by_role("button", name="Show attention").click()
+    grid = plot(panel, "Every head of every layer")
+    grid.locator("g.hm image").first.wait_for()
+    n_layer, n_head = slider_maximum(panel, "Layer") + 1, slider_maximum(panel, "Head") + 1
+    assert heatmaps(grid) == n_layer * n_head
+    visit.screenshot("attention")
+
+
+def test_masking_shows_the_mask_gallery(visit):
+    visit.open()
+    panel = visit.tab("masking")
+    panel.get_by_role("button", name="Show masks").click()
+    gallery = plot(panel, "Mask gallery")
+    gallery.locator("g.hm image").first.wait_for()
+    assert heatmaps(gallery) >= 4  # none, causal, padding, windows...
+    visit.screenshot("masking")
+
+
+def test_translate_copies_digits_from_an_example(visit):
+    visit.open()
+    panel = visit.tab("translate")
+    panel.get_by_role("button", name="Translate", exact=True).click()
+    output = panel.locator(".block", has_text="Output").locator("textarea, input").first
+    visit.page.wait_for_function("(el) => el.value.trim().length > 0", arg=output.element_handle())
+    assert re.fullmatch(r"[\d ]+", output.input_value().strip())
+    visit.screenshot("translate")
+
+
+def test_concepts_computes_attention_weights_by_hand(visit):
+    visit.open()
+    panel = visit.tab("concepts")
+    panel.get_by_role("button", name="Compute attention").click()
+    weights = plot(panel, "weights")
+    weights.locator("g.hm image").first.wait_for()
+    assert heatmaps(weights) >= 1
+    visit.screenshot("concepts")
