@@ -356,3 +356,13 @@ def test_the_space_runs_the_gradio_version_requirements_allow():
     lines = (Path(app.__file__).parent / "requirements.txt").read_text().splitlines()
     gradio = next(Requirement(line.split("#")[0]) for line in lines if line.startswith("gradio"))
     assert gradio.specifier.contains(_front_matter()["sdk_version"])
+
+
+def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
+    demo = app.build_app()
+    linked = {t.tab_id: t for t in state.link_tabs(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])}
+    for name, preset in state.LECTURE_PRESETS.items():
+        if preset["tab"] in linked:  # a tab still being built is not registered yet
+            components = linked[preset["tab"]].components
+            assert set(preset) - {"tab"} <= set(components), f"{name}: {set(preset) - {'tab'} - set(components)}"
+            assert all(state.coerce(components[k], v) is not None for k, v in preset.items() if k != "tab"), name

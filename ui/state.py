@@ -29,11 +29,12 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 # fixed so the same slide shows the same sample in every run.
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "1. Text becomes tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
-    "2. One head at a time": {"tab": "attention", "text": "The cat sat on the mat because it was tired."},
-    "3. The causal mask": {"tab": "masking", "text": "The cat sat on the mat.", "mask": "causal"},
+    "2. One head at a time": {"tab": "attention", "text": "The cat sat on the mat because it was tired.",
+                              "layer": "1", "head": "0"},
+    "3. The causal mask": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
     "4. Temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
     "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film."},
-    "6. Encoder meets decoder": {"tab": "translate", "text": "good morning"},
+    "6. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
 }
 
 
