@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from views.attention import grid_axes, plain, position_labels
+from views.attention import grid_axes, plain, position_labels, unchecked_figure
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
@@ -46,9 +45,8 @@ def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
         ))
         annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=layout[f"yaxis{suffix}"]["domain"][1],
                                 xref="paper", yref="paper", yanchor="bottom", showarrow=False))
-    fig = go.Figure(data=traces, layout=layout)
-    fig.update_layout(annotations=annotations, height=260 * n_row + 40, margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+    layout.update(annotations=annotations, height=260 * n_row + 40, margin=dict(l=10, r=10, t=40, b=10))
+    return unchecked_figure(traces, layout)
 
 
 def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
@@ -57,34 +55,39 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
     Point t is the loss of predicting token t+1, so the x axis names the token being predicted.
     """
     x = position_labels(labels)[1:]
-    fig = go.Figure()
+    traces = []
     for name, loss in losses.items():
         loss = np.asarray(loss, dtype=np.float32)
-        fig.add_trace(go.Scatter(x=x, y=loss, mode="lines+markers", name=f"{name} (mean {loss.mean():.2f})",
-                                 hovertemplate="predicting %{x}: %{y:.2f} nats<extra></extra>"))
-    fig.update_xaxes(title="token being predicted", tickmode="array", tickvals=x,
-                     ticktext=np.array([plain(t) for t in labels[1:]], dtype=object))
-    fig.update_yaxes(title="loss (nats)", rangemode="tozero")
-    fig.update_layout(title="Per-token loss", height=340, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
-    return fig
+        traces.append(dict(type="scatter", x=x, y=loss, mode="lines+markers", name=f"{name} (mean {loss.mean():.2f})",
+                           hovertemplate="predicting %{x}: %{y:.2f} nats<extra></extra>"))
+    layout = dict(
+        title=dict(text="Per-token loss"), height=340, margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom"),
+        xaxis=dict(title=dict(text="token being predicted"), tickmode="array", tickvals=x,
+                   ticktext=np.array([plain(t) for t in labels[1:]], dtype=object)),
+        yaxis=dict(title=dict(text="loss (nats)"), rangemode="tozero"),
+    )
+    return unchecked_figure(traces, layout)
 
 
 def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str) -> go.Figure:
     """Top next-token guesses at one position under each mask: predictions[name] = (probs (k,), tokens (k,))."""
     names = list(predictions)
     top = max(float(np.max(probs)) for probs, _ in predictions.values())  # one scale, so panels compare
-    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.15)
+    traces, layout = [], {}
     for j, name in enumerate(names):
         probs, tokens = predictions[name]
+        suffix, xaxis, yaxis = grid_axes(1, len(names), 0, j, gap=0.08)
+        layout[f"xaxis{suffix}"] = dict(xaxis, showticklabels=True, ticks="outside", range=[0, 1.1 * top],
+                                        title=dict(text=f"probability: {plain(name)}"))
+        layout[f"yaxis{suffix}"] = dict(yaxis, showticklabels=True, automargin=True)
         ranked = [f"{r + 1}. {plain(repr(t))}" for r, t in enumerate(tokens)]  # ranks keep equal texts apart
-        fig.add_trace(go.Bar(x=np.asarray(probs, dtype=np.float32), y=ranked, orientation="h", showlegend=False,
-                             hovertemplate="%{y}: %{x:.3f}<extra></extra>"), row=1, col=j + 1)
-        fig.update_yaxes(autorange="reversed", row=1, col=j + 1)
-        fig.update_xaxes(range=[0, 1.1 * top], title="probability", row=1, col=j + 1)
-    fig.update_layout(title=f"Top next-token guesses after {plain(repr(position_label))}", height=300,
-                      margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+        traces.append(dict(type="bar", x=np.asarray(probs, dtype=np.float32), y=np.array(ranked, dtype=object),
+                           orientation="h", showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    layout.update(title=dict(text=f"Top next-token guesses after {plain(repr(position_label))}"), height=300,
+                  margin=dict(l=10, r=10, t=50, b=10))
+    return unchecked_figure(traces, layout)
 
 
 def training_curves(histories: dict[str, list[dict]]) -> go.Figure:
