@@ -16,7 +16,6 @@ import random
 import shlex
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -145,7 +144,7 @@ def accuracy_by_length(model, codec: Codec, task: Task, lengths: range, n: int =
     return scores
 
 
-def model_card(args, model, history, scores, seconds) -> str:
+def model_card(args, model, history, scores) -> str:
     c, last = model.config, history[-1]
     params = sum(p.numel() for p in model.parameters())
     task = get_task(args.task)
@@ -172,8 +171,8 @@ character by character.
 - Tokens: source = characters + `</s>`; the decoder reads `<s>` + target and predicts target + `</s>`.
 - Size: {params:,} parameters; d_model={c.d_model}, n_head={c.n_head}, {c.n_layer} encoder + {c.n_layer} decoder
   layers, d_ff={c.d_ff}, max_len={c.max_len}, vocabulary={c.src_vocab_size}.
-- Training: {last['step']} steps of {args.batch_size} pairs in {seconds / 60:.1f} min on
-  {torch.get_num_threads()} CPU thread(s); final train loss {last['train_loss']:.4f},
+- Training: {last['step']} steps of {args.batch_size} pairs in {last['seconds'] / 60:.1f} min (wall clock, resumed
+  runs included) on {torch.get_num_threads()} CPU thread(s) of a shared machine; final train loss {last['train_loss']:.4f},
   validation loss {last['val_loss']:.4f} nats/token.
 {figures}
 - Measured again by `python benchmarks/translate.py`.
@@ -205,14 +204,12 @@ def main(argv=None) -> None:
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=args.warmup,
                       eval_every=args.eval_every, eval_batches=5, seed=args.seed,
                       time_budget_s=None if args.minutes is None else 60 * args.minutes)
-    t0 = time.perf_counter()
     history = fit(model, codec, task, cfg, args.batch_size, resume_path=args.resume)
-    seconds = time.perf_counter() - t0
     scores = measure(model, codec, task)
     out = Path(args.out)
-    save_checkpoint(model, out, codec.tokenizer, model_card(args, model, history, scores, seconds))
+    save_checkpoint(model, out, codec.tokenizer, model_card(args, model, history, scores))
     (out / "history.json").write_text(json.dumps(history, indent=1))
-    print(json.dumps({"task": task.name, "scores": scores, "final": history[-1], "minutes": round(seconds / 60, 1)}))
+    print(json.dumps({"task": task.name, "scores": scores, "final": history[-1]}))
 
 
 if __name__ == "__main__":
