@@ -1,0 +1,191 @@
+"""Translate tab: task data, decoding, a short training run, the shipped models' attention, live training."""
+
+import threading
+import time
+from pathlib import Path
+
+import gradio as gr
+import pytest
+import torch
+
+from transformer_core.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
+from transformer_core.tasks import (
+    SYMBOLS,
+    TOY_LENGTHS,
+    copy,
+    examples,
+    get_task,
+    pig_latin,
+    random_sentence,
+    reverse,
+    sort,
+    word_pool,
+)
+from transformer_core.train_translate import OneAtATime, TrainingBusyError, build_model, fit
+from transformer_core.training import TrainConfig
+from ui import store
+from ui import translate as tab
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: on a shared 2-core machine two threads mostly wait for each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("source, target", [
+    ("she pet the dog", "eshay etpay ethay ogday"),
+    ("school", "oolschay"),  # the whole consonant cluster moves
+    ("apple", "appleway"),  # vowel first: "way"
+    ("rhythm", "ythmrhay"),  # y after the first letter is a vowel
+    ("yellow", "ellowyay"),  # y first is a consonant
+    ("queen", "eenquay"), ("squeal", "ealsquay"),  # qu moves as one unit
+    ("hmm", "hmmay"),  # no vowel at all
+    ("School", "Oolschay"), ("I", "Iway"), ("NASA", "ASANAY"), ("McBeth", "Ethmcbay"),  # capitals
+    ("Dog, cat!", "Ogday, atcay!"), ("don't", "onday'tay"), ("Hello?  World.", "Ellohay?  Orldway."),  # punctuation
+])
+def test_pig_latin_rules_on_tricky_words(source, target):
+    assert pig_latin(source) == target
+
+
+def test_toy_tasks_give_the_right_targets_on_lengths_1_to_10():
+    assert (copy("3141"), reverse("3141"), sort("3141")) == ("3141", "1413", "1134")
+    for name in ("copy", "reverse", "sort"):
+        pairs = examples(name, "test", 300)
+        assert all(TOY_LENGTHS[0] <= len(s) <= TOY_LENGTHS[1] and set(s) <= set(SYMBOLS) for s, _ in pairs)
+        assert {len(s) for s, _ in pairs} == set(range(1, 11))
+        assert all(sorted(s) == sorted(t) for s, t in pairs)  # same symbols, re-ordered
+    assert examples("sort", "test", 50) == examples("sort", "test", 50)  # held-out sets are fixed
+    assert examples("sort", "test", 50) != examples("sort", "validation", 50)
+
+
+def test_pig_latin_sentences_use_train_words_and_the_unseen_split_holds_new_ones():
+    import random
+
+    pool = word_pool()
+    assert set(pool.seen).isdisjoint(pool.unseen) and len(pool.unseen) > 1000
+    seen, unseen = set(pool.seen), set(pool.unseen)
+    rng = random.Random(0)
+    for _ in range(200):
+        words = [w.strip(",;:.!?").lower() for w in random_sentence(rng).split()]
+        assert 2 <= len(words) <= 8 and set(words) <= seen
+    for source, target in examples("pig_latin", "unseen", 100):
+        assert {w.strip(",;:.!?").lower() for w in source.split()} & unseen
+        assert target == pig_latin(source)
+
+
+def test_batches_follow_the_bos_eos_convention():
+    codec = Codec(build_model(get_task("copy"), "tiny")[1].tokenizer)
+    src, src_lengths, tgt_in, tgt_out = codec.batch([("12", "12"), ("3", "3")])
+    assert src_lengths.tolist() == [3, 2]
+    assert src[0].tolist() == [*codec.tokenizer.encode("12"), codec.eos] and src[1, 2] == codec.pad
+    assert tgt_in[0].tolist() == [codec.bos, *codec.tokenizer.encode("12")]
+    assert tgt_out[0].tolist() == [*codec.tokenizer.encode("12"), codec.eos]
+    assert tgt_out[1, 2] == IGNORE  # padding carries no loss
+
+
+def test_bad_sources_raise_clear_errors():
+    model, codec = build_model(get_task("copy"), "tiny")
+    with pytest.raises(DecodingError, match="empty"):
+        translate(model, codec, "")
+    with pytest.raises(DecodingError, match="'a'.*not in this model's vocabulary"):
+        translate(model, codec, "12a")
+    with pytest.raises(DecodingError, match="at most 31"):
+        translate(model, codec, "1" * 40)
+
+
+def test_greedy_equals_beam_width_1_and_batching_does_not_change_outputs():
+    torch.manual_seed(1)
+    model, codec = build_model(get_task("reverse"), "tiny")
+    model.eval()
+    sources = ["1", "982", "5550123", "0123456789"]
+    src, src_lengths = codec.sources(sources)
+    batched = greedy(model, src, src_lengths, codec.bos, codec.eos, max_new_tokens=12)
+    for text, row in zip(sources, batched):
+        one = codec.sources([text])[0]
+        alone = greedy(model, one, torch.tensor([one.shape[1]]), codec.bos, codec.eos, max_new_tokens=12)[0]
+        searched = beam(model, one, codec.bos, codec.eos, width=1, max_new_tokens=12).best.tokens
+        assert row == alone == [t for t in searched if t != codec.eos]
+
+
+def test_a_short_training_run_on_copy_reaches_90_percent_exact_match():
+    task = get_task("copy")
+    model, codec = build_model(task, "tiny")
+    # CPU seconds, not wall seconds: on a shared machine the wall clock measures the neighbours
+    t0 = time.process_time()
+    fit(model, codec, task, TrainConfig(steps=150, lr=3e-3, min_lr=3e-4, warmup=40, eval_every=150, eval_batches=1),
+        batch_size=64, progress=False)
+    assert time.process_time() - t0 < 30
+    assert exact_match(model, codec, examples(task, "test", 200)) >= 0.9
+
+
+def test_shipped_copy_model_reads_the_diagonal():
+    """Source = x_0..x_{n-1} </s> (positions 0..n); the decoder reads <s> x_0..x_{n-1} and at target
+    position i writes x_i (i < n) or </s> (i = n): so target position i should attend to source
+    position i, for every i = 0..n. Checked on the head average of the first decoder layer, the one
+    that fetches the symbol (the second layer's cross-attention does other work)."""
+    model, codec = store.model("translate-copy"), Codec(store.tokenizer("translate-copy"))
+    on_diagonal = total = 0
+    for source, _ in examples("copy", "test", 50):
+        _, trace = traced(model, codec, source, translate(model, codec, source).ids)
+        attn = trace.attention("cross")[0, 0].mean(0)  # (T, S), T == S == n + 1
+        on_diagonal += int((attn.argmax(-1) == torch.arange(attn.shape[0])).sum())
+        total += attn.shape[0]
+    assert on_diagonal / total >= 0.95
+
+
+@pytest.mark.parametrize("task, source, target", [("copy", "3 1 4 1 5", "31415"), ("reverse", "123456", "654321"),
+                                                  ("sort", "5281933", "1233589"),
+                                                  ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday.")])
+def test_tab_translates_with_the_shipped_models(task, source, target):
+    output, notice, rows, figure, _ = tab.translate_text(task, source, 1, "cross-attention", 1, "mean of heads")
+    assert output == target and notice == ""
+    assert [r[1] for r in rows][-1] == "⟨/s⟩" and all(0 <= r[2] <= 1 for r in rows)
+    assert len(figure.data[0].z) == len(target) + 1  # one row per written token, </s> included
+
+
+def test_tab_beam_search_and_bad_input():
+    output, *_ , tree = tab.translate_text("reverse", "9876", 4, "encoder self-attention", 0, "head 0")
+    assert output == "6789" and len(tree.data) > 1
+    with pytest.raises(gr.Error, match="'x'"):
+        tab.translate_text("copy", "12x", 1, "cross-attention", 0, "mean of heads")
+    with pytest.raises(gr.Error, match="at most 31"):
+        tab.translate_text("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
+    with pytest.raises(gr.Error, match="Type a source"):
+        tab.translate_text("pig_latin", "   ", 1, "cross-attention", 0, "mean of heads")
+
+
+def test_live_training_refuses_a_second_concurrent_run():
+    slot, release = OneAtATime(), threading.Event()
+    first = slot.start(release.wait)
+    assert slot.busy
+    with pytest.raises(TrainingBusyError, match="Another live training"):
+        slot.start(lambda: None)
+    release.set()
+    first.join()
+    slot.start(lambda: None).join()  # free again once the first run ended
+
+
+def test_live_training_in_the_tab_says_busy_and_never_touches_shipped_checkpoints(monkeypatch):
+    slot, release = OneAtATime(), threading.Event()
+    monkeypatch.setattr(tab, "_live", slot)
+    running = slot.start(release.wait)
+    with pytest.raises(gr.Error, match="Another live training"):
+        tab.live_busy()
+    with pytest.raises(gr.Error, match="Another live training"):
+        next(tab.train_live("copy", "tiny", 30, 10, "123", "cross-attention", 0, "mean of heads"))
+    release.set()
+    running.join()
+
+    before = {p: p.stat().st_mtime_ns for p in (ASSETS / "translate-copy").iterdir()}
+    *_, last = tab.train_live("copy", "tiny", 30, 120, "123", "cross-attention", 0, "mean of heads",
+                              progress=lambda *a, **k: None)
+    status, curve, output, figure, fresh = last
+    assert status.startswith("Done: 30 steps") and len(curve.data[0].x) == 30
+    assert tab.translate_fresh(fresh, "copy", "4 5", "cross-attention", 0, "mean of heads")[1] is not None
+    assert {p: p.stat().st_mtime_ns for p in (ASSETS / "translate-copy").iterdir()} == before
