@@ -1,0 +1,140 @@
+"""Many students at once: the app under 16 concurrent API clients.
+
+    python -m benchmarks.load [--clients 16] [--requests 25] [--model-dir DIR]
+
+Starts `python app.py` on a free port (startup_s: from the command to the first page
+served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
+cycling through tokenize, attention, generate (32 new tokens), classify and translate with
+varied texts, all over loopback. Afterwards one more request checks the app still answers.
+peak_rss_mb is the app process's high-water resident memory (VmHWM, from the kernel).
+Prints the run's details, then one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from gradio_client import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from serving import free_port, missing, model_dir, start_app  # noqa: E402  (the start-up the browser tests time)
+
+TEXTS = [
+    "To be, or not to be, that is the question.",
+    "ROMEO: But soft, what light through yonder window breaks?",
+    "The film was slow at first, but the ending moved me to tears.",
+    "A dull, lifeless script and actors who look bored.",
+    "good morning my friend",
+    "Now is the winter of our discontent made glorious summer.",
+]
+
+# endpoint -> (keyword arguments for the i-th request); every other input keeps the app's default
+REQUESTS = {
+    "tokenize": lambda i: {"text": TEXTS[i % len(TEXTS)]},
+    "attention": lambda i: {"text": TEXTS[i % len(TEXTS)]},
+    "generate": lambda i: {"prompt": TEXTS[i % len(TEXTS)][:24], "max_new_tokens": 32, "seed": i},
+    "classify": lambda i: {"text": TEXTS[i % len(TEXTS)]},
+    "translate": lambda i: {"source": " ".join(str((3 * i + 7 * k) % 10) for k in range(8))},  # digits: the copy task
+}
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set size so far (Linux VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc: peak memory is measured on Linux only")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def client_run(url: str, endpoints: list[str], offset: int, n: int, latencies: dict, errors: list) -> None:
+    """One student: `n` requests, cycling through `endpoints` from a different start."""
+    client = Client(url, verbose=False, download_files=False)
+    for i in range(n):
+        name = endpoints[(offset + i) % len(endpoints)]
+        started = time.perf_counter()
+        try:
+            client.predict(**REQUESTS[name](offset + i), api_name=f"/{name}")
+            latencies[name].append((time.perf_counter() - started) * 1000)
+        except Exception as e:  # every failure counts, whatever its kind
+            errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--requests", type=int, default=25, help="requests per client")
+    parser.add_argument("--model-dir", default=None,
+                        help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
+                             "checkpoint still missing there, listed as stand_ins in the result)")
+    args = parser.parse_args(argv)
+
+    stand_ins = [] if args.model_dir else missing()
+    models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
+    port = free_port()
+    process, startup_s = start_app(port, "--model-dir", str(models))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        exposed = set(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
+        endpoints = [name for name in REQUESTS if f"/{name}" in exposed]
+        missing_endpoints = [name for name in REQUESTS if name not in endpoints]
+        print(f"startup {startup_s:.1f} s; endpoints {endpoints}; missing {missing_endpoints}; stand-ins {stand_ins}")
+
+        latencies = {name: [] for name in endpoints}
+        errors: list[str] = []
+        started = time.perf_counter()
+        threads = [threading.Thread(target=client_run, args=(url, endpoints, c, args.requests, latencies, errors))
+                   for c in range(args.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall_s = time.perf_counter() - started
+        Client(url, verbose=False).predict(**REQUESTS["tokenize"](0), api_name="/tokenize")
+        answers_after = True
+        rss = peak_rss_mb(process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+    for e in errors[:10]:
+        print("error:", e)
+    total = sum(len(v) for v in latencies.values()) + len(errors)
+    for name, values in latencies.items():
+        if not values:
+            print(f"{name:10s} every request failed")
+            continue
+        print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):8.0f} ms "
+              f"p95={percentile(values, 0.95):8.0f} ms max={max(values):8.0f} ms")
+    print(f"{total} requests from {args.clients} clients in {wall_s:.0f} s ({total / wall_s:.1f} req/s)")
+    result = {
+        "startup_s": round(startup_s, 2),
+        "clients": args.clients,
+        "requests": total,
+        "errors": len(errors),
+        "missing_endpoints": missing_endpoints,
+        "stand_ins": stand_ins,
+        "p50_ms": {name: round(statistics.median(v)) for name, v in latencies.items() if v},
+        "p95_ms": {name: round(percentile(v, 0.95)) for name, v in latencies.items() if v},
+        "wall_s": round(wall_s, 1),
+        "answers_after": answers_after,
+        "peak_rss_mb": round(rss),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
