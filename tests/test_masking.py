@@ -74,6 +74,7 @@ def test_long_text_is_cut_with_a_notice(model_dir):
     ("", 3, "0", "type at least 2"),
     ("To", 3, "0", "type at least 2"),
     (TEXT, 0, "0", "at least 1"),
+    (TEXT, None, "0", "at least 1"),
     ("To be or not", 30, "0", "covers the whole text"),
     (TEXT, 3, "zero", "positions like"),
     (TEXT, 3, "99", "must lie in"),

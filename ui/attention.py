@@ -207,7 +207,7 @@ def attention_generate(label: str, text: str, n_new: float, layer: float, head: 
     _, model, tokenizer = _model(label)
     if type(model).__name__ != "DecoderLM":
         raise gr.Error("Attention while generating needs a language model: pick one in the model list.")
-    n_new = max(1, min(int(n_new), MAX_NEW_TOKENS))
+    n_new = max(1, min(int(n_new or 1), MAX_NEW_TOKENS))
     ids, _, cut = _cut_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len) - n_new)
     gen = attention_while_generating(model, ids, n_new)
     labels = [tokenizer.decode([i]) for i in gen.ids]

@@ -125,7 +125,7 @@ def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global
     model, tokenizer = _language_model(LM)
     ids, labels, notice = _tokens(tokenizer, text, min_tokens=2)
     n = len(ids)
-    w, dilation = int(w), int(dilation)
+    w, dilation = int(w or 0), int(dilation or 0)  # 0 (or a missing value) is refused with a message
     global_tokens = _global_tokens(global_text)
     ids_b, labels_b, _ = _tokens(tokenizer, text_b or "", min_tokens=1)
     ids_b, labels_b = ids_b[:n], labels_b[:n]
@@ -137,8 +137,8 @@ def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global
     idx = torch.tensor([ids], device=device)
     runs = {"causal (as trained)": model.run_with_trace(idx), describe(chosen): model.run_with_trace(idx, mask=chosen)}
     n_layer, n_head = model.config.n_layer, model.config.n_head
-    layer, head = min(max(int(layer), 0), n_layer - 1), min(max(int(head), 0), n_head - 1)
-    position = min(max(int(position), 0), n - 1)
+    layer, head = min(max(int(layer or 0), 0), n_layer - 1), min(max(int(head or 0), 0), n_head - 1)
+    position = min(max(int(position or 0), 0), n - 1)
     attn = torch.stack([trace.attention("decoder")[layer, 0, head] for _, trace in runs.values()])[None]
     attention = attention_views.heatmap_grid(attn, labels, labels, [f"L{layer} H{head}"], list(runs),
                                              f"Layer {layer}, head {head} under each mask")
@@ -167,7 +167,7 @@ def cheating(prompt: str, n_new: float):
         model, tokenizer = _language_model(name)
         ids, _, notice = _tokens(tokenizer, prompt, min_tokens=2)
         histories[title] = _history(name)
-        continuation = tokenizer.decode(greedy_with_mask(model, ids, max(1, min(int(n_new), 60)), mask_kind))
+        continuation = tokenizer.decode(greedy_with_mask(model, ids, max(1, min(int(n_new or 1), 60)), mask_kind))
         honest = token_losses(model(torch.tensor([ids]))[0], torch.tensor(ids)).mean()  # causal: no peeking
         lines.append(f"**{title}** (final training loss {histories[title][-1]['train_loss']:.2f}; loss on your "
                      f"text without peeking {honest:.2f} nats/token)  \n{prompt!r} → **{continuation!r}**")
