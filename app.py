@@ -15,9 +15,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from ui import about, attention, concepts, generate, masking, state, store, tokens, translate
+from ui import about, attention, concepts, generate, masking, sentiment, state, store, tokens, translate
 
-TABS = [tokens, attention, masking, generate, translate, concepts, about]
+TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
 # How many runs of each endpoint may share the 2-core CPU (or the GPU) at once. Cheap views
 # run side by side; model calls take turns in small groups so one user cannot starve the

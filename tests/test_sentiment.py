@@ -1,0 +1,171 @@
+"""Sentiment: the shipped classifier, saliency, the training pieces, the IMDb loader and the tab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from transformer_core import EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint
+from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
+from transformer_core.tokenization import TextTokenizer
+from transformer_core.train_sentiment import IGNORE, main as train_main, mask_tokens
+from ui import sentiment as tab
+from ui import store
+
+SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "sentiment"
+CLEAR = {
+    "A wonderful, moving and beautifully acted film.": "positive",
+    "One of the best movies of the year: funny, warm and smart.": "positive",
+    "A dull, boring and badly written mess.": "negative",
+    "The worst film I have seen in years; a waste of time.": "negative",
+}
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_model(SHIPPED), TextTokenizer.load(SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """A random 1-layer classifier with the shipped tokenizer, saved as `sentiment` in a model folder."""
+    tokenizer = TextTokenizer.load(SHIPPED)
+    torch.manual_seed(0)
+    model = EncoderClassifier(EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=16, n_head=2,
+                                                      n_layer=1, d_ff=32, max_len=12)).eval()
+    folder = tmp_path_factory.mktemp("models")
+    save_checkpoint(model, folder / "sentiment", tokenizer)
+    return folder
+
+
+def test_shipped_checkpoint_gets_clear_sentences_right_every_time(shipped):
+    model, tokenizer = shipped
+    for text, label in CLEAR.items():
+        first, again = explain(model, tokenizer, text), explain(model, tokenizer, text)
+        assert max(first.probs, key=first.probs.get) == label, (text, first.probs)
+        assert first.probs == again.probs
+
+
+def test_probabilities_sum_to_one(shipped):
+    model, tokenizer = shipped
+    pad_id, _ = special_ids(tokenizer)
+    probs = predict_proba(model, [tokenizer.encode(t) for t in [*CLEAR, "ok", "?!"]], pad_id)
+    assert probs.shape == (6, len(LABELS))
+    torch.testing.assert_close(probs.sum(-1), torch.ones(6))
+    assert sum(explain(model, tokenizer, "fine, I guess").probs.values()) == pytest.approx(1.0)
+
+
+def test_padding_does_not_change_a_prediction(shipped):
+    model, tokenizer = shipped
+    pad_id, _ = special_ids(tokenizer)
+    short, long = tokenizer.encode("great"), tokenizer.encode("A long and rather tedious sentence about nothing.")
+    alone, padded = predict_proba(model, [short], pad_id), predict_proba(model, [short, long], pad_id)[:1]
+    torch.testing.assert_close(alone, padded, atol=1e-5, rtol=0)
+
+
+def test_saliency_has_one_score_per_token_and_follows_the_text(shipped):
+    model, tokenizer = shipped
+    a, b = explain(model, tokenizer, "a great film"), explain(model, tokenizer, "a terrible film")
+    for verdict in (a, b):
+        assert len(verdict.grad_x_input) == len(verdict.rollout) == len(verdict.tokens)
+        assert verdict.rollout.sum() == pytest.approx(1.0, abs=1e-4)  # shares of the pooled vector
+    assert not torch.allclose(a.grad_x_input, b.grad_x_input)
+    assert not torch.allclose(a.rollout, b.rollout)
+
+
+def test_empty_text_is_refused_with_a_typed_error(shipped):
+    with pytest.raises(EmptyTextError):
+        explain(*shipped, "")
+
+
+def test_review_splits_are_disjoint_and_fixed_by_id():
+    splits = {s: {r.id for r in data.movie_reviews(s)} for s in data.SPLITS}
+    assert all(i % 10 == 0 for i in splits["test"]) and all(i % 10 == 1 for i in splits["validation"])
+    assert not splits["train"] & splits["test"] and not splits["train"] & splits["validation"]
+
+
+def test_bert_masking_hides_about_15_percent_and_targets_only_those():
+    x = torch.randint(5, 100, (64, 64))
+    corrupted, targets = mask_tokens(x, mask_id=3, vocab_size=100, g=torch.Generator().manual_seed(0))
+    chosen = targets != IGNORE
+    assert 0.12 < chosen.float().mean() < 0.18
+    assert torch.equal(targets[chosen], x[chosen])
+    assert torch.equal(corrupted[~chosen], x[~chosen])  # nothing outside the chosen positions moves
+    assert (corrupted[chosen] == 3).float().mean() > 0.7
+
+
+def test_pad_batch_right_pads_and_reports_lengths():
+    ids, lengths = pad_batch([[5, 6, 7], [8]], pad_id=1)
+    assert ids.tolist() == [[5, 6, 7], [8, 1, 1]] and lengths.tolist() == [3, 1]
+
+
+def _write_imdb(folder: Path, train: list[tuple[str, int]], test: list[tuple[str, int]]) -> Path:
+    (folder / "plain_text").mkdir(parents=True)
+    for part, rows in (("train", train), ("test", test)):
+        table = pa.table({"text": [t for t, _ in rows], "label": pa.array([y for _, y in rows], pa.int64())})
+        pq.write_table(table, folder / "plain_text" / f"{part}-00000-of-00001.parquet")
+    return folder
+
+
+def test_imdb_loader_reads_parquet_and_keeps_test_apart(tmp_path):
+    train = [(f"train review {i} {'great' if i % 2 else 'awful'}", i % 2) for i in range(25)]
+    test = [("a fine test film", 1), ("a bad test film", 0)]
+    folder = _write_imdb(tmp_path, train, test)
+    got = {s: data.imdb_reviews(s, str(folder)) for s in data.SPLITS}
+    assert [(r.text, r.label) for r in got["test"]] == test
+    assert [r.id for r in got["validation"]] == [1, 11, 21]
+    assert len(got["train"]) == 22 and not {r.text for r in got["train"]} & {r.text for r in got["validation"]}
+    assert {r.rating for r in got["train"]} == {1.0, -1.0} and all((r.rating > 0) == r.label for r in got["train"])
+
+
+def test_imdb_loader_says_which_file_is_missing(tmp_path):
+    with pytest.raises(data.DataError, match="plain_text/test"):
+        data.imdb_reviews("test", str(tmp_path))
+
+
+def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_path):
+    words = ["great", "wonderful", "loved"], ["awful", "boring", "hated"]
+    train = [(f"I {words[i % 2 == 0][i % 3]} it", int(i % 2 == 1)) for i in range(40)]
+    folder = _write_imdb(tmp_path / "imdb", train, train[:10])
+    out = tmp_path / "out"
+    train_main(["--out", str(out), "--tokenizer", str(SHIPPED / "tokenizer.json"), "--corpus", "imdb",
+                "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--max-len", "16",
+                "--pretrain-steps", "4", "--pretrain-context", "8", "--steps", "6", "--batch-size", "8",
+                "--eval-every", "3"])
+    model = load_model(out)
+    assert model.config.n_layer == 1 and (out / "README.md").read_text().count("Command:") == 1
+    assert (out / "tokenizer.json").is_file()
+
+
+@pytest.fixture
+def tiny_store(tiny_checkpoint):
+    before = store.model_dir()
+    store.set_model_dir(tiny_checkpoint)
+    yield
+    store.set_model_dir(before)
+
+
+def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
+    probs, notices, tokens_html, bars, grid, link = tab.classify("not bad at all", tab.METHODS[0])
+    assert set(probs) == set(LABELS) and sum(probs.values()) == pytest.approx(1.0)
+    assert notices == "" and "bad" in tokens_html
+    assert "tab=attention" in link and "model=sentiment" in link and "text=not+bad+at+all" in link
+    assert len(bars.data[0].y) == 4
+
+
+def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
+    _, notices, *_ = tab.classify("word " * 50, tab.METHODS[1])
+    assert "only the first 12" in notices
+    _, notices, *_ = tab.classify("👍🎉!!!", tab.METHODS[0])
+    assert "no letters" in notices
+
+
+@pytest.mark.parametrize("text", ["", "   ", None])
+def test_tab_refuses_empty_text_with_a_message(tiny_store, text):
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        tab.classify(text, tab.METHODS[0])
