@@ -59,7 +59,8 @@ One run at a time per app."""
 LENGTH_NOTE = """The copy models were trained on sources of 1-10 symbols only. Learned position
 vectors for positions beyond 10 were never trained, so the model has no idea what they mean;
 sinusoidal positions are a formula that exists for every position, yet the model still has
-never *used* them. Both fail on long inputs: an honest picture of a known weakness."""
+never *used* them. Both fail on long inputs, the same way: they copy the first 10 symbols and
+then write `</s>`, because no target they ever saw was longer. An honest picture of a known weakness."""
 
 
 def _source(task_name: str, text: str | None) -> tuple[str, str]:
