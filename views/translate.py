@@ -62,8 +62,12 @@ def loss_curve(history: list[tuple[int, float]], title: str = "Training loss") -
 def length_figure(curves: dict[str, dict[int, float]], trained_max: int) -> go.Figure:
     """Exact-match accuracy by source length for each model: curves {name: {length: accuracy}}."""
     fig = go.Figure()
-    for name, by_length in curves.items():
-        fig.add_trace(go.Scatter(x=list(by_length), y=list(by_length.values()), mode="lines+markers", name=name))
+    # curves that coincide (they often do) must both stay visible: different dashes and markers
+    styles = [dict(dash="solid", symbol="circle", size=9), dict(dash="dash", symbol="x", size=7)]
+    for (name, by_length), style in zip(curves.items(), styles * len(curves)):
+        fig.add_trace(go.Scatter(x=list(by_length), y=list(by_length.values()), mode="lines+markers", name=name,
+                                 line=dict(dash=style["dash"]),
+                                 marker=dict(symbol=style["symbol"], size=style["size"])))
     fig.add_vrect(x0=0.5, x1=trained_max + 0.5, fillcolor="#16a34a", opacity=0.08, line_width=0,
                   annotation_text="lengths seen in training", annotation_position="top left")
     fig.update_xaxes(title="source length (symbols)", dtick=1)
