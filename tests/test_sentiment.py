@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gradio as gr
@@ -135,9 +136,11 @@ def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_pa
     out = tmp_path / "out"
     train_main(["--out", str(out), "--tokenizer", str(SHIPPED / "tokenizer.json"), "--corpus", "imdb",
                 "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--max-len", "16",
-                "--pretrain-steps", "4", "--pretrain-context", "8", "--steps", "6", "--batch-size", "8",
+                "--pretrain-steps", "4", "--pretrain-context", "8", "--steps", "5", "--batch-size", "8",
                 "--eval-every", "3"])
     model = load_model(out)
+    checks = json.loads((out / "history.json").read_text())["finetune"]
+    assert [c["step"] for c in checks] == [3, 5]  # every 3 steps and the last one
     assert model.config.n_layer == 1 and (out / "README.md").read_text().count("Command:") == 1
     assert (out / "tokenizer.json").is_file()
 

@@ -124,16 +124,16 @@ def classification_loss(label_smoothing: float):
 
 
 class KeepBest:
-    """on_step callback: every `every` steps measure validation accuracy, keep the best weights,
-    and stop after `patience` checks without improvement."""
+    """on_step callback: every `every` steps and at the last step measure validation accuracy,
+    keep the best weights, and stop after `patience` checks without improvement."""
 
-    def __init__(self, model, ids, labels, pad_id: int, every: int, patience: int):
+    def __init__(self, model, ids, labels, pad_id: int, every: int, patience: int, last: int):
         self.model, self.ids, self.labels, self.pad_id = model, ids, labels, pad_id
-        self.every, self.patience = every, patience
+        self.every, self.patience, self.last = every, patience, last
         self.best, self.best_step, self.state, self.history, self.stale = -1.0, 0, None, [], 0
 
     def __call__(self, step: int, loss: float) -> None:
-        if (step + 1) % self.every:
+        if (step + 1) % self.every and step + 1 != self.last:
             return
         self.model.eval()
         acc = accuracy(self.model, self.ids, self.labels, self.pad_id)
@@ -163,7 +163,7 @@ def pretrain(model, args, load, tokenizer, mask_id: int) -> list[dict]:
 def finetune(model, args, examples, pad_id: int, mask_id: int) -> tuple[KeepBest, float]:
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=100,
                       weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed)
-    keep = KeepBest(model, *examples["validation"], pad_id, args.eval_every, args.patience)
+    keep = KeepBest(model, *examples["validation"], pad_id, args.eval_every, args.patience, args.steps)
     t0 = time.perf_counter()
     try:
         train(model, cfg, classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout),
