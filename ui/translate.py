@@ -121,7 +121,7 @@ def train_live(task_name: str, preset: str, steps: int, seconds: float, source: 
     """Train a fresh model live (a generator: the loss curve grows while it trains)."""
     task = get_task(task_name)
     if task.name not in TOY_TASKS:
-        raise gr.Error(f"Live training offers {', '.join(TOY_TASKS)}; pig latin needs ~15 CPU-minutes.")
+        raise gr.Error(f"Live training offers {', '.join(TOY_TASKS)}; pig latin takes far longer than a lecture to learn.")
     text, _ = _source(task_name, source)
     steps = int(steps)
     model, codec = build_model(task, preset)
@@ -130,7 +130,7 @@ def train_live(task_name: str, preset: str, steps: int, seconds: float, source: 
     except DecodingError as e:
         raise gr.Error(f"{e}.") from e
     losses: list[tuple[int, float]] = []
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Exception] = {}
 
     def job():
         # One torch thread while training: with two, a loaded 2-core CPU ran a step ~15x slower
@@ -139,8 +139,8 @@ def train_live(task_name: str, preset: str, steps: int, seconds: float, source: 
         threads = torch.get_num_threads()
         torch.set_num_threads(LIVE_THREADS)
         try:
-            outcome["history"] = fit(model, codec, task, live_config(steps, float(seconds)), LIVE_BATCH,
-                                     on_step=lambda step, loss: losses.append((step + 1, loss)), progress=False)
+            fit(model, codec, task, live_config(steps, float(seconds)), LIVE_BATCH,
+                on_step=lambda step, loss: losses.append((step + 1, loss)), progress=False)
         except Exception as e:  # shown to the user below, not lost in a thread
             outcome["error"] = e
         finally:
