@@ -234,3 +234,16 @@ def test_concepts_computes_attention_weights_by_hand(visit):
     weights.locator("g.hm image").first.wait_for()
     assert heatmaps(weights) >= 1
     visit.screenshot("concepts")
+
+
+def test_sentiment_gives_a_label_with_two_probabilities(visit):
+    visit.open()
+    panel = visit.tab("sentiment")
+    panel.locator("textarea").first.fill("A moving, beautifully acted film.")
+    panel.get_by_role("button", name="Classify", exact=True).click()
+    confidences = panel.locator("dd.confidence")
+    confidences.nth(1).wait_for()
+    percents = [int(text.rstrip("%")) for text in confidences.all_inner_texts()]
+    assert len(percents) == 2 and 98 <= sum(percents) <= 102  # two classes, rounded to whole percents
+    assert panel.locator('[data-testid="label-output-value"]').first.inner_text().strip()
+    visit.screenshot("sentiment")
