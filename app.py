@@ -40,12 +40,23 @@ body.lecture-mode .js-plotly-plot { filter: contrast(1.4) saturate(1.3); }
 body.lecture-mode .js-plotly-plot text { font-size: 16px !important; font-weight: 600; }
 """
 
-# Plotly's camera button downloads a PNG; this adds a twin beside it that downloads the
-# same figure as SVG through plotly's own exporter, for every plot of every tab.
+# Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of
+# every tab: the same figure as SVG (through plotly's own exporter) and the numbers drawn
+# (each trace's x, y, z and hover labels) as JSON -- for an attention heatmap, the weights.
 HEAD = """
 <script>
 (() => {
-  const addSvgButton = (modebar) => {
+  const icon = (label) => `<svg viewBox="0 0 28 16" height="1em" width="1.75em" class="icon">
+    <text x="0" y="13" font-size="12" font-family="monospace" font-weight="bold" fill="currentColor">${label}</text></svg>`;
+  const plain = (v) => ArrayBuffer.isView(v) ? Array.from(v) : Array.isArray(v) ? v.map(plain) : v;
+  const save = (name, text, type) => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([text], {type}));
+    a.download = name;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  };
+  const addButtons = (modebar) => {
     if (modebar.querySelector('[data-title="Download plot as SVG"]')) return;
     const camera = modebar.querySelector('[data-title^="Download plot"]');
     const gd = modebar.closest('.js-plotly-plot');
@@ -54,21 +65,35 @@ HEAD = """
     camera.addEventListener('click', () => {
       gd._context.toImageButtonOptions = {filename: 'transformer-lab', scale: 2, ...gd._context.toImageButtonOptions};
     }, true);
-    const svg = camera.cloneNode(true);
+    const svg = camera.cloneNode(false);
     svg.setAttribute('data-title', 'Download plot as SVG');
+    svg.innerHTML = icon('SVG');
     svg.addEventListener('click', () => {
       const saved = gd._context.toImageButtonOptions;
       gd._context.toImageButtonOptions = {...saved, format: 'svg'};
       camera.click();
       gd._context.toImageButtonOptions = saved;
     });
-    camera.after(svg);
+    const data = camera.cloneNode(false);
+    data.setAttribute('data-title', 'Download the numbers (JSON)');
+    data.innerHTML = icon('{}');
+    data.addEventListener('click', () => {
+      const title = gd.layout.title && (gd.layout.title.text || gd.layout.title);
+      // _fullData holds the arrays decoded (plotly.py may send them base64-packed in `data`)
+      const traces = gd.data.map((t, i) => {
+        const full = gd._fullData.find((f) => f.index === i) || t;
+        return Object.fromEntries(['type', 'name', 'x', 'y', 'z', 'customdata', 'text']
+          .filter((key) => t[key] !== undefined).map((key) => [key, plain(full[key] ?? t[key])]));
+      });
+      save('transformer-lab-data.json', JSON.stringify({title: title || '', traces}), 'application/json');
+    });
+    camera.after(svg, data);
   };
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; document.querySelectorAll('.modebar').forEach(addSvgButton); });
+    requestAnimationFrame(() => { pending = false; document.querySelectorAll('.modebar').forEach(addButtons); });
   }).observe(document.documentElement, {childList: true, subtree: true});
 })();
 </script>

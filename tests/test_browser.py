@@ -9,6 +9,7 @@ console error. Without chromium the module is skipped, except in CI
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -158,16 +159,23 @@ def test_lecture_mode_enlarges_text_and_steps_through_presets(visit):
     visit.screenshot("lecture-mode")
 
 
-def test_every_plot_downloads_as_png_and_svg(visit):
+def download(visit, figure, title: str):
+    """Click the toolbar button `title` of plot `figure`; return the downloaded file's path."""
+    figure.hover()
+    with visit.page.expect_download() as started:
+        figure.locator(f'.modebar-btn[data-title="{title}"]').click()
+    return started.value.suggested_filename, started.value.path()
+
+
+def test_every_plot_downloads_as_png_svg_and_its_numbers(visit):
     visit.open("?tab=tokens")
-    plot = visit.page.locator("#tab-tokens .js-plotly-plot").first
-    plot.wait_for()
-    for title, suffix in (("Download plot as a PNG", ".png"), ("Download plot as SVG", ".svg")):
-        plot.hover()
-        with visit.page.expect_download() as download:
-            plot.locator(f'.modebar-btn[data-title="{title}"]').click()
-        assert download.value.suggested_filename.endswith(suffix)
-        assert download.value.path().stat().st_size > 1000
+    figure = visit.page.locator("#tab-tokens .js-plotly-plot").first
+    figure.wait_for()
+    for title, suffix in (("Download plot as a PNG", ".png"), ("Download plot as SVG", ".svg"),
+                          ("Download the numbers (JSON)", ".json")):
+        name, path = download(visit, figure, title)
+        assert name.endswith(suffix) and path.stat().st_size > 100
+    assert path.read_text().startswith('{"title"')
 
 
 # --- one test per tab: do what a student does, check what they see --------------------------
@@ -204,6 +212,12 @@ def test_attention_draws_one_heatmap_per_layer_and_head(visit):
     n_layer, n_head = slider_maximum(panel, "Layer") + 1, slider_maximum(panel, "Head") + 1
     assert heatmaps(grid) == n_layer * n_head
     visit.screenshot("attention")
+    # the raw weights behind the grid: one matrix per head, every query's row sums to 1
+    _, path = download(visit, grid.locator(".js-plotly-plot"), "Download the numbers (JSON)")
+    traces = json.loads(path.read_text())["traces"]
+    (ARTIFACTS / "attention-numbers.json").write_text(path.read_text())
+    assert len(traces) == n_layer * n_head
+    assert all(abs(sum(row) - 1) < 1e-3 for t in traces for row in t["z"] if row)
 
 
 def test_masking_shows_the_mask_gallery(visit):
