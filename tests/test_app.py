@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -366,3 +367,11 @@ def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
             components = linked[preset["tab"]].components
             assert set(preset) - {"tab"} <= set(components), f"{name}: {set(preset) - {'tab'} - set(components)}"
             assert all(state.coerce(components[k], v) is not None for k, v in preset.items() if k != "tab"), name
+
+
+def test_every_image_the_readme_shows_is_in_the_repository():
+    root = Path(app.__file__).parent
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (root / "README.md").read_text(encoding="utf-8"))
+    assert images and [i for i in images if not (root / i).is_file()] == []
+    assert {f"assets/screenshots/{t}.png" for t in ("tokens", "attention", "masking", "generate", "sentiment",
+                                                     "translate", "concepts")} <= set(images)
