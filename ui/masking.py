@@ -26,6 +26,8 @@ from views import masks as views
 LM = "shakespeare-lm"
 CHEATERS = {"trained with the causal mask": ("cheat-causal", "causal"),
             "trained with no mask": ("cheat-nomask", "none")}
+# Julius Caesar is the validation play: text the shipped LM never trained on
+FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
 MAX_TOKENS = 64  # masks are drawn cell by cell: 64 x 64 still shows every cell
 EFFECT_KINDS = ["none", "causal", "sliding_window", "dilated_window", "global_window"]
 EXPLAINER = """
@@ -168,7 +170,8 @@ def cheating(prompt: str, n_new: float):
         ids, _, notice = _tokens(tokenizer, prompt, min_tokens=2)
         histories[title] = _history(name)
         continuation = tokenizer.decode(greedy_with_mask(model, ids, max(1, min(int(n_new or 1), 60)), mask_kind))
-        honest = token_losses(model(torch.tensor([ids]))[0], torch.tensor(ids)).mean()  # causal: no peeking
+        window = torch.tensor(ids[-model.config.max_len:])  # the tiny models read 16 tokens at most
+        honest = token_losses(model(window[None])[0], window).mean()  # causal mask: no peeking
         lines.append(f"**{title}** (final training loss {histories[title][-1]['train_loss']:.2f}; loss on your "
                      f"text without peeking {honest:.2f} nats/token)  \n{prompt!r} → **{continuation!r}**")
     return "\n\n".join(lines + ([notice] if notice else [])), views.training_curves(histories)
@@ -189,7 +192,7 @@ def build() -> None:
         with gr.Accordion("What am I looking at?", open=False):
             gr.Markdown(EXPLAINER)
         with gr.Row():
-            text = gr.Textbox("To be, or not to be, that is the question", lines=2,
+            text = gr.Textbox(FRIENDS, lines=2,
                               label=f"Text (up to {MAX_TOKENS} tokens)")
             text_b = gr.Textbox("To be, or not", label="Second text of the padding batch")
         with gr.Row():
@@ -205,10 +208,8 @@ def build() -> None:
             position = gr.Slider(0, MAX_TOKENS - 1, value=5, step=1, label="Position for the top-5 guesses")
         run = gr.Button("Show masks", variant="primary")
         gr.Examples(
-            [["To be, or not to be, that is the question", "none", 3, False],
-             ["To be, or not to be, that is the question", "sliding_window", 4, True],
-             ["Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him.",
-              "dilated_window", 3, True]],
+            [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
+             ["To be, or not to be, that is the question", "dilated_window", 3, True]],
             [text, kind, w, causal],
         )
         notice = gr.Markdown()
