@@ -111,6 +111,8 @@ RUN_SELECTED_TAB = """
   setTimeout(press, 300);
 }
 """
+# On page load, only a link that names a tab runs it; a plain visit runs nothing.
+RUN_LINKED_TAB = f"(tab) => {{ if (new URLSearchParams(location.search).has('tab')) ({RUN_SELECTED_TAB.strip()})(tab); }}"
 TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"
 FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''"
 
@@ -153,7 +155,7 @@ def build_app() -> gr.Blocks:
 
         tabs.select(links.selected, None, current_tab, **shell)
         demo.load(links.open_link, None, [*to_view, lecture], **shell).then(
-            None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
+            None, current_tab, None, js=RUN_LINKED_TAB, **shell)
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
         preset.input(links.open_preset, preset, to_view, **shell).then(
             None, current_tab, None, js=RUN_SELECTED_TAB, **shell)

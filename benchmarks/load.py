@@ -59,9 +59,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def client_run(url: str, endpoints: list[str], offset: int, n: int, latencies: dict, errors: list) -> None:
+def client_run(client: Client, endpoints: list[str], offset: int, n: int, latencies: dict, errors: list) -> None:
     """One student: `n` requests, cycling through `endpoints` from a different start."""
-    client = Client(url, verbose=False, download_files=False)
     for i in range(n):
         name = endpoints[(offset + i) % len(endpoints)]
         started = time.perf_counter()
@@ -94,9 +93,12 @@ def main(argv=None) -> dict:
 
         latencies = {name: [] for name in endpoints}
         errors: list[str] = []
+        # connecting (each client fetches the app's API description) is set-up, not load: one at a time
+        clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 120})
+                   for _ in range(args.clients)]
         started = time.perf_counter()
-        threads = [threading.Thread(target=client_run, args=(url, endpoints, c, args.requests, latencies, errors))
-                   for c in range(args.clients)]
+        threads = [threading.Thread(target=client_run, args=(client, endpoints, c, args.requests, latencies, errors))
+                   for c, client in enumerate(clients)]
         for t in threads:
             t.start()
         for t in threads:
