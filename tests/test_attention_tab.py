@@ -16,7 +16,7 @@ from transformer_core import (
     save_checkpoint,
 )
 from transformer_core.analysis import attention_rollout, attention_while_generating
-from transformer_core.seq2seq import char_tokenizer
+from transformer_core.seq2seq import Translation, char_tokenizer
 from transformer_core.tokenization import TextTokenizer
 from ui import attention as tab
 from ui import store
@@ -164,3 +164,11 @@ def test_token_labels_are_shown_as_text_not_html():
     fig = views.head_heatmap(torch.eye(2), ["<s>", "a&b"], ["<s>", "</s>"])
     assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "&lt;/s&gt;"]
     assert list(fig.data[0].y) == ["0:&lt;s&gt;", "1:a&amp;b"]
+
+
+def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_dir, monkeypatch):
+    endless = Translation(ids=[store.tokenizer("translate-test").token_to_id("a")] * 50, beam=None)
+    monkeypatch.setattr(tab, "translate", lambda *args: endless)
+    notice, grid, *_ = tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0)
+    assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
+    assert np.asarray(grid.data[0].z).shape == (24, 24)

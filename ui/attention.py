@@ -129,6 +129,11 @@ def _translator_attention(model, tokenizer, text: str, group: str) -> Attention:
         target = translate(model, codec, text).ids
     except DecodingError as e:
         raise gr.Error(str(e)) from e
+    room = min(MAX_TOKENS, model.config.max_len) - 1  # the decoder reads <s> + the target
+    if len(target) > room:
+        notice = " ".join(x for x in (notice, f"The translation has {len(target)} tokens; the first {room} "
+                                      "are shown.") if x)
+        target = target[:room]
     _, trace = traced(model, codec, text, target)
     src = list(text) + ["</s>"]
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
