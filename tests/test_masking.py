@@ -117,7 +117,15 @@ def test_cheating_demo_checkpoints_are_tiny(name):
     assert sum(f.stat().st_size for f in (ASSETS / name).iterdir()) < 2_000_000
 
 
-def test_cheating_demo_shows_both_loss_curves_and_continuations():
+@pytest.fixture
+def shipped_store():
+    """The store reading assets/, emptied afterwards so no loaded model leaks into other tests."""
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+    yield
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def test_cheating_demo_shows_both_loss_curves_and_continuations(shipped_store):
     text, curves = tab.cheating(tab.FRIENDS, 10)  # 28 tokens: longer than the tiny models' context
     assert "trained with the causal mask" in text and "trained with no mask" in text
     assert len(curves.data) == 4  # training and validation loss of each model
