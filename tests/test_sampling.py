@@ -275,3 +275,12 @@ def test_sliding_window_nll_gives_each_token_its_windowed_context():
             expected -= sum(float(logprobs[t - begin - 1, ids[t]]) for t in range(first, end))
     nll, count = sliding_window_nll(model, ids, 1, stride=16, batch_size=3)
     assert count == 149 and nll == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_vanishing_temperature_is_argmax_not_nan():
+    from transformer_core.sampling import apply_temperature
+
+    logits = torch.tensor([1.0, 3.0, -2.0, 3.0 - 1e-3])
+    probs = apply_temperature(logits, 1e-300)
+    assert not torch.isnan(probs).any()
+    assert probs.tolist() == [0.0, 1.0, 0.0, 0.0]

@@ -77,7 +77,10 @@ def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
         probs = torch.zeros_like(logits)
         probs[torch.argmax(logits)] = 1.0
         return probs
-    return torch.softmax(logits / temperature, dim=-1)
+    # In float64 and shifted so the top logit is 0: a tiny T (which would underflow to 0 in
+    # float32) then sends the others towards -inf, the argmax limit, instead of giving NaN.
+    shifted = logits.double() - logits.max().double()
+    return torch.softmax(shifted / temperature, dim=-1).to(logits.dtype)
 
 
 def _descending(probs: torch.Tensor) -> torch.Tensor:
