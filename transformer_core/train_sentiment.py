@@ -184,6 +184,10 @@ def model_card(args, config, params, figures) -> str:
                  "train reviews with index % 10 == 1")
     sources = ("half from the Shakespeare train works, half from the train split's texts"
                if args.corpus == "reviews" else "from the train split's texts")
+    pretraining = (f"Pre-training: {figures['pretrain_steps']} steps (of a {args.pretrain_steps}-step schedule) of masked-token "
+                   f"prediction (BERT: 15% of tokens, 80/10/10) on windows of {args.pretrain_context} tokens {sources} "
+                   f"(no labels); final validation MLM loss {figures['pretrain_val_loss']} nats/token."
+                   if figures["pretrain_steps"] else "Pre-training: none (`--pretrain-steps 0`); the weights start random.")
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
@@ -192,11 +196,9 @@ a movie-review sentence is positive or negative, trained from scratch by our own
 - Command: `{command}`
 - Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
   weights kept (early stopping); the test split is only read by `benchmarks/sentiment.py`.
-- Pre-training: {figures['pretrain_steps']} steps (of a {args.pretrain_steps}-step schedule) of masked-token prediction (BERT: 15% of tokens, 80/10/10)
-  on windows of {args.pretrain_context} tokens {sources} (no labels); final validation MLM loss
-  {figures['pretrain_val_loss']} nats/token.
+- {pretraining}
 - Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
-  Shakespeare train works (`python -m transformer_core.train_tokenizer --corpus reviews`).
+  Shakespeare train works (`python -m transformer_core.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout

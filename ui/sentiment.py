@@ -33,8 +33,8 @@ EXAMPLES = [
     ["👍🎉!!!", METHODS[0]],
 ]
 EXPLAINER = """
-**What am I looking at?** A small transformer encoder (trained by us on 8.5k movie-review sentences, after
-masked-word pre-training) reads your text. It turns each token into a vector, lets the tokens attend to
+**What am I looking at?** A small transformer encoder (trained from scratch by us on 8.5k movie-review
+sentences; 76% right on held-out ones) reads your text. It turns each token into a vector, lets the tokens attend to
 each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
 
 *Gradient × input* asks: if this token's embedding were faded out, how far would the score move
@@ -42,7 +42,7 @@ towards positive (green) or negative (red)? *Attention rollout* follows attentio
 path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
 shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
 
-Try the examples: negation ("not good"), contrast ("great but ... a mess"), sarcasm (which a model of
+Try the examples: negation ("not good" it gets; "not bad at all" it gets wrong), contrast ("great but ... a mess"), sarcasm (which a model of
 this size mostly misses), a neutral fact, and French (the training data is English, so it guesses).
 """
 
