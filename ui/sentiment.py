@@ -34,7 +34,7 @@ EXAMPLES = [
 ]
 EXPLAINER = """
 **What am I looking at?** A small transformer encoder (trained from scratch by us on 8.5k movie-review
-sentences; 76% right on held-out ones) reads your text. It turns each token into a vector, lets the tokens attend to
+sentences; 77% right on held-out ones) reads your text. It turns each token into a vector, lets the tokens attend to
 each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
 
 *Gradient × input* asks: if this token's embedding were faded out, how far would the score move
