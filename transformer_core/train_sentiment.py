@@ -7,6 +7,10 @@ encoder predicts them from both sides (masked-token pre-training). Then the
 same weights, plus a linear head on the mean-pooled output, are fine-tuned on
 the labels, with validation accuracy picking the weights to keep (early stopping).
 
+On a 2-core CPU the pre-training budget is too small to pay off, so the shipped
+checkpoint skips it (`--pretrain-steps 0`); its model card has the exact command
+and the variants compared on validation.
+
     python -m transformer_core.train_sentiment --out assets/sentiment \\
         --tokenizer runs/sentiment/tokenizer.json --pretrain-steps 3000 --steps 2000
 """

@@ -34,16 +34,16 @@ EXAMPLES = [
 ]
 EXPLAINER = """
 **What am I looking at?** A small transformer encoder (trained from scratch by us on 8.5k movie-review
-sentences; 77% right on held-out ones) reads your text. It turns each token into a vector, lets the tokens attend to
-each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
+sentences; 77% right on held-out ones) reads your text. It turns each token into a vector, lets the
+tokens attend to each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
 
 *Gradient × input* asks: if this token's embedding were faded out, how far would the score move
 towards positive (green) or negative (red)? *Attention rollout* follows attention (plus the residual
 path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
 shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
 
-Try the examples: negation ("not good" it gets; "not bad at all" it gets wrong), contrast ("great but ... a mess"), sarcasm (which a model of
-this size mostly misses), a neutral fact, and French (the training data is English, so it guesses).
+Try the examples: negation ("not good" it gets; "not bad at all" it gets wrong), contrast ("great but
+... a mess"), sarcasm (which a model of this size mostly misses), a neutral fact, and French (the training data is English, so it guesses).
 """
 
 
