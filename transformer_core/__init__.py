@@ -74,6 +74,7 @@ from .tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
 from .trace import Trace, recording
 from .training import TrainConfig, evaluate, learning_rate, train
+from .word_vectors import cooccurrence, ppmi, ppmi_vectors
 
 __all__ = [
     "BeamResult", "Sampler", "SamplingConfig", "SamplingError", "StepRecord", "beam_search", "beam_search_lm",
@@ -98,6 +99,8 @@ __all__ = [
     "train_byte_level_bpe", "train_char_level",
     # training
     "TrainConfig", "evaluate", "learning_rate", "train",
+    # word vectors (PPMI + SVD, an embedding init from unlabelled text)
+    "cooccurrence", "ppmi", "ppmi_vectors",
     # translation (encoder-decoder tasks)
     "Codec", "DecodingError", "TASKS", "Task", "TaskError", "Translation", "exact_match", "get_task", "pig_latin",
     "translate",
