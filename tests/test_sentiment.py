@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import gradio as gr
 import pyarrow as pa
@@ -14,7 +15,7 @@ import torch
 from transformer_core import EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint
 from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
 from transformer_core.tokenization import TextTokenizer
-from transformer_core.train_sentiment import IGNORE, main as train_main, mask_tokens
+from transformer_core.train_sentiment import IGNORE, init_word_vectors, main as train_main, mask_tokens
 from ui import sentiment as tab
 from ui import store
 
@@ -137,12 +138,24 @@ def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_pa
     train_main(["--out", str(out), "--tokenizer", str(SHIPPED / "tokenizer.json"), "--corpus", "imdb",
                 "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--max-len", "16",
                 "--pretrain-steps", "4", "--pretrain-context", "8", "--steps", "5", "--batch-size", "8",
-                "--eval-every", "3"])
+                "--eval-every", "3", "--word-vectors", "2"])
     model = load_model(out)
     checks = json.loads((out / "history.json").read_text())["finetune"]
     assert [c["step"] for c in checks] == [3, 5]  # every 3 steps and the last one
     assert model.config.n_layer == 1 and (out / "README.md").read_text().count("Command:") == 1
     assert (out / "tokenizer.json").is_file()
+    assert "PPMI + SVD word vectors" in (out / "README.md").read_text()
+
+
+def test_word_vector_init_fills_the_embedding_table_from_unlabelled_text(tiny_checkpoint):
+    model, tokenizer = load_model(tiny_checkpoint / "sentiment"), TextTokenizer.load(SHIPPED)
+    texts = ["a good film", "a bad film", "a good plot", "a bad plot"]
+    load = lambda split: [data.Review(id=i, rating=1.0, text=t, label=1) for i, t in enumerate(texts)]
+    args = SimpleNamespace(corpus="imdb", word_vectors=1, word_vectors_std=0.05, seed=0)
+    init_word_vectors(model, args, load, tokenizer)
+    table = model.embed.tok.weight
+    used = sorted({i for t in texts for i in tokenizer.encode(t)})
+    assert (table[used].abs().sum(-1) > 0).all() and table[tokenizer.vocab_size - 1].abs().sum() == 0
 
 
 @pytest.fixture
