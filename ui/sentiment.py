@@ -42,8 +42,9 @@ towards positive (green) or negative (red)? *Attention rollout* follows attentio
 path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
 shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
 
-Try the examples: negation ("not good" it gets; "not bad at all" it gets wrong), contrast ("great but
-... a mess"), sarcasm (which a model of this size mostly misses), a neutral fact, and French (the training data is English, so it guesses).
+Try the examples: negation (it misses both "not good" and "not bad at all": the word outweighs the
+"not"), contrast ("great but ... a mess"), sarcasm (a model of this size mostly misses it; this one it
+gets, so ask which tokens did it), a neutral fact, and French (the training data is English, so it guesses).
 """
 
 
