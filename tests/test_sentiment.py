@@ -147,6 +147,13 @@ def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_pa
     assert "PPMI + SVD word vectors" in (out / "README.md").read_text()
 
 
+def test_training_command_refuses_a_bad_word_vector_window_with_a_message(tmp_path):
+    with pytest.raises(SystemExit, match="window >= 1"):
+        train_main(["--out", str(tmp_path / "out"), "--tokenizer", str(SHIPPED / "tokenizer.json"),
+                    "--word-vectors", "-2", "--pretrain-steps", "0", "--steps", "1"])
+    assert not (tmp_path / "out").exists()
+
+
 def test_word_vector_init_fills_the_embedding_table_from_unlabelled_text(tiny_checkpoint):
     model, tokenizer = load_model(tiny_checkpoint / "sentiment"), TextTokenizer.load(SHIPPED)
     texts = ["a good film", "a bad film", "a good plot", "a bad plot"]

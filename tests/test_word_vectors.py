@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_core.word_vectors import cooccurrence, ppmi, ppmi_vectors
+from transformer_core.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
 
 def test_cooccurrence_counts_pairs_within_the_window_both_ways_and_not_across_sequences():
@@ -33,3 +34,15 @@ def test_tokens_in_the_same_contexts_get_similar_vectors():
     assert vectors[7].abs().sum() == 0
     assert abs(vectors.std().item() - 0.05) < 1e-6
     torch.testing.assert_close(vectors, ppmi_vectors(corpus, 8, 4, 1, 0.05))  # seeded: the same every time
+
+
+@pytest.mark.parametrize("sequences, kwargs", [
+    ([[0, 1, 2]], {"window": 0}),
+    ([[0, 1, 2]], {"window": -3}),
+    ([[0, 1, 2]], {"std": 0.0}),
+    ([[0, 1, 2]], {"dim": 9}),  # more dimensions than tokens
+    ([[0], [], [1]], {}),  # no pairs at all
+])
+def test_settings_or_text_that_give_no_vectors_raise_a_typed_error_not_nans(sequences, kwargs):
+    with pytest.raises(WordVectorError):
+        ppmi_vectors(sequences, **{"vocab_size": 8, "dim": 4, **kwargs})

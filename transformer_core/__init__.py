@@ -74,7 +74,7 @@ from .tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
 from .trace import Trace, recording
 from .training import TrainConfig, evaluate, learning_rate, train
-from .word_vectors import cooccurrence, ppmi, ppmi_vectors
+from .word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
 __all__ = [
     "BeamResult", "Sampler", "SamplingConfig", "SamplingError", "StepRecord", "beam_search", "beam_search_lm",
@@ -100,7 +100,7 @@ __all__ = [
     # training
     "TrainConfig", "evaluate", "learning_rate", "train",
     # word vectors (PPMI + SVD, an embedding init from unlabelled text)
-    "cooccurrence", "ppmi", "ppmi_vectors",
+    "WordVectorError", "cooccurrence", "ppmi", "ppmi_vectors",
     # translation (encoder-decoder tasks)
     "Codec", "DecodingError", "TASKS", "Task", "TaskError", "Translation", "exact_match", "get_task", "pig_latin",
     "translate",

@@ -38,7 +38,7 @@ from .models import EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
 from .tokenization import END_OF_TEXT, TextTokenizer
 from .training import TrainConfig, train
-from .word_vectors import ppmi_vectors
+from .word_vectors import WordVectorError, ppmi_vectors
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
 IGNORE = -100  # cross_entropy's "no target here"
@@ -281,7 +281,10 @@ def main(argv=None) -> None:
     params = sum(p.numel() for p in model.parameters())
     t0 = time.perf_counter()
     if args.word_vectors:
-        init_word_vectors(model, args, load, tokenizer)
+        try:
+            init_word_vectors(model, args, load, tokenizer)
+        except WordVectorError as error:
+            raise SystemExit(f"error: {error}") from error  # the message names the bad setting; no traceback
     word_vector_seconds = time.perf_counter() - t0
     pre_history = pretrain(model, args, load, tokenizer, mask_id) if args.pretrain_steps else []
     pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too

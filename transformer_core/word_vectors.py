@@ -19,6 +19,10 @@ import torch
 CONTEXT_SMOOTHING = 0.75  # word2vec's trick: raise context counts to 3/4 so rare contexts don't dominate PMI
 
 
+class WordVectorError(ValueError):
+    """Word vectors that can't be made from these settings or this text."""
+
+
 def cooccurrence(sequences: list[list[int]], vocab_size: int, window: int) -> torch.Tensor:
     """Sparse (V, V) counts of token pairs at most `window` apart, both orders, within each sequence."""
     rows, cols = [torch.empty(0, dtype=torch.long)], [torch.empty(0, dtype=torch.long)]
@@ -52,7 +56,12 @@ def ppmi_vectors(sequences: list[list[int]], vocab_size: int, dim: int, window: 
 
     Tokens that never occur get zero vectors. The randomised SVD is seeded, so the result is fixed.
     """
+    if window < 1 or std <= 0 or not 1 <= dim <= vocab_size:
+        raise WordVectorError(f"need window >= 1, std > 0 and 1 <= dim <= vocab_size ({vocab_size}); "
+                              f"got window={window}, std={std}, dim={dim}")
     matrix = ppmi(cooccurrence(sequences, vocab_size, window))
+    if matrix.values().numel() == 0:
+        raise WordVectorError("the text has no token pair seen more often than chance: nothing to count")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         u, s, _ = torch.svd_lowrank(matrix, q=dim, niter=6)
