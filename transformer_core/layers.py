@@ -55,7 +55,10 @@ class Embeddings(nn.Module):
         if self.kind == "learned":
             self.pos = nn.Embedding(config.max_len, config.d_model)
         elif self.kind == "sinusoidal":
-            # a fixed formula, not a parameter: not saved in checkpoints
+            # a fixed formula, not a parameter: not saved in checkpoints. Its values are of size 1 and,
+            # unlike the 2017 paper, token embeddings are not scaled up by sqrt(d_model) to match: fine
+            # where training grows the embeddings (the copy task), harmful where they stay small (the
+            # sentiment card measures 0.68-0.70 against 0.77-0.78 with learned positions)
             self.register_buffer("pe", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
         self.drop = nn.Dropout(config.dropout)
 
