@@ -1,7 +1,9 @@
 """Properties of transformer_core that every view relies on."""
 
+import importlib
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,6 +11,7 @@ import torch
 import transformer_core as tc
 from transformer_core.attention import attend
 
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=128, dropout=0.0)
 
 
@@ -289,6 +292,20 @@ def test_bad_mask_parameters_raise_mask_error(bad):
 def test_bad_config_raises_config_error():
     with pytest.raises(tc.ConfigError, match="divisible"):
         tc.DecoderLMConfig(vocab_size=10, d_model=30, n_head=4)
+    with pytest.raises(tc.ConfigError, match="dropout"):
+        tc.EncoderClassifierConfig(vocab_size=10, dropout=1.0)
+
+
+@pytest.mark.parametrize("command, argv", [
+    ("train_lm", ["--tokenizer", str(ASSETS / "shakespeare-lm"), "--d-model", "30", "--n-head", "4"]),
+    ("train_translate", ["--task", "copy", "--dropout", "1.5"]),
+    ("train_sentiment", ["--tokenizer", str(ASSETS / "sentiment"), "--pretrain-dropout", "-0.1"]),
+])
+def test_training_commands_report_a_bad_config_without_a_traceback(command, argv, tmp_path):
+    main = importlib.import_module(f"transformer_core.{command}").main
+    with pytest.raises(SystemExit, match=r"^error: (d_model=30 is not divisible|dropout must be)"):
+        main(["--out", str(tmp_path / "out"), *argv])
+    assert not (tmp_path / "out").exists()
 
 
 def test_too_long_input_raises_typed_error():

@@ -138,13 +138,15 @@ def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_pa
     train_main(["--out", str(out), "--tokenizer", str(SHIPPED / "tokenizer.json"), "--corpus", "imdb",
                 "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--max-len", "16",
                 "--pretrain-steps", "4", "--pretrain-context", "8", "--steps", "5", "--batch-size", "8",
-                "--eval-every", "3", "--word-vectors", "2"])
+                "--eval-every", "3", "--word-vectors", "2", "--pretrain-dropout", "0.05"])
     model = load_model(out)
     checks = json.loads((out / "history.json").read_text())["finetune"]
     assert [c["step"] for c in checks] == [3, 5]  # every 3 steps and the last one
     assert model.config.n_layer == 1 and (out / "README.md").read_text().count("Command:") == 1
     assert (out / "tokenizer.json").is_file()
     assert "PPMI + SVD word vectors" in (out / "README.md").read_text()
+    # pre-training ran at its own dropout; the checkpoint keeps the fine-tuning one
+    assert "dropout 0.05;" in (out / "README.md").read_text() and model.config.dropout == 0.2
 
 
 def test_training_command_refuses_a_bad_word_vector_window_with_a_message(tmp_path):

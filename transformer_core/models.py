@@ -55,6 +55,8 @@ class TransformerConfig:
             raise ConfigError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         if min(self.d_model, self.n_head, self.n_layer, self.d_ff, self.max_len) < 1:
             raise ConfigError("sizes must be positive")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be at least 0 and below 1, got {self.dropout}")
 
     @property
     def d_head(self) -> int:
