@@ -15,6 +15,7 @@ import torch
 from transformer_core import EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint
 from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
 from transformer_core.tokenization import TextTokenizer
+from transformer_core import train_sentiment
 from transformer_core.train_sentiment import IGNORE, init_word_vectors, main as train_main, mask_tokens
 from ui import sentiment as tab
 from ui import store
@@ -130,7 +131,17 @@ def test_imdb_loader_says_which_file_is_missing(tmp_path):
         data.imdb_reviews("test", str(tmp_path))
 
 
-def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_path):
+def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_path, monkeypatch):
+    runs = []  # per training run: the model's dropout, its embedding table before and after
+
+    def spy(model, *args, **kwargs):
+        before = model.embed.tok.weight.detach().clone()
+        history = real_train(model, *args, **kwargs)
+        runs.append((model.config.dropout, before, model.embed.tok.weight.detach().clone()))
+        return history
+
+    real_train = train_sentiment.train
+    monkeypatch.setattr(train_sentiment, "train", spy)
     words = ["great", "wonderful", "loved"], ["awful", "boring", "hated"]
     train = [(f"I {words[i % 2 == 0][i % 3]} it", int(i % 2 == 1)) for i in range(40)]
     folder = _write_imdb(tmp_path / "imdb", train, train[:10])
@@ -147,6 +158,10 @@ def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_pa
     assert "PPMI + SVD word vectors" in (out / "README.md").read_text()
     # pre-training ran at its own dropout; the checkpoint keeps the fine-tuning one
     assert "dropout 0.05;" in (out / "README.md").read_text() and model.config.dropout == 0.2
+    (pre_dropout, pre_before, pre_after), (ft_dropout, ft_before, _) = runs
+    assert (pre_dropout, ft_dropout) == (0.05, 0.2)
+    # the twin's pre-trained weights came back: fine-tuning starts where pre-training ended
+    assert not torch.equal(pre_before, pre_after) and torch.equal(ft_before, pre_after)
 
 
 def test_training_command_refuses_a_bad_word_vector_window_with_a_message(tmp_path):
