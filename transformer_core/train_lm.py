@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data
+from .cli import exit_on
 from .hub import save_checkpoint
 from .masks import no_mask
 from .models import ConfigError, DecoderLM, DecoderLMConfig
@@ -99,11 +100,9 @@ def main(argv=None) -> None:
 
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)
-    try:
+    with exit_on(ConfigError):
         config = DecoderLMConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_layer=args.n_layer,
                                  n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.context, dropout=args.dropout)
-    except ConfigError as error:
-        raise SystemExit(f"error: {error}") from error
     ids = corpus_ids(tokenizer, args.corpus)
     print(f"train tokens {len(ids['train']):,}, validation tokens {len(ids['validation']):,}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data
+from .cli import exit_on
 from .hub import save_checkpoint
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
@@ -283,13 +284,11 @@ def main(argv=None) -> None:
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)
     pad_id, mask_id = special_ids(tokenizer)
-    try:  # before any data is read: a bad size or rate is reported at once, without a traceback
+    with exit_on(ConfigError):  # before any data is read: a bad size or rate is reported at once
         config = EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_layer=args.n_layer,
                                          n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.max_len,
                                          dropout=args.dropout)
         pretrain_config = dataclasses.replace(config, dropout=args.pretrain_dropout)
-    except ConfigError as error:
-        raise SystemExit(f"error: {error}") from error
     load = review_loader(args.corpus, args.imdb_repo)
     examples = labelled(load, tokenizer, args.max_len)
     print({split: len(ids) for split, (ids, _) in examples.items()}, flush=True)
@@ -297,10 +296,8 @@ def main(argv=None) -> None:
     params = sum(p.numel() for p in model.parameters())
     t0 = time.perf_counter()
     if args.word_vectors:
-        try:
+        with exit_on(WordVectorError):
             init_word_vectors(model, args, load, tokenizer)
-        except WordVectorError as error:
-            raise SystemExit(f"error: {error}") from error  # the message names the bad setting; no traceback
     word_vector_seconds = time.perf_counter() - t0
     pre_history = pretrain(model, pretrain_config, args, load, tokenizer, mask_id) if args.pretrain_steps else []
     pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too

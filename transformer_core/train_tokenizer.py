@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from tqdm import tqdm
 
 from transformer_core import data
+from transformer_core.cli import exit_on
 from transformer_core.tokenization import (
     CLASSIFIER_SPECIAL_TOKENS,
     LANGUAGE_MODEL_SPECIAL_TOKENS,
@@ -53,10 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     if special is None:
         special = CLASSIFIER_SPECIAL_TOKENS if args.corpus == "reviews" else LANGUAGE_MODEL_SPECIAL_TOKENS
     print(f"Loading corpus {args.corpus!r} ...", flush=True)
-    try:
+    with exit_on(data.DataError):  # the message says how to fix it
         texts = corpus_texts(args.corpus)
-    except data.DataError as error:
-        raise SystemExit(f"error: {error}") from error  # the message says how to fix it; no traceback
     documents: Iterator[str] = tqdm(texts, desc="Reading corpus", unit="doc")
     if args.kind == "bpe":
         tokenizer = train_byte_level_bpe(documents, args.vocab_size, special, show_progress=True)

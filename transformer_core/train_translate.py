@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .cli import exit_on
 from .hub import save_checkpoint
 from .models import ConfigError, EncoderDecoder, EncoderDecoderConfig
 from .seq2seq import IGNORE, Codec, char_tokenizer, exact_match
@@ -200,10 +201,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     task = get_task(args.task)
-    try:
+    with exit_on(ConfigError):
         model, codec = build_model(task, args.preset, args.positions, args.dropout)
-    except ConfigError as error:
-        raise SystemExit(f"error: {error}") from error
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=args.warmup,
                       eval_every=args.eval_every, eval_batches=5, seed=args.seed,
                       time_budget_s=None if args.minutes is None else 60 * args.minutes)
