@@ -5,6 +5,7 @@ from .analysis import (
     attention_rollout,
     attention_while_generating,
     greedy_with_mask,
+    mean_loss,
     token_losses,
     top_predictions,
 )
@@ -88,8 +89,8 @@ __all__ = [
     "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
     # analysis (attention rollout, per-token loss, attention while generating)
-    "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "token_losses",
-    "top_predictions",
+    "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
+    "token_losses", "top_predictions",
     # data
     "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "movie_reviews", "shakespeare",
     "shakespeare_works", "split_text",

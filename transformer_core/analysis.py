@@ -60,16 +60,23 @@ def top_predictions(logits: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, tor
 
 
 @torch.no_grad()
+def mean_loss(model, ids: list[int]) -> float:
+    """Mean next-token loss (nats/token) of a language model on the last max_len of `ids`, causal mask."""
+    window = torch.tensor(ids[-model.config.max_len:], device=next(model.parameters()).device)
+    return float(token_losses(model(window[None])[0], window).mean())
+
+
+@torch.no_grad()
 def greedy_with_mask(model, prompt: list[int], max_new_tokens: int, mask_kind: str = "causal") -> list[int]:
     """Greedy continuation recomputing the whole window each step under one mask kind.
 
     For models trained with an unusual mask (the cheating demo's "none"), this runs
     them the way they were trained; the KV cache assumes a causal model.
     """
-    ids = list(prompt)
+    ids, device = list(prompt), next(model.parameters()).device
     for _ in range(max_new_tokens):
         window = ids[-model.config.max_len:]
-        logits = model(torch.tensor([window]), mask=build_mask(mask_kind, len(window)))
+        logits = model(torch.tensor([window], device=device), mask=build_mask(mask_kind, len(window)))
         ids.append(int(logits[0, -1].argmax()))
     return ids[len(prompt):]
 

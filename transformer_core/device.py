@@ -33,3 +33,13 @@ def autocast(device: torch.device | str):
     if device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return nullcontext()
+
+
+def describe(device: torch.device | str) -> str:
+    """What a model card says a run trained on."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"one {torch.cuda.get_device_name(device)} (bf16 autocast)"
+    if device.type == "cpu":
+        return f"{torch.get_num_threads()} CPU thread(s) of a shared machine"
+    return device.type

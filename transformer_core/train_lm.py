@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from . import data
 from .cli import exit_on
+from .device import default_device, describe
 from .hub import save_checkpoint
 from .masks import no_mask
 from .models import ConfigError, DecoderLM, DecoderLMConfig
@@ -58,7 +59,7 @@ def lm_loss(mask_kind: str):
     return loss_fn
 
 
-def model_card(args, config, history, params, seconds) -> str:
+def model_card(args, config, history, params, seconds, device) -> str:
     last = history[-1]
     return f"""# {Path(args.out).name}
 
@@ -71,7 +72,7 @@ A `DecoderLM` (GPT-style, pre-LN, learned positions, tied embeddings) trained by
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   context={config.max_len} tokens, vocabulary={config.vocab_size}.
 - Training: {last['step']} steps of {args.batch_size} x {args.context} tokens in {seconds / 60:.1f} min
-  on {torch.get_num_threads()} CPU threads ({'CUDA' if torch.cuda.is_available() else 'CPU'}).
+  on {describe(device)}.
 - Final train loss {last['train_loss']:.3f}, validation loss {last['val_loss']:.3f} nats/token.
 - Test-set quality: see `benchmarks/lm_quality.py` (bits per character on the test plays).
 """
@@ -105,7 +106,7 @@ def main(argv=None) -> None:
                                  n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.context, dropout=args.dropout)
     ids = corpus_ids(tokenizer, args.corpus)
     print(f"train tokens {len(ids['train']):,}, validation tokens {len(ids['validation']):,}")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = default_device()
     model = DecoderLM(config).to(device)
     params = sum(p.numel() for p in model.parameters())
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=args.warmup,
@@ -116,7 +117,7 @@ def main(argv=None) -> None:
                     resume_path=args.resume)
     seconds = time.perf_counter() - t0
     out = Path(args.out)
-    save_checkpoint(model.cpu(), out, tokenizer, model_card(args, config, history, params, seconds))
+    save_checkpoint(model.cpu(), out, tokenizer, model_card(args, config, history, params, seconds, device))
     (out / "history.json").write_text(json.dumps(history, indent=1))
     print(json.dumps({"params": params, "final": history[-1], "minutes": round(seconds / 60, 1)}))
 

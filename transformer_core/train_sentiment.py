@@ -36,6 +36,7 @@ import torch.nn.functional as F
 
 from . import data
 from .cli import exit_on
+from .device import default_device, describe
 from .hub import save_checkpoint
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
@@ -90,7 +91,7 @@ def mask_tokens(x: torch.Tensor, mask_id: int, vocab_size: int, g: torch.Generat
 
 
 def mlm_batches(streams: dict[str, dict[str, torch.Tensor]], batch_size: int, context: int, mask_id: int,
-                vocab_size: int):
+                vocab_size: int, device):
     """get_batch: windows of `context` tokens, an equal share from each stream, BERT-masked."""
 
     def get_batch(split: str, g: torch.Generator):
@@ -99,7 +100,7 @@ def mlm_batches(streams: dict[str, dict[str, torch.Tensor]], batch_size: int, co
             stream = source if len(source) > context else torch.cat([source] * (context // len(source) + 2))
             starts = torch.randint(0, len(stream) - context, (batch_size // len(streams[split]),), generator=g)
             rows += [stream[s : s + context] for s in starts.tolist()]
-        return mask_tokens(torch.stack(rows), mask_id, vocab_size, g)
+        return [t.to(device) for t in mask_tokens(torch.stack(rows), mask_id, vocab_size, g)]
 
     return get_batch
 
@@ -111,7 +112,7 @@ def mlm_loss(model, batch):
     return F.cross_entropy(mlm_logits(model, h[hidden]).float(), targets[hidden])
 
 
-def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float):
+def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float, device):
     """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK]."""
 
     def get_batch(split: str, g: torch.Generator):
@@ -121,7 +122,7 @@ def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int,
         if split == "train" and token_dropout > 0:  # word dropout: no single token can carry the label
             dropped = (torch.rand(x.shape, generator=g) < token_dropout) & (x != pad_id)
             x = torch.where(dropped, torch.full_like(x, mask_id), x)
-        return x, lengths, torch.tensor([labels[i] for i in pick])
+        return x.to(device), lengths.to(device), torch.tensor([labels[i] for i in pick], device=device)
 
     return get_batch
 
@@ -180,10 +181,11 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
     # Pre-training gets its own dropout: the fine-tuning rate (0.3) held the masked-token loss near
     # the unigram entropy (6.2 nats/token after 4,000 steps, against 4.6 with it off). Dropout lives
     # in the frozen config, so a twin built with the other rate trains the same weights.
-    twin = EncoderClassifier(config)
+    device = next(model.parameters()).device
+    twin = EncoderClassifier(config).to(device)
     twin.load_state_dict(model.state_dict())
     history = train(twin, cfg, mlm_batches(streams, args.batch_size, args.pretrain_context, mask_id,
-                                           tokenizer.vocab_size), mlm_loss, resume_path=args.resume)
+                                           tokenizer.vocab_size, device), mlm_loss, resume_path=args.resume)
     model.load_state_dict(twin.state_dict())
     return history
 
@@ -194,8 +196,9 @@ def finetune(model, args, examples, pad_id: int, mask_id: int) -> tuple[KeepBest
     keep = KeepBest(model, *examples["validation"], pad_id, args.eval_every, args.patience, args.steps)
     t0 = time.perf_counter()
     try:
-        train(model, cfg, classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout),
-              classification_loss(args.label_smoothing), on_step=keep)
+        batches = classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout,
+                                         next(model.parameters()).device)
+        train(model, cfg, batches, classification_loss(args.label_smoothing), on_step=keep)
     except StopEarly:
         print(f"stopping: no better validation accuracy for {args.patience} checks", flush=True)
     model.load_state_dict(keep.state)
@@ -239,7 +242,7 @@ a movie-review sentence is positive or negative, trained from scratch by our own
   {args.token_dropout}, label smoothing {args.label_smoothing}; best validation accuracy
   {figures['val_accuracy']:.4f} at step {figures['best_step']}.
 - Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures['finetune_minutes']} min fine-tuning
-  on {torch.get_num_threads()} CPU thread(s) of a shared machine.
+  on {figures['hardware']}.
 - Test accuracy: run `python benchmarks/sentiment.py` (it prints ours beside VADER and TF-IDF + logistic
   regression).
 """
@@ -299,6 +302,8 @@ def main(argv=None) -> None:
         with exit_on(WordVectorError):
             init_word_vectors(model, args, load, tokenizer)
     word_vector_seconds = time.perf_counter() - t0
+    device = default_device()  # word vectors are counted on the CPU; training runs where the models run
+    model.to(device)
     pre_history = pretrain(model, pretrain_config, args, load, tokenizer, mask_id) if args.pretrain_steps else []
     pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too
     keep, ft_seconds = finetune(model, args, examples, pad_id, mask_id)
@@ -306,7 +311,8 @@ def main(argv=None) -> None:
                "pretrain_steps": pre_history[-1]["step"] if pre_history else 0,
                "pretrain_val_loss": round(pre_history[-1]["val_loss"], 3) if pre_history else None,
                "word_vector_minutes": round(word_vector_seconds / 60, 1),
-               "pretrain_minutes": round(pre_seconds / 60, 1), "finetune_minutes": round(ft_seconds / 60, 1)}
+               "pretrain_minutes": round(pre_seconds / 60, 1), "finetune_minutes": round(ft_seconds / 60, 1),
+               "hardware": describe(device)}
     out = Path(args.out)
     save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures))
     (out / "history.json").write_text(json.dumps({"pretrain": pre_history, "finetune": keep.history}, indent=1))

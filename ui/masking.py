@@ -16,7 +16,7 @@ import gradio as gr
 import torch
 
 from transformer_core import CheckpointError, MaskError, build_mask, padding_mask
-from transformer_core.analysis import greedy_with_mask, token_losses, top_predictions
+from transformer_core.analysis import greedy_with_mask, mean_loss, token_losses, top_predictions
 from transformer_core.hub import read_config
 from ui import store
 from ui.common import truncate
@@ -170,8 +170,7 @@ def cheating(prompt: str, n_new: float):
         ids, _, notice = _tokens(tokenizer, prompt, min_tokens=2)
         histories[title] = _history(name)
         continuation = tokenizer.decode(greedy_with_mask(model, ids, max(1, min(int(n_new or 1), 60)), mask_kind))
-        window = torch.tensor(ids[-model.config.max_len:])  # the tiny models read 16 tokens at most
-        honest = token_losses(model(window[None])[0], window).mean()  # causal mask: no peeking
+        honest = mean_loss(model, ids)  # causal mask: no peeking (the tiny models read 16 tokens at most)
         lines.append(f"**{title}** (final training loss {histories[title][-1]['train_loss']:.2f}; loss on your "
                      f"text without peeking {honest:.2f} nats/token)  \n{prompt!r} → **{continuation!r}**")
     return "\n\n".join(lines + ([notice] if notice else [])), views.training_curves(histories)
