@@ -106,6 +106,11 @@ def test_a_causal_model_gets_worse_when_it_may_look_ahead(name, text, causal_los
     assert look_ahead > causal + 0.25
 
 
+def test_mean_loss_needs_two_tokens():
+    with pytest.raises(ValueError, match="at least two tokens"):
+        mean_loss(load_model(ASSETS / "cheat-causal"), [5])
+
+
 def test_the_model_trained_without_a_mask_cheats_its_loss_down():
     final = {name: json.loads((ASSETS / name / "history.json").read_text())[-1]["train_loss"]
              for name in ("cheat-causal", "cheat-nomask")}

@@ -62,6 +62,8 @@ def top_predictions(logits: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, tor
 @torch.no_grad()
 def mean_loss(model, ids: list[int]) -> float:
     """Mean next-token loss (nats/token) of a language model on the last max_len of `ids`, causal mask."""
+    if len(ids) < 2:
+        raise ValueError("a loss needs at least two tokens: one to read and one to predict")
     window = torch.tensor(ids[-model.config.max_len:], device=next(model.parameters()).device)
     return float(token_losses(model(window[None])[0], window).mean())
 
