@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from transformer_core import EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint
+from transformer_core import (EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint,
+                              train_sentiment)
 from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
 from transformer_core.tokenization import TextTokenizer
-from transformer_core import train_sentiment
 from transformer_core.train_sentiment import IGNORE, init_word_vectors, main as train_main, mask_tokens
 from ui import sentiment as tab
 from ui import store
