@@ -15,6 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, generate, masking, sentiment, state, store, tokens, translate
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
@@ -243,6 +244,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    try:
+        default_device()  # a bad TRANSFORMER_CORE_DEVICE is reported now, not at the first click
+    except DeviceError as e:
+        sys.exit(f"error: {e}")
     if args.model_dir:
         if not Path(args.model_dir).is_dir():
             sys.exit(f"--model-dir {args.model_dir}: no such folder")

@@ -50,6 +50,12 @@ def test_a_missing_model_dir_is_named_before_anything_starts(tmp_path):
         app.main(["--model-dir", str(tmp_path / "nope")])
 
 
+def test_a_bad_device_is_named_before_anything_starts(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", "gpu")
+    with pytest.raises(SystemExit, match="^error: TRANSFORMER_CORE_DEVICE='gpu' is not a device"):
+        app.main([])
+
+
 def test_hub_repo_offline_says_what_to_do(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(SystemExit) as e:

@@ -24,7 +24,7 @@ from .data import (
     shakespeare_works,
     split_text,
 )
-from .device import autocast, default_device
+from .device import DeviceError, autocast, default_device
 from .generation import generate, greedy_choice, next_token_logits, stream
 from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
 from .hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
@@ -80,7 +80,7 @@ from .word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 __all__ = [
     "BeamResult", "Sampler", "SamplingConfig", "SamplingError", "StepRecord", "beam_search", "beam_search_lm",
     "decoder_lm_step", "encoder_decoder_step",
-    "Block", "CheckpointError", "ConfigError", "DecoderLM", "DecoderLMConfig", "Embeddings",
+    "Block", "CheckpointError", "ConfigError", "DecoderLM", "DecoderLMConfig", "DeviceError", "Embeddings",
     "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder", "EncoderDecoderConfig",
     "FeedForward", "GPT2ImportError", "KVCache", "LayerCache", "MASK_KINDS", "Mask", "MaskError",
     "MultiHeadAttention", "SequenceTooLongError", "Trace", "TransformerConfig", "attend", "autocast",

@@ -15,11 +15,21 @@ import torch
 ENV_VAR = "TRANSFORMER_CORE_DEVICE"
 
 
+class DeviceError(ValueError):
+    """TRANSFORMER_CORE_DEVICE names a device torch does not know, or one this machine lacks."""
+
+
 def default_device() -> torch.device:
     """The device models should run on."""
     chosen = os.environ.get(ENV_VAR)
     if chosen:
-        return torch.device(chosen)
+        try:
+            device = torch.device(chosen)
+        except RuntimeError as e:
+            raise DeviceError(f"{ENV_VAR}={chosen!r} is not a device (try cpu, cuda, cuda:1 or mps)") from e
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise DeviceError(f"{ENV_VAR}={chosen!r} but this machine has no CUDA GPU that torch can use")
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from . import data
 from .cli import exit_on
-from .device import default_device, describe
+from .device import DeviceError, default_device, describe
 from .hub import save_checkpoint
 from .masks import no_mask
 from .models import ConfigError, DecoderLM, DecoderLMConfig
@@ -101,12 +101,12 @@ def main(argv=None) -> None:
 
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)
-    with exit_on(ConfigError):
+    with exit_on(ConfigError, DeviceError):
+        device = default_device()
         config = DecoderLMConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_layer=args.n_layer,
                                  n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.context, dropout=args.dropout)
     ids = corpus_ids(tokenizer, args.corpus)
     print(f"train tokens {len(ids['train']):,}, validation tokens {len(ids['validation']):,}")
-    device = default_device()
     model = DecoderLM(config).to(device)
     params = sum(p.numel() for p in model.parameters())
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=args.warmup,

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from . import data
 from .cli import exit_on
-from .device import default_device, describe
+from .device import DeviceError, default_device, describe
 from .hub import save_checkpoint
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
@@ -287,11 +287,12 @@ def main(argv=None) -> None:
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)
     pad_id, mask_id = special_ids(tokenizer)
-    with exit_on(ConfigError):  # before any data is read: a bad size or rate is reported at once
+    with exit_on(ConfigError, DeviceError):  # before any data is read: a bad setting is reported at once
         config = EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_layer=args.n_layer,
                                          n_head=args.n_head, d_ff=4 * args.d_model, max_len=args.max_len,
                                          dropout=args.dropout)
         pretrain_config = dataclasses.replace(config, dropout=args.pretrain_dropout)
+        device = default_device()  # word vectors are counted on the CPU; training runs where the models run
     load = review_loader(args.corpus, args.imdb_repo)
     examples = labelled(load, tokenizer, args.max_len)
     print({split: len(ids) for split, (ids, _) in examples.items()}, flush=True)
@@ -302,7 +303,6 @@ def main(argv=None) -> None:
         with exit_on(WordVectorError):
             init_word_vectors(model, args, load, tokenizer)
     word_vector_seconds = time.perf_counter() - t0
-    device = default_device()  # word vectors are counted on the CPU; training runs where the models run
     model.to(device)
     pre_history = pretrain(model, pretrain_config, args, load, tokenizer, mask_id) if args.pretrain_steps else []
     pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too
