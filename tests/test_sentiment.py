@@ -16,7 +16,8 @@ from transformer_core import (EncoderClassifier, EncoderClassifierConfig, data, 
                               train_sentiment)
 from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
 from transformer_core.tokenization import TextTokenizer
-from transformer_core.train_sentiment import IGNORE, init_word_vectors, main as train_main, mask_tokens
+from transformer_core.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
+                                              mask_tokens)
 from ui import sentiment as tab
 from ui import store
 
@@ -105,6 +106,20 @@ def test_bert_masking_hides_about_15_percent_and_targets_only_those():
 def test_pad_batch_right_pads_and_reports_lengths():
     ids, lengths = pad_batch([[5, 6, 7], [8]], pad_id=1)
     assert ids.tolist() == [[5, 6, 7], [8, 1, 1]] and lengths.tolist() == [3, 1]
+
+
+def test_rating_targets_follow_the_human_ratings_and_reach_the_batches():
+    ratings = [-3.0, -0.2, 0.2, 3.0]
+    examples = {split: ([[5, 6], [7], [8, 9, 10], [11]], [0, 0, 1, 1], ratings) for split in data.SPLITS}
+    get_batch = classification_batches(examples, 64, pad_id=1, mask_id=3, token_dropout=0.0, device="cpu",
+                                       rating_temperature=0.5)
+    x, lengths, targets = get_batch("validation", torch.Generator().manual_seed(0))
+    assert targets.shape == (64, 2) and torch.allclose(targets.sum(1), torch.ones(64))
+    p_positive = {tuple(row[:n].tolist()): p for row, n, p in zip(x, lengths.tolist(), targets[:, 1].tolist())}
+    assert p_positive[(11,)] > 0.99 and 0.5 < p_positive[(8, 9, 10)] < 0.7  # a +0.2 snippet is barely positive
+    assert p_positive[(5, 6)] < 0.01 and 0.3 < p_positive[(7,)] < 0.5
+    hard = classification_batches(examples, 8, 1, 3, 0.0, "cpu")("train", torch.Generator().manual_seed(0))[2]
+    assert hard.dtype == torch.long and set(hard.tolist()) <= {0, 1}  # temperature 0: the labels themselves
 
 
 def _write_imdb(folder: Path, train: list[tuple[str, int]], test: list[tuple[str, int]]) -> Path:

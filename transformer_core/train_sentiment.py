@@ -59,13 +59,14 @@ def review_loader(corpus: str, imdb_repo: str = data.IMDB_REPO) -> Callable[[str
     return lambda split: data.imdb_reviews(split, imdb_repo)
 
 
-def labelled(load, tokenizer: TextTokenizer, max_len: int) -> dict[str, tuple[list[list[int]], list[int]]]:
-    """split -> (token id lists cut to max_len, labels)."""
+def labelled(load, tokenizer: TextTokenizer, max_len: int) -> dict[str, tuple[list[list[int]], list[int], list[float]]]:
+    """split -> (token id lists cut to max_len, labels, mean human ratings)."""
     eot = tokenizer.token_to_id(END_OF_TEXT)
     out = {}
     for split in data.SPLITS:
         reviews = load(split)
-        out[split] = ([tokenizer.encode(r.text)[:max_len] or [eot] for r in reviews], [r.label for r in reviews])
+        out[split] = ([tokenizer.encode(r.text)[:max_len] or [eot] for r in reviews], [r.label for r in reviews],
+                      [r.rating for r in reviews])
     return out
 
 
@@ -112,17 +113,32 @@ def mlm_loss(model, batch):
     return F.cross_entropy(mlm_logits(model, h[hidden]).float(), targets[hidden])
 
 
-def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float, device):
-    """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK]."""
+def rating_targets(ratings: list[float], temperature: float) -> torch.Tensor:
+    """Soft targets (n, 2) from mean human ratings: P(positive) = sigmoid(rating / temperature).
+
+    A snippet the raters put at +0.2 is barely positive; a hard label asks the model to be as sure of
+    it as of a +3.5 rave (Peterson et al., 2019: training on human uncertainty generalizes better)."""
+    p = torch.sigmoid(torch.tensor(ratings) / temperature)
+    return torch.stack([1 - p, p], dim=1)
+
+
+def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float, device,
+                           rating_temperature: float = 0.0):
+    """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK].
+
+    Targets are class ids, or with `rating_temperature` > 0 the soft targets of `rating_targets`."""
+    targets = {split: (rating_targets(ratings, rating_temperature) if rating_temperature > 0
+                       else torch.tensor(labels))
+               for split, (_, labels, ratings) in examples.items()}
 
     def get_batch(split: str, g: torch.Generator):
-        ids, labels = examples[split]
+        ids = examples[split][0]
         pick = torch.randint(0, len(ids), (batch_size,), generator=g).tolist()
         x, lengths = pad_batch([ids[i] for i in pick], pad_id)
         if split == "train" and token_dropout > 0:  # word dropout: no single token can carry the label
             dropped = (torch.rand(x.shape, generator=g) < token_dropout) & (x != pad_id)
             x = torch.where(dropped, torch.full_like(x, mask_id), x)
-        return x.to(device), lengths.to(device), torch.tensor([labels[i] for i in pick], device=device)
+        return x.to(device), lengths.to(device), targets[split][pick].to(device)
 
     return get_batch
 
@@ -193,11 +209,11 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
 def finetune(model, args, examples, pad_id: int, mask_id: int) -> tuple[KeepBest, float]:
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=100,
                       weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed)
-    keep = KeepBest(model, *examples["validation"], pad_id, args.eval_every, args.patience, args.steps)
+    keep = KeepBest(model, *examples["validation"][:2], pad_id, args.eval_every, args.patience, args.steps)
     t0 = time.perf_counter()
     try:
         batches = classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout,
-                                         next(model.parameters()).device)
+                                         next(model.parameters()).device, args.rating_targets)
         train(model, cfg, batches, classification_loss(args.label_smoothing), on_step=keep)
     except StopEarly:
         print(f"stopping: no better validation accuracy for {args.patience} checks", flush=True)
@@ -224,6 +240,8 @@ def model_card(args, config, params, figures) -> str:
     embeddings = (f"Embeddings start from PPMI + SVD word vectors (`transformer_core.word_vectors`) of {unlabelled} "
                   f"(no labels), pairs within {args.word_vectors} tokens, scaled to std {args.word_vectors_std}; "
                   "the other weights start random." if args.word_vectors else "All weights start random.")
+    targets = (f", soft targets sigmoid(rating / {args.rating_targets}) from the train split's mean human ratings"
+               if args.rating_targets else "")
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
@@ -239,7 +257,7 @@ a movie-review sentence is positive or negative, trained from scratch by our own
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
-  {args.token_dropout}, label smoothing {args.label_smoothing}; best validation accuracy
+  {args.token_dropout}, label smoothing {args.label_smoothing}{targets}; best validation accuracy
   {figures['val_accuracy']:.4f} at step {figures['best_step']}.
 - Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures['finetune_minutes']} min fine-tuning
   on {figures['hardware']}.
@@ -275,6 +293,8 @@ def main(argv=None) -> None:
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--token-dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--rating-targets", type=float, default=0.0, metavar="TEMPERATURE",
+                   help="train on soft targets sigmoid(rating / TEMPERATURE) from the mean human ratings (0: labels)")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--patience", type=int, default=6)
     p.add_argument("--threads", type=int, default=1)
@@ -282,6 +302,8 @@ def main(argv=None) -> None:
     p.add_argument("--resume", default=None,
                    help="resume state file for pre-training (a finished one is reused: fine-tune again for free)")
     args = p.parse_args(argv)
+    if args.rating_targets < 0:
+        p.error("--rating-targets must be 0 (labels) or a positive temperature")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -295,7 +317,7 @@ def main(argv=None) -> None:
         device = default_device()  # word vectors are counted on the CPU; training runs where the models run
     load = review_loader(args.corpus, args.imdb_repo)
     examples = labelled(load, tokenizer, args.max_len)
-    print({split: len(ids) for split, (ids, _) in examples.items()}, flush=True)
+    print({split: len(ids) for split, (ids, *_) in examples.items()}, flush=True)
     model = EncoderClassifier(config)
     params = sum(p.numel() for p in model.parameters())
     t0 = time.perf_counter()
