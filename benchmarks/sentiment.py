@@ -31,7 +31,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_core import data, load_model  # noqa: E402
-from transformer_core.sentiment import predict_proba, special_ids  # noqa: E402
+from transformer_core.sentiment import correct, special_ids  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
 
 C_GRID = (0.3, 1, 3, 10, 30, 100)
@@ -45,7 +45,7 @@ def ours(checkpoint: Path, reviews: list[data.Review]) -> np.ndarray:
     model, tokenizer = load_model(checkpoint), TextTokenizer.load(checkpoint)
     pad_id, _ = special_ids(tokenizer)
     ids = [tokenizer.encode(r.text)[: model.config.max_len] for r in reviews]
-    return (predict_proba(model, ids, pad_id).argmax(-1) == torch.tensor([r.label for r in reviews])).numpy()
+    return correct(model, ids, [r.label for r in reviews], pad_id).numpy()
 
 
 def vader(reviews: list[data.Review]) -> np.ndarray:

@@ -57,9 +57,14 @@ def predict_proba(model, ids: list[list[int]], pad_id: int, batch_size: int = 25
     return torch.cat(out)
 
 
+def correct(model, ids: list[list[int]], labels: list[int], pad_id: int) -> torch.Tensor:
+    """(n,) bool: whether each text's most likely class is its label."""
+    return predict_proba(model, ids, pad_id).argmax(-1) == torch.tensor(labels)
+
+
 def accuracy(model, ids: list[list[int]], labels: list[int], pad_id: int) -> float:
     """Share of texts whose most likely class is the label."""
-    return float((predict_proba(model, ids, pad_id).argmax(-1) == torch.tensor(labels)).float().mean())
+    return float(correct(model, ids, labels, pad_id).float().mean())
 
 
 @dataclass(frozen=True)
