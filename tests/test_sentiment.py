@@ -14,7 +14,8 @@ import torch
 
 from transformer_core import (EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint,
                               train_sentiment)
-from transformer_core.sentiment import LABELS, EmptyTextError, explain, pad_batch, predict_proba, special_ids
+from transformer_core.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
+                                        special_ids)
 from transformer_core.tokenization import TextTokenizer
 from transformer_core.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
                                               mask_tokens)
@@ -62,6 +63,18 @@ def test_probabilities_sum_to_one(shipped):
     assert probs.shape == (6, len(LABELS))
     torch.testing.assert_close(probs.sum(-1), torch.ones(6))
     assert sum(explain(model, tokenizer, "fine, I guess").probs.values()) == pytest.approx(1.0)
+
+
+def test_correct_and_accuracy_score_each_text_against_its_label(shipped):
+    model, tokenizer = shipped
+    pad_id, _ = special_ids(tokenizer)
+    ids = [tokenizer.encode(t) for t in CLEAR]
+    labels = [LABELS.index(label) for label in CLEAR.values()]
+    flipped = [1 - y for y in labels]
+    assert correct(model, ids, labels, pad_id).tolist() == [True] * len(CLEAR)
+    assert correct(model, ids, flipped, pad_id).tolist() == [False] * len(CLEAR)
+    assert accuracy(model, ids, labels, pad_id) == 1.0
+    assert accuracy(model, ids, labels[:2] + flipped[2:], pad_id) == 0.5
 
 
 def test_padding_does_not_change_a_prediction(shipped):
