@@ -2,14 +2,15 @@
 
 Lesson: 8.5k labelled sentences are few, and a small model trained on them alone
 stops near 78% (the sentiment card lists a dozen recipes that do). A pre-trained
-encoder knows English already: all-MiniLM-L6-v2 (22.7M parameters, learned from
+encoder knows English already: all-MiniLM-L6-v2 (22.6M parameters, learned from
 about a billion sentence pairs, none about sentiment) fine-tuned on the same
-train split reaches about 85% on validation. It is too big and speaks another
-tokenizer, so it does not ship; it *teaches*. Its P(positive) on many more
+train split reaches about 85% on validation. It is four times our classifier's
+size and speaks another tokenizer (WordPiece, not our BPE), so it does not ship; it *teaches*. Its P(positive) on many more
 sentences than were labelled (the training sentences, copies of them with words
 dropped or cut to a short phrase, and unlabelled snippets of other text) is a
 richer target than a hard label: it says how sure to be, and what a phrase like
-"not bad" means on its own (Hinton et al., 2015; Tang et al., 2019).
+"not bad" means on its own (Hinton et al., 2015; Tang et al., 2019). Measured:
+the student's five-seed validation mean goes from 0.775 to 0.785 (the card has the rows).
 """
 
 from __future__ import annotations
