@@ -39,11 +39,11 @@ import torch
 import torch.nn.functional as F
 
 from . import data
+from .bert import BertImportError, load_bert
 from .cli import exit_on
 from .device import DeviceError, default_device, describe
-from .hub import save_checkpoint
-from .bert import BertImportError, load_bert
 from .distill import teacher_probs, transfer_texts, wordpiece_ids
+from .hub import save_checkpoint
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
 from .tokenization import END_OF_TEXT, TextTokenizer
@@ -244,6 +244,7 @@ def teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, dict]:
     with exit_on(data.DataError, BertImportError):
         teacher, wordpiece = load_bert(data.minilm(), seed=args.seed, max_len=args.max_len)
     pad_id = wordpiece.token_to_id("[PAD]")
+    # WordPiece always adds [CLS] ... [SEP], so no text comes out empty
     examples = labelled(load, lambda text: wordpiece.encode(text).ids, args.max_len, [])
     # the teacher's own fine-tuning: a small learning rate and light weight decay, as for BERT;
     # hard labels, nothing hidden (its dropout is the one it was pre-trained with)
