@@ -60,6 +60,38 @@ def test_bert_import_refuses_other_models_and_missing_files(tmp_path):
         load_bert(tmp_path)
 
 
+def test_bert_import_names_what_an_incomplete_checkpoint_lacks(tmp_path):
+    hf_config = transformers.BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=16, max_position_embeddings=8)
+    state = transformers.BertModel(hf_config).state_dict()
+    with pytest.raises(BertImportError, match="intermediate_size"):
+        bert_config({k: v for k, v in hf_config.to_dict().items() if k != "intermediate_size"})
+    del state["encoder.layer.0.output.dense.bias"]
+    with pytest.raises(BertImportError, match="encoder.layer.0.output.dense.bias"):
+        encoder_classifier_from_bert(state, hf_config.to_dict())
+
+
+def test_bert_import_seeds_its_head_without_touching_the_callers_generator():
+    hf_config = transformers.BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=16, max_position_embeddings=8)
+    state = transformers.BertModel(hf_config).state_dict()
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    first = encoder_classifier_from_bert(state, hf_config.to_dict(), seed=3)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.equal(first.head.weight, encoder_classifier_from_bert(state, hf_config.to_dict(), seed=3).head.weight)
+
+
+@pytest.mark.parametrize("flags, message", [(["--teacher-steps", "-1"], "0 or more"),
+                                            (["--transfer-copies", "-2"], "0 or more"),
+                                            (["--teacher-lr", "0"], "must be positive")])
+def test_training_command_refuses_bad_teacher_settings_with_a_message(tmp_path, flags, message, capsys):
+    with pytest.raises(SystemExit):
+        train_sentiment.main(["--out", str(tmp_path / "out"), "--tokenizer", str(SHIPPED / "tokenizer.json"), *flags])
+    assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
 def test_load_bert_reads_a_folder_with_its_tokenizer_unpadded_and_cut(tmp_path):
     model, tokenizer = load_bert(_tiny_bert(tmp_path), max_len=5)
     assert tokenizer.encode("I loved it").ids == [2, 5, 6, 8, 3]  # [CLS] i loved it [SEP], no padding

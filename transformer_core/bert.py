@@ -29,6 +29,10 @@ def bert_config(hf_config: dict, n_class: int = 2) -> EncoderClassifierConfig:
     if hf_config.get("model_type") != "bert" or hf_config.get("hidden_act") != "gelu":
         raise BertImportError(f"expected a BERT config with GELU, got model_type={hf_config.get('model_type')!r}, "
                               f"hidden_act={hf_config.get('hidden_act')!r}")
+    missing = sorted({"vocab_size", "max_position_embeddings", "hidden_size", "num_attention_heads",
+                      "num_hidden_layers", "intermediate_size"} - hf_config.keys())
+    if missing:
+        raise BertImportError(f"the BERT config lacks {', '.join(missing)}")
     return EncoderClassifierConfig(
         vocab_size=hf_config["vocab_size"],
         max_len=hf_config["max_position_embeddings"],
@@ -47,28 +51,34 @@ def bert_config(hf_config: dict, n_class: int = 2) -> EncoderClassifierConfig:
     )
 
 
+# BERT's names within one encoder layer -> ours
+_LAYER_NAMES = {"attention.self.query": "self_attn.w_q", "attention.self.key": "self_attn.w_k",
+                "attention.self.value": "self_attn.w_v", "attention.output.dense": "self_attn.w_o",
+                "attention.output.LayerNorm": "norm_self", "intermediate.dense": "ff.w_1",
+                "output.dense": "ff.w_2", "output.LayerNorm": "norm_ff"}
+
+
 def encoder_classifier_from_bert(state_dict: dict[str, torch.Tensor], hf_config: dict,
                                  n_class: int = 2, seed: int = 0) -> EncoderClassifier:
     """An EncoderClassifier holding a BERT state dict's encoder and a new seeded head."""
     config = bert_config(hf_config, n_class)
     sd = {k.removeprefix("bert."): v for k, v in state_dict.items()}
-    ours = {
-        "embed.tok.weight": sd["embeddings.word_embeddings.weight"],
-        "embed.pos.weight": sd["embeddings.position_embeddings.weight"] + sd["embeddings.token_type_embeddings.weight"][0],
-        "embed.norm.weight": sd["embeddings.LayerNorm.weight"],
-        "embed.norm.bias": sd["embeddings.LayerNorm.bias"],
-    }
-    for i in range(config.n_layer):
-        h, o = f"encoder.layer.{i}.", f"layers.{i}."
-        pairs = {"attention.self.query": "self_attn.w_q", "attention.self.key": "self_attn.w_k",
-                 "attention.self.value": "self_attn.w_v", "attention.output.dense": "self_attn.w_o",
-                 "attention.output.LayerNorm": "norm_self", "intermediate.dense": "ff.w_1",
-                 "output.dense": "ff.w_2", "output.LayerNorm": "norm_ff"}
-        for theirs, mine in pairs.items():
-            for p in ("weight", "bias"):
-                ours[o + f"{mine}.{p}"] = sd[h + f"{theirs}.{p}"]
-    torch.manual_seed(seed)
-    model = EncoderClassifier(config)
+    try:
+        ours = {
+            "embed.tok.weight": sd["embeddings.word_embeddings.weight"],
+            "embed.pos.weight": sd["embeddings.position_embeddings.weight"] + sd["embeddings.token_type_embeddings.weight"][0],
+            "embed.norm.weight": sd["embeddings.LayerNorm.weight"],
+            "embed.norm.bias": sd["embeddings.LayerNorm.bias"],
+        }
+        for i in range(config.n_layer):
+            for theirs, mine in _LAYER_NAMES.items():
+                for p in ("weight", "bias"):
+                    ours[f"layers.{i}.{mine}.{p}"] = sd[f"encoder.layer.{i}.{theirs}.{p}"]
+    except KeyError as e:
+        raise BertImportError(f"the BERT weights lack {e.args[0]}") from None
+    with torch.random.fork_rng():  # a seeded head without reseeding the caller's generator
+        torch.manual_seed(seed)
+        model = EncoderClassifier(config)
     ours["head.weight"], ours["head.bias"] = model.head.weight.detach(), model.head.bias.detach()
     try:
         model.load_state_dict({k: v.contiguous().float() for k, v in ours.items()}, strict=True)

@@ -362,6 +362,8 @@ def main(argv=None) -> None:
         p.error("--rating-targets must be 0 (labels) or a positive temperature")
     if args.teacher_steps < 0 or args.transfer_copies < 0:
         p.error("--teacher-steps and --transfer-copies must be 0 or more")
+    if args.teacher_lr <= 0:
+        p.error("--teacher-lr must be positive")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
