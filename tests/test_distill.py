@@ -179,6 +179,7 @@ def test_teacher_cache_lets_students_of_other_seeds_share_one_teacher(tmp_path, 
     run("--seed", "0")
     first = torch.load(cache, weights_only=True)["probs"]
     run("--seed", "1")  # another student seed: the same teacher, from the cache
-    assert len(taught) == 1 and "seed 0: best" in (tmp_path / "out" / "README.md").read_text()
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert len(taught) == 1 and "seed 0: best" in card and f"this run read its probabilities from {cache}" in card
     run("--seed", "1", "--teacher-seed", "1")  # another teacher: taught anew, the cache replaced
     assert len(taught) == 2 and not torch.equal(torch.load(cache, weights_only=True)["probs"], first)

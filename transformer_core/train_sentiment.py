@@ -255,7 +255,7 @@ def teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, dict]:
     keep, _ = finetune(teacher.to(device), teacher_args, examples, pad_id, None)
     probs = teacher_probs(teacher, wordpiece_ids(wordpiece, texts), pad_id)
     figures = {"teacher_val_accuracy": keep.best, "teacher_best_step": keep.best_step,
-               "teacher_minutes": round((time.perf_counter() - t0) / 60, 1)}
+               "teacher_minutes": round((time.perf_counter() - t0) / 60, 1), "teacher_hardware": describe(device)}
     print(json.dumps(figures), flush=True)
     return probs, figures
 
@@ -275,7 +275,7 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
         cached = torch.load(path, weights_only=True)
         if cached["key"] == key:
             print(f"teacher probabilities from {path}", flush=True)
-            return cached["probs"], json.loads(cached["figures"])
+            return cached["probs"], json.loads(cached["figures"]) | {"teacher_cache": str(path)}
         print(f"{path} holds another teacher's probabilities: teaching anew", flush=True)
     probs, figures = teach(args, load, device, texts)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -314,6 +314,9 @@ def model_card(args, config, params, figures) -> str:
                f"of each with words dropped (p=0.1) and a quarter cut to a 1-10 word span{other}) are the targets of "
                "half of every fine-tuning batch. The teacher does not ship."
                if args.teacher_steps else "Teacher: none (`--teacher-steps 0`).")
+    # the teacher may have run earlier, elsewhere: its probabilities come from --teacher-cache
+    teacher_where = "".join([f", on {figures['teacher_hardware']}" if "teacher_hardware" in figures else "",
+                             f"; this run read its probabilities from {figures['teacher_cache']}" if "teacher_cache" in figures else ""])
     origin = ("taught by a larger pre-trained encoder (distillation, see Teacher)" if args.teacher_steps
               else "trained from scratch")
     return f"""# sentiment
@@ -334,7 +337,7 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
   {args.token_dropout}, label smoothing {args.label_smoothing}{targets}; best validation accuracy
   {figures['val_accuracy']:.4f} at step {figures['best_step']}.
-- Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures.get('teacher_minutes', 0)} min teacher (fine-tuning and labelling) + {figures['finetune_minutes']} min fine-tuning
+- Training time: {figures['word_vector_minutes']} min word vectors + {figures['pretrain_minutes']} min pre-training + {figures.get('teacher_minutes', 0)} min teacher (fine-tuning and labelling{teacher_where}) + {figures['finetune_minutes']} min fine-tuning
   on {figures['hardware']}.
 - Test accuracy: run `python benchmarks/sentiment.py` (it prints ours beside VADER and TF-IDF + logistic
   regression).
