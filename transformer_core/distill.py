@@ -10,7 +10,8 @@ sentences than were labelled (the training sentences, copies of them with words
 dropped or cut to a short phrase, and unlabelled snippets of other text) is a
 richer target than a hard label: it says how sure to be, and what a phrase like
 "not bad" means on its own (Hinton et al., 2015; Tang et al., 2019). Measured:
-the student's five-seed validation mean goes from 0.775 to 0.785 (the card has the rows).
+the student's five-seed validation mean goes from 0.775 to 0.786 (3,000 steps; the card has the rows),
+and the shipped student scores 0.782 on test.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ EXAMPLES = [
     ["👍🎉!!!", METHODS[0]],
 ]
 EXPLAINER = """
-**What am I looking at?** A small transformer encoder (trained from scratch by us on 8.5k movie-review
-sentences; 77% right on held-out ones) reads your text. It turns each token into a vector, lets the
+**What am I looking at?** A small transformer encoder (5.8M parameters, trained by us on 8.5k movie-review
+sentences with a larger pre-trained model as its teacher; 78% right on held-out ones) reads your text. It turns each token into a vector, lets the
 tokens attend to each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
 
 *Gradient × input* asks: if this token's embedding were faded out, how far would the score move
