@@ -85,7 +85,9 @@ def test_bert_import_seeds_its_head_without_touching_the_callers_generator():
 
 @pytest.mark.parametrize("flags, message", [(["--teacher-steps", "-1"], "0 or more"),
                                             (["--transfer-copies", "-2"], "0 or more"),
-                                            (["--teacher-lr", "0"], "must be positive")])
+                                            (["--teacher-lr", "0"], "must be positive"),
+                                            (["--teacher-seed", str(2**70)], "from 0 to 2**63 - 1"),
+                                            (["--seed", "-1"], "from 0 to 2**63 - 1")])
 def test_training_command_refuses_bad_teacher_settings_with_a_message(tmp_path, flags, message, capsys):
     with pytest.raises(SystemExit):
         train_sentiment.main(["--out", str(tmp_path / "out"), "--tokenizer", str(SHIPPED / "tokenizer.json"), *flags])
@@ -183,3 +185,17 @@ def test_teacher_cache_lets_students_of_other_seeds_share_one_teacher(tmp_path, 
     assert len(taught) == 1 and "seed 0: best" in card and f"this run read its probabilities from {cache}" in card
     run("--seed", "1", "--teacher-seed", "1")  # another teacher: taught anew, the cache replaced
     assert len(taught) == 2 and not torch.equal(torch.load(cache, weights_only=True)["probs"], first)
+
+
+@pytest.mark.parametrize("make", [lambda path: path.mkdir(), lambda path: path.write_text("not a cache")])
+def test_a_teacher_cache_that_is_no_cache_is_refused_before_any_teaching(tmp_path, monkeypatch, make, capsys):
+    monkeypatch.setattr(train_sentiment, "teach", lambda *a: pytest.fail("taught despite a bad cache"))
+    train = [(f"I {w} it", int(w == "great")) for w in ["great", "awful"] * 8]
+    folder, cache = _write_imdb(tmp_path / "imdb", train, train[:4]), tmp_path / "teacher.pt"
+    make(cache)
+    with pytest.raises(SystemExit, match="is not a teacher cache"):
+        train_sentiment.main(["--out", str(tmp_path / "out"), "--tokenizer", str(SHIPPED / "tokenizer.json"),
+                              "--corpus", "imdb", "--imdb-repo", str(folder), "--d-model", "16", "--n-layer", "1",
+                              "--n-head", "2", "--pretrain-steps", "0", "--teacher-steps", "2",
+                              "--teacher-cache", str(cache)])
+    assert not (tmp_path / "out").exists()

@@ -30,6 +30,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import pickle
 import shlex
 import sys
 import time
@@ -271,8 +272,14 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
                        "teacher_steps", "teacher_lr", "teacher_seed")}
                      | {"texts": hashlib.sha256("\0".join(texts).encode()).hexdigest()}, sort_keys=True)
     path = Path(args.teacher_cache)
-    if path.is_file():
-        cached = torch.load(path, weights_only=True)
+    if path.exists():  # checked before the teacher's 40 minutes, not after them
+        try:
+            cached = torch.load(path, weights_only=True)
+        except (OSError, pickle.UnpicklingError, RuntimeError, EOFError):
+            cached = None
+        if not (isinstance(cached, dict) and {"key", "probs", "figures"} <= cached.keys()):
+            raise SystemExit(f"error: {path} is not a teacher cache written by --teacher-cache; "
+                             "name another file, or remove this one")
         if cached["key"] == key:
             print(f"teacher probabilities from {path}", flush=True)
             return cached["probs"], json.loads(cached["figures"]) | {"teacher_cache": str(path)}
@@ -397,6 +404,8 @@ def main(argv=None) -> None:
         p.error("--teacher-steps and --transfer-copies must be 0 or more")
     if args.teacher_lr <= 0:
         p.error("--teacher-lr must be positive")
+    if not all(0 <= seed < 2**63 for seed in (args.seed, args.teacher_seed)):
+        p.error("--seed and --teacher-seed must be from 0 to 2**63 - 1")  # torch's generators take no more
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
