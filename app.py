@@ -9,14 +9,18 @@ queue's limits, the GPU decorator, links to a view (`?tab=...&text=...`) and lec
 from __future__ import annotations
 
 import argparse
+import inspect
+import logging
 import os
 import sys
 from pathlib import Path
 
 import gradio as gr
 
+from lab import store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, generate, masking, sentiment, state, store, tokens, translate
+from ui import about, attention, concepts, generate, masking, sentiment, state, tokens, translate
+from ui.common import View
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
@@ -30,16 +34,18 @@ CONCURRENCY_DEFAULT = 4  # events without an api_name: examples, link and lectur
 QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
 CPU_ONLY_ENDPOINTS = {"tokenize"}  # no model on them: never worth a GPU slot
 
-# Lecture mode: bigger type everywhere and punchier plots, readable from the back row.
+# Lecture mode: bigger type everywhere, readable from the back row. (Plots need no filter: their
+# colour scale keeps low weights visible, see views/attention.py.)
 CSS = """
 body.lecture-mode { --text-xxs: 14px; --text-xs: 16px; --text-sm: 18px; --text-md: 22px; --text-lg: 26px;
   --text-xl: 30px; --text-xxl: 36px; --body-text-size: 22px; --input-text-size: 22px;
   --block-label-text-size: 18px; --block-title-text-size: 20px; --button-large-text-size: 22px;
   --button-small-text-size: 18px; --section-header-text-size: 22px; --block-info-text-size: 18px; }
 body.lecture-mode .gradio-container { font-size: 22px; }
-body.lecture-mode .js-plotly-plot { filter: contrast(1.4) saturate(1.3); }
-body.lecture-mode .js-plotly-plot text { font-size: 16px !important; font-weight: 600; }
-"""
+body.lecture-mode .js-plotly-plot .xtick text, body.lecture-mode .js-plotly-plot .ytick text { font-weight: 600; }
+#lecture-step { min-width: 22em; }
+body.lecture-mode .lecture-hide { display: none !important; }
+""" + "".join(getattr(tab, "CSS", "") for tab in TABS)
 
 # Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of
 # every tab: the same figure as SVG (through plotly's own exporter) and the numbers drawn
@@ -100,20 +106,6 @@ HEAD = """
 </script>
 """
 
-# After a link or preset has filled a tab's inputs, press that tab's main button, as a person would.
-RUN_SELECTED_TAB = """
-(tab) => {
-  if (!tab) return;
-  let tries = 0;
-  const press = () => {
-    const button = document.querySelector(`#tab-${tab} button.primary`);
-    if (button) button.click(); else if (++tries < 50) setTimeout(press, 100);
-  };
-  setTimeout(press, 300);
-}
-"""
-# On page load, only a link that names a tab runs it; a plain visit runs nothing.
-RUN_LINKED_TAB = f"(tab) => {{ if (new URLSearchParams(location.search).has('tab')) ({RUN_SELECTED_TAB.strip()})(tab); }}"
 TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"
 FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''"
 
@@ -128,20 +120,21 @@ THEME = gr.themes.Soft(
 def build_app() -> gr.Blocks:
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
-        gr.Markdown("# Transformer Lab\nType text and see what a transformer does with it.")
-        with gr.Accordion("🎓 Lecture mode and links", open=False):
-            with gr.Row():
-                lecture = gr.Checkbox(label="Lecture mode: large fonts, high-contrast plots", value=False,
-                                      elem_id="lecture-mode")
-                preset = gr.Dropdown(list(state.LECTURE_PRESETS), label="Lecture step", value=None, elem_id="lecture-step")
-                back = gr.Button("◀ Previous step", size="sm", elem_id="lecture-back")
-                forward = gr.Button("Next step ▶", size="sm", elem_id="lecture-next")
-            with gr.Row():
-                make_link = gr.Button("🔗 Link to this view", size="sm", elem_id="make-link")
-                link_box = gr.Textbox(label="Link", buttons=["copy"], interactive=False, elem_id="view-link")
+        gr.Markdown("# Transformer Lab\nType text and see what a transformer does with it.",
+                    elem_classes=["lecture-hide"])
+        with gr.Accordion("🎓 Lecture mode and links", open=False, elem_id="lecture-controls"):
+            with gr.Row(equal_height=True):
+                lecture = gr.Checkbox(label="Lecture mode: large type, plots for a projector", value=False,
+                                      elem_id="lecture-mode", scale=2)
+                preset = gr.Dropdown(list(state.LECTURE_PRESETS), value=None, elem_id="lecture-step", scale=4,
+                                     show_label=False, container=False, info=None)
+                back = gr.Button("◀ Previous step", size="sm", elem_id="lecture-back", scale=1)
+                forward = gr.Button("Next step ▶", size="sm", elem_id="lecture-next", scale=1)
+                make_link = gr.Button("🔗 Link to this view", size="sm", elem_id="make-link", scale=1)
+            link_box = gr.Textbox(show_label=False, container=False, buttons=["copy"], interactive=False,
+                                  elem_id="view-link", visible=False)
         with gr.Tabs() as tabs:
-            for tab in TABS:
-                tab.build()
+            views = [tab.build() for tab in TABS]
         limit_concurrency(demo)
         run_on_gpu(demo)
 
@@ -152,20 +145,47 @@ def build_app() -> gr.Blocks:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
         links = state.ViewLinks(demo, tab_items)
         current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
+        linked = gr.State("")  # the tab a link or lecture step just opened ("" when none)
         to_view = [tabs, current_tab, *links.components]
 
         tabs.select(links.selected, None, current_tab, **shell)
-        demo.load(links.open_link, None, [*to_view, lecture], **shell).then(
-            None, current_tab, None, js=RUN_LINKED_TAB, **shell)
+        opened = [demo.load(links.open_link, None, [*to_view, lecture, linked], **shell)]
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
-        preset.input(links.open_preset, preset, to_view, **shell).then(
-            None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
+        opened.append(preset.input(links.open_preset, preset, [*to_view, linked], **shell))
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
-            button.click(step, preset, preset, **shell).then(links.open_preset, preset, to_view, **shell).then(
-                None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
-        make_link.click(links.link, [current_tab, *links.components], link_box, **shell).then(
+            opened.append(button.click(step, preset, preset, **shell).then(
+                links.open_preset, preset, [*to_view, linked], **shell))
+        # The view a link or lecture step opens runs on the server right after its inputs are
+        # set: no click in the browser, nothing to wait for.
+        for tab_item, view in zip(tab_items, views):
+            if view is not None:
+                run = run_if_opened(str(tab_item.id), view)
+                limit, group = _endpoint_limit(view.api_name)
+                for event in opened:
+                    event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
+                               concurrency_limit=limit, concurrency_id=group or f"opened-{view.api_name}")
+        make_link.click(links.link_box, [current_tab, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo
+
+
+def run_if_opened(tab_id: str, view: View):
+    """An event function that runs `view` when a link or lecture step has just opened tab `tab_id`,
+    and changes nothing otherwise (every tab's runner listens to the same link events)."""
+    def skip():
+        return gr.skip() if len(view.outputs) == 1 else tuple(gr.skip() for _ in view.outputs)
+
+    if inspect.isgeneratorfunction(view.fn):
+        def stream(opened: str, *values):
+            if opened != tab_id:
+                yield skip()
+                return
+            yield from view.fn(*values)
+        return stream
+
+    def call(opened: str, *values):
+        return view.fn(*values) if opened == tab_id else skip()
+    return call
 
 
 def _endpoint_limit(api_name: str) -> tuple[int, str | None]:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ui.common import MAX_CHARS
+from lab.policy import MAX_CHARS
 
 
 # --- flags -----------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
 
 
 def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private():
-    from ui import store
+    from lab import store
 
     demo = app.build_app()
     assert store._models == {}  # models load on first use: the first page must not wait for them
@@ -203,7 +203,32 @@ def test_page_load_reads_the_query_string_and_lecture_flag():
     request = types.SimpleNamespace(query_params={"tab": "generate", "text": "hi", "lecture": "1"})
     update = links.open_link(request)
     assert update[0].selected == "generate"
-    assert update[2] == "hi" and update[-1] is True
+    assert update[2] == "hi" and update[-2] is True
+    assert update[-1] == "generate"  # the tab whose view runs right after
+
+
+def test_a_plain_visit_or_an_unknown_tab_runs_no_view():
+    links, _ = _tab_demo()
+    for params in ({}, {"tab": "nope", "text": "x"}):
+        assert links.open_link(types.SimpleNamespace(query_params=params))[-1] == ""
+
+
+def test_every_lecture_step_names_a_tab_whose_view_then_runs():
+    links, _ = _tab_demo()
+    for name, preset in state.LECTURE_PRESETS.items():
+        assert links.open_preset(name)[-1] == (preset["tab"] if preset["tab"] == "generate" else "")
+
+
+def test_a_link_runs_only_the_view_of_the_tab_it_opened():
+    calls = []
+    view = app.View(lambda text: calls.append(text) or "ran", ["text"], ["out"], "x")
+    run = app.run_if_opened("generate", view)
+    assert run("generate", "hi") == "ran" and calls == ["hi"]
+    assert run("attention", "hi") == gr.skip() and calls == ["hi"]
+
+    streamed = app.View(lambda text: (yield from (text, text + "!")), ["text"], ["out"], "x")
+    assert list(app.run_if_opened("generate", streamed)("generate", "hi")) == ["hi", "hi!"]
+    assert list(app.run_if_opened("generate", streamed)("tokens", "hi")) == [gr.skip()]
 
 
 def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
@@ -226,12 +251,12 @@ from pathlib import Path  # noqa: E402
 
 from huggingface_hub.utils import filter_repo_objects  # noqa: E402
 
-from transformer_core import deploy  # noqa: E402
+from tools import deploy  # noqa: E402
 
 SPACE_TREE = {
     "app.py": "", "README.md": "---\nsdk: gradio\n---\n", "requirements.txt": "", "requirements-dev.txt": "",
     "transformer_core/__init__.py": "", "transformer_core/__pycache__/hub.cpython-311.pyc": "",
-    "ui/tokens.py": "", "views/attention.py": "",
+    "ui/tokens.py": "", "lab/policy.py": "", "views/attention.py": "",
     "assets/shakespeare-lm/model.safetensors": "w", "assets/shakespeare-lm/config.json": "{}",
     "assets/shakespeare-lm/tokenizer.json": "{}", "assets/shakespeare-lm/README.md": "card",
     "assets/shakespeare-lm/history.json": "[]", "assets/screenshots/tokens.png": "png",
@@ -254,14 +279,15 @@ def test_a_space_gets_the_app_its_packages_and_checkpoints_and_nothing_else(tmp_
         "assets/shakespeare-lm/README.md", "assets/shakespeare-lm/config.json",
         "assets/shakespeare-lm/history.json", "assets/shakespeare-lm/model.safetensors",
         "assets/shakespeare-lm/tokenizer.json",
-        "requirements.txt", "transformer_core/__init__.py", "ui/tokens.py", "views/attention.py",
+        "lab/policy.py", "requirements.txt", "transformer_core/__init__.py", "ui/tokens.py", "views/attention.py",
     ]
 
 
 def test_the_real_repository_uploads_every_module_the_app_imports():
     files = deploy.space_files()
-    assert {"app.py", "README.md", "requirements.txt", "ui/common.py", "ui/store.py", "views/attention.py",
-            "transformer_core/attention.py", "transformer_core/deploy.py"} <= set(files)
+    assert {"app.py", "README.md", "requirements.txt", "ui/common.py", "lab/store.py", "views/attention.py",
+            "transformer_core/attention.py", "lab/policy.py"} <= set(files)
+    assert "tools/deploy.py" not in files
     assert not [f for f in files if f.startswith(("tests/", "runs/", ".cache/", "benchmarks/", "test-artifacts/"))]
 
 

@@ -18,8 +18,10 @@ from transformer_core import (
 from transformer_core.analysis import attention_rollout, attention_while_generating
 from transformer_core.seq2seq import Translation, char_tokenizer
 from transformer_core.tokenization import TextTokenizer
+from lab import attention as use
+from lab import store
+from lab.policy import MAX_DRAWN_TOKENS
 from ui import attention as tab
-from ui import store
 from views import attention as views
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
@@ -107,10 +109,12 @@ def test_attention_while_generating_matches_one_full_pass(model_dir):
 def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(model_dir):
     notice, grid, head, average, rows, rollout = tab.attention(label_of("lm"), "To be, or not to be " * 40,
                                                                "decoder", 1, 2, 3)
-    assert f"first {tab.MAX_TOKENS} are shown" in notice
-    assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
-    assert np.asarray(grid.data[0].z).shape == (tab.MAX_TOKENS, tab.MAX_TOKENS)
-    assert len(average.data) == SMALL["n_layer"]
+    assert f"the first {MAX_DRAWN_TOKENS} are used" in notice
+    run = use.attention_run("lm", "To be, or not to be " * 40, "decoder")
+    assert run.attn.shape == (SMALL["n_layer"], SMALL["n_head"], MAX_DRAWN_TOKENS, MAX_DRAWN_TOKENS)
+    # 128 tokens: the thumbnails travel as one image; the selected head stays a heatmap with the weights
+    assert grid.data[0].type == "image"
+    np.testing.assert_allclose(np.asarray(head.data[0].z), run.attn[1, 2], atol=1e-6)
     np.testing.assert_allclose(np.nansum(rollout.data[0].z, axis=1), 1.0, rtol=1e-5)
 
 
@@ -156,7 +160,7 @@ def test_bad_input_gives_a_message_not_a_traceback(model_dir, call):
 
 def test_an_attention_the_model_lacks_falls_back_with_a_notice(model_dir):
     notice, grid, *_ = tab.attention(label_of("lm"), "To be, or not", "cross", 0, 0, 0)
-    assert "has no 'cross' attention" in notice and "decoder masked self-attention" in notice
+    assert "has no cross-attention" in notice and "decoder masked self-attention" in notice
     assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
 
 
@@ -168,7 +172,7 @@ def test_token_labels_are_shown_as_text_not_html():
 
 def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_dir, monkeypatch):
     endless = Translation(ids=[store.tokenizer("translate-test").token_to_id("a")] * 50, beam=None)
-    monkeypatch.setattr(tab, "translate", lambda *args: endless)
+    monkeypatch.setattr(use, "translate", lambda *args: endless)
     notice, grid, *_ = tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0)
     assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
     assert np.asarray(grid.data[0].z).shape == (24, 24)

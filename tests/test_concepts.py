@@ -12,17 +12,13 @@ from hypothesis import strategies as st
 import transformer_core as tc
 from transformer_core import concepts as core
 from transformer_core.tokenization import TextTokenizer
+from lab import concepts as use
 from ui import concepts as tab
-from ui import store
+from lab import store
 from views import concepts as views
 
 SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=64, dropout=0.0)
 BPE = store.DEFAULT_MODEL_DIR / "shakespeare-bpe" / "tokenizer.json"
-
-
-class _NoProgress:
-    def tqdm(self, iterable, desc=None):
-        return iterable
 
 
 @pytest.fixture
@@ -173,7 +169,7 @@ def test_learned_positions_come_from_the_shipped_lm_or_say_they_are_missing(mode
     _, learned_fig, note = tab.positions(16, 8)
     assert "instead" in note and torch.allclose(torch.tensor(learned_fig.data[0].z), other.embed.pos.weight[:16])
     lm = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **SMALL)).eval()
-    tc.save_checkpoint(lm, model_dir / tab.LM_NAME)
+    tc.save_checkpoint(lm, model_dir / use.LM_NAME)
     sin_fig, learned_fig, note = tab.positions(16, 8)
     assert note == ""
     assert torch.allclose(torch.tensor(learned_fig.data[0].z), lm.embed.pos.weight[:16], atol=1e-6)
@@ -205,7 +201,7 @@ def test_parameter_table_totals_equal_sum_of_numel(make):
 def test_parameter_tab_lists_every_shipped_checkpoint(model_dir):
     lm = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **SMALL))
     tc.save_checkpoint(lm, model_dir / "tiny-lm")
-    _, heads, models, note = tab.parameters(128, progress=_NoProgress())
+    _, heads, models, note = tab.parameters(128)
     assert set(heads["total = sum(p.numel())"]) == {4 * (128 * 128 + 128)}
     total = models[models.component == "tiny-lm: TOTAL"]["parameters"].item()
     assert total == sum(p.numel() for p in lm.parameters())
@@ -312,7 +308,7 @@ def test_handlers_never_raise_anything_but_a_message(text, other, number, seed):
     _answers_or_explains(tab.trace, text, other, number, seed, number, seed)
     _answers_or_explains(tab.scaling, number, 16, seed)
     _answers_or_explains(tab.positions, number, seed)
-    _answers_or_explains(tab.parameters, number, _NoProgress())
+    _answers_or_explains(tab.parameters, number)
 
 
 @settings(max_examples=10, deadline=None)

@@ -12,8 +12,9 @@ import torch
 
 import transformer_core as tc
 from transformer_core.tokenization import TextTokenizer
+from lab import generation as use
+from lab import store
 from ui import generate as tab
-from ui import store
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
 CONTEXT = 48
@@ -129,7 +130,7 @@ def test_temperature_panel_gets_more_varied_as_temperature_rises(monkeypatch):
 
 def test_empty_prompt_starts_from_a_new_line():
     notice, highlighted, *_ = run(prompt="")[-1]
-    assert highlighted[0] == ("\n", None) and "new line" in notice
+    assert highlighted[0] == ("↵\n", None) and "new line" in notice  # a newline is drawn, then breaks the line
 
 
 def test_a_prompt_longer_than_the_context_keeps_its_last_tokens_and_says_so():
@@ -141,13 +142,13 @@ def test_a_prompt_longer_than_the_context_keeps_its_last_tokens_and_says_so():
 
 
 def test_too_many_new_tokens_are_clamped_with_a_notice(monkeypatch):
-    monkeypatch.setattr(tab, "MAX_NEW_TOKENS", 15)  # the rule, not the app's limit of 200, is under test
+    monkeypatch.setattr(use, "MAX_NEW_TOKENS", 15)  # the rule, not the app's limit of 200, is under test
     notice, *_, session = run(max_new_tokens=10_000)[-1]
     assert len(session.records) == 15 and "can be 1 to 15" in notice
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(temperature=-0.5), "temperature"), (dict(top_k=-3), "top_k"), (dict(top_p=0.0), "top_p"),
+    (dict(temperature=-0.5), "temperature"), (dict(top_k="some"), "Top-k"), (dict(top_p=0.0), "top_p"),
     (dict(top_p=1.5), "top_p"), (dict(mode="nucleus"), "Decoding"), (dict(max_new_tokens="many"), "New tokens"),
 ])
 def test_bad_settings_give_a_clear_message_not_a_traceback(bad, message):
@@ -163,16 +164,33 @@ def test_step_refuses_beam_search_plainly():
 # ---------------------------------------------------------------- the GPT-2 picker
 
 
+def test_a_negative_top_k_is_clamped_with_a_notice():
+    notice, *_, session = run(top_k=-3, max_new_tokens=3)[-1]
+    assert "Top-k can be 0 to" in notice and session.key[2].top_k == 0
+
+
+def test_generation_is_cached_by_every_setting_and_the_cache_hands_out_copies(monkeypatch):
+    first = run(max_new_tokens=5)
+    calls, sample_steps = [], use.sample_steps
+    monkeypatch.setattr(use, "sample_steps", lambda *a: calls.append(a) or sample_steps(*a))
+    again = run(max_new_tokens=5)
+    assert calls == [] and again[-1][1] == first[-1][1] and len(again) == 2  # the end at once, no stream
+    again[-1][-1].ids.append(0)  # a caller extending its copy (Step) ...
+    assert run(max_new_tokens=5)[-1][-1].ids == first[-1][-1].ids  # ... leaves the cache alone
+    run(max_new_tokens=5, seed=11)  # another seed is another text: computed, not served
+    assert len(calls) == 1
+
+
 def test_gpt2_offline_says_it_needs_the_hub_and_stays_on_the_shipped_model(monkeypatch):
-    monkeypatch.setattr(tab, "_hub", tab._Hub())
-    monkeypatch.setattr(tab, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(store, "_gpt2_loaded", None)
+    monkeypatch.setattr(store, "hub_reachable", lambda timeout=3.0: False)
 
     def offline(repo_id, local_files_only=False, **kwargs):
         assert local_files_only, "offline, only the local cache may be asked"
         raise huggingface_hub.errors.LocalEntryNotFoundError("not in the local cache")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
-    notice, highlighted, *_ = run(model=tab.GPT2)[-1]
+    notice, highlighted, *_ = run(model=use.GPT2)[-1]
     assert "needs the Hugging Face Hub" in notice and "shipped Shakespeare model" in notice
     assert text_of(highlighted).startswith("ROMEO:")
 
@@ -184,13 +202,13 @@ def test_gpt2_from_a_downloaded_copy_runs_in_our_decoder(monkeypatch, tmp_path):
                                                               vocab_size=tokenizer.vocab_size))
     hf.save_pretrained(tmp_path)
     tokenizer.save(tmp_path / "tokenizer.json")
-    monkeypatch.setattr(tab, "_hub", tab._Hub())
-    monkeypatch.setattr(tab, "_hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(store, "_gpt2_loaded", None)
+    monkeypatch.setattr(store, "hub_reachable", lambda timeout=3.0: True)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, **kwargs: str(tmp_path))
-    model, _, notice = tab.load(tab.GPT2)
+    model, _, notice = use.load(use.GPT2)
     assert notice == "" and model.config.n_layer == 1 and model.config.max_len == 64
     assert json.loads((tmp_path / "config.json").read_text())["n_embd"] == model.config.d_model
-    notice, highlighted, *_ = run(model=tab.GPT2, max_new_tokens=5)[-1]
+    notice, highlighted, *_ = run(model=use.GPT2, max_new_tokens=5)[-1]
     assert notice == "" and len(highlighted) == 6
 
 

@@ -11,8 +11,10 @@ import torch
 from transformer_core import DecoderLM, DecoderLMConfig, build_mask, load_model, save_checkpoint
 from transformer_core.analysis import mean_loss, token_losses
 from transformer_core.tokenization import TextTokenizer
+from lab import masking as use
+from lab import store
 from ui import masking as tab
-from ui import store
+from views import masks as views
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"
@@ -27,7 +29,7 @@ def stand_in_dir(tmp_path_factory):
     bpe = TextTokenizer.load(BPE)
     config = DecoderLMConfig(vocab_size=bpe.vocab_size, d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=96,
                              dropout=0.0)
-    save_checkpoint(DecoderLM(config).eval(), root / tab.LM, bpe)
+    save_checkpoint(DecoderLM(config).eval(), root / use.LM, bpe)
     return root
 
 
@@ -39,11 +41,12 @@ def model_dir(stand_in_dir):
 
 
 def test_each_gallery_matrix_is_the_mask_the_model_applied(model_dir):
-    model, tokenizer = store.model(tab.LM), store.tokenizer(tab.LM)
+    model, tokenizer = store.model(use.LM), store.tokenizer(use.LM)
     ids, ids_b = tokenizer.encode(TEXT), tokenizer.encode("To be, or not")
     n = len(ids)
-    masks = tab.gallery_masks(n, [n, len(ids_b)], w=2, dilation=2, global_tokens=[0, 3])
-    figure = tab.views.mask_gallery(tab.gallery_panels(masks, [str(i) for i in ids], [str(i) for i in ids_b]))
+    settings = use.settings("none", n, 2, 2, "0 3", False, [])
+    masks = use.gallery_masks(n, [n, len(ids_b)], settings)
+    figure = views.mask_gallery(views.gallery_panels(masks, [str(i) for i in ids], [str(i) for i in ids_b]))
     drawn = iter(figure.data)
     for title, mask in masks:
         batch = [ids, ids_b + [0] * (n - len(ids_b))] if mask.allowed.dim() == 3 else [ids]
@@ -56,7 +59,7 @@ def test_each_gallery_matrix_is_the_mask_the_model_applied(model_dir):
 
 def test_handler_compares_causal_with_the_chosen_mask(model_dir):
     notice, gallery, attention, loss, top = tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4)
-    n = len(store.tokenizer(tab.LM).encode(TEXT))
+    n = len(store.tokenizer(use.LM).encode(TEXT))
     assert notice == f"All {n} tokens are used."
     assert len(attention.data) == 2 and len(loss.data) == 2 and len(top.data) == 2
     window = np.asarray(attention.data[1].z)
@@ -66,22 +69,43 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
 
 def test_long_text_is_cut_with_a_notice(model_dir):
     notice, gallery, *_ = tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0)
-    assert f"the first {tab.MAX_TOKENS} are used" in notice
-    assert np.asarray(gallery.data[0].z).shape == (tab.MAX_TOKENS, tab.MAX_TOKENS)
+    assert f"the first {use.MAX_TOKENS} are used" in notice
+    assert np.asarray(gallery.data[0].z).shape == (use.MAX_TOKENS, use.MAX_TOKENS)
 
 
 @pytest.mark.parametrize("text, w, global_tokens, message", [
-    ("", 3, "0", "type at least 2"),
+    ("", 3, "0", "no tokens"),
     ("To", 3, "0", "type at least 2"),
-    (TEXT, 0, "0", "at least 1"),
-    (TEXT, None, "0", "at least 1"),
-    ("To be or not", 30, "0", "covers the whole text"),
     (TEXT, 3, "zero", "positions like"),
     (TEXT, 3, "99", "must lie in"),
+    (TEXT, 3, "<img src=x>", "&lt;img src=x&gt;"),  # the person's own text comes back escaped
 ])
 def test_bad_input_gives_a_clear_message(model_dir, text, w, global_tokens, message):
     with pytest.raises(gr.Error, match=message):
         tab.masking(text, "To be", "sliding_window", w, 2, global_tokens, True, 0, 0, 0)
+
+
+@pytest.mark.parametrize("kind", ["none", "sliding_window"])
+def test_a_window_wider_than_the_text_is_narrowed_with_a_notice(model_dir, kind):
+    n = len(store.tokenizer(use.LM).encode("To be or"))
+    notice, gallery, attention, *_ = tab.masking("To be or", "To", kind, 16, 2, "0", True, 0, 0, 0)
+    assert f"Window width can be 1 to {n - 1}; used {n - 1}." in notice
+    assert len(attention.data) == 2
+
+
+@pytest.mark.parametrize("w", [0, None, -4])
+def test_a_window_below_one_is_raised_to_one_with_a_notice(model_dir, w):
+    notice, *_ = tab.masking(TEXT, "To be", "sliding_window", w, 2, "0", True, 0, 0, 0)
+    assert "Window width" in notice and "used 1." in notice
+
+
+def test_moving_a_view_slider_re_slices_the_run_instead_of_running_the_model(model_dir, monkeypatch):
+    args = (TEXT, "To be", "causal", 3, 2, "0", True)
+    first = tab.masking(*args, 0, 0, 0)
+    calls = []
+    monkeypatch.setattr(use, "_compute", lambda *a: calls.append(a))
+    moved = tab.masking(*args, 1, 3, 5)  # another layer, head and position: the same run
+    assert calls == [] and moved[2].layout.title.text != first[2].layout.title.text
 
 
 def test_per_token_loss_is_next_token_cross_entropy():

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import app
-from ui import store
+from lab import store
 
 EXAMPLES_PER_ENDPOINT = 4  # small on purpose: ~25 endpoints, some run a model on a busy 2-core CPU
 # Endpoints whose largest settings run for minutes by design (live training, a sweep over

@@ -20,7 +20,7 @@ from transformer_core.tokenization import TextTokenizer
 from transformer_core.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
                                               mask_tokens)
 from ui import sentiment as tab
-from ui import store
+from lab import store
 
 SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "sentiment"
 CLEAR = {

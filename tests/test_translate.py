@@ -1,6 +1,5 @@
 """Translate tab: task data, decoding, a short training run, the shipped models' attention, live training."""
 
-import threading
 import time
 from pathlib import Path
 
@@ -21,9 +20,11 @@ from transformer_core.tasks import (
     sort,
     word_pool,
 )
-from transformer_core.train_translate import OneAtATime, TrainingBusyError, build_model, fit
+from transformer_core.train_translate import build_model, fit
 from transformer_core.training import TrainConfig
-from ui import store
+from lab import store
+from lab.live import LiveTraining
+from lab.policy import InputError
 from ui import translate as tab
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -154,38 +155,52 @@ def test_tab_beam_search_and_bad_input():
     assert output == "6789" and len(tree.data) > 1
     with pytest.raises(gr.Error, match="'x'"):
         tab.translate_text("copy", "12x", 1, "cross-attention", 0, "mean of heads")
-    with pytest.raises(gr.Error, match="at most 31"):
-        tab.translate_text("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
+    output, notice, *_ = tab.translate_text("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
+    assert "reads at most 31" in notice and len(output) <= 31  # over-long input is cut, with a notice
     with pytest.raises(gr.Error, match="Type a source"):
         tab.translate_text("pig_latin", "   ", 1, "cross-attention", 0, "mean of heads")
 
 
+def _hold(slot: LiveTraining):
+    """Take the training slot as a running job would, until the returned release is called."""
+    assert slot._lock.acquire(blocking=False)
+    return slot._lock.release
+
+
 def test_live_training_refuses_a_second_concurrent_run():
-    slot, release = OneAtATime(), threading.Event()
-    first = slot.start(release.wait)
+    slot = LiveTraining()
+    release = _hold(slot)
     assert slot.busy
-    with pytest.raises(TrainingBusyError, match="Another live training"):
-        slot.start(lambda: None)
-    release.set()
-    first.join()
-    slot.start(lambda: None).join()  # free again once the first run ended
+    with pytest.raises(InputError, match="Another live training"):
+        next(slot.run("copy", "tiny", 30, 10))
+    release()
+    assert not slot.busy
+
+
+def test_live_training_stops_once_it_reaches_the_goal_and_runs_in_its_own_process(monkeypatch):
+    threads = torch.get_num_threads()
+    *_, last = LiveTraining().run("copy", "small", 1000, 120)
+    assert last.reached_goal and last.checks[-1][1] >= 0.99
+    assert last.losses[-1][0] < 1000  # stopped early, at a goal check
+    assert last.losses[-1][0] % 50 == 0
+    assert torch.get_num_threads() == threads  # the server's thread count was never touched
+    assert exact_match(last.model, last.codec, examples("copy", "test", 100, seed=3)) >= 0.95
 
 
 def test_live_training_in_the_tab_says_busy_and_never_touches_shipped_checkpoints(monkeypatch):
-    slot, release = OneAtATime(), threading.Event()
+    slot = LiveTraining()
     monkeypatch.setattr(tab, "_live", slot)
-    running = slot.start(release.wait)
+    release = _hold(slot)
     with pytest.raises(gr.Error, match="Another live training"):
         tab.live_busy()
     with pytest.raises(gr.Error, match="Another live training"):
-        next(tab.train_live("copy", "tiny", 30, 10, "123", "cross-attention", 0, "mean of heads"))
-    release.set()
-    running.join()
+        next(tab.train_live("copy", "tiny", 50, 10, "123", "cross-attention", 0, "mean of heads"))
+    release()
 
     before = {p: p.stat().st_mtime_ns for p in (ASSETS / "translate-copy").iterdir()}
-    *_, last = tab.train_live("copy", "tiny", 30, 120, "123", "cross-attention", 0, "mean of heads",
+    *_, last = tab.train_live("copy", "tiny", 50, 120, "123", "cross-attention", 0, "mean of heads",
                               progress=lambda *a, **k: None)
     status, curve, output, figure, fresh = last
-    assert status.startswith("Done: 30 steps") and len(curve.data[0].x) == 30
+    assert status.startswith("Done: ") and len(curve.data[0].x) >= 1
     assert tab.translate_fresh(fresh, "copy", "4 5", "cross-attention", 0, "mean of heads")[1] is not None
     assert {p: p.stat().st_mtime_ns for p in (ASSETS / "translate-copy").iterdir()} == before

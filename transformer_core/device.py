@@ -37,6 +37,11 @@ def default_device() -> torch.device:
     return torch.device("cpu")
 
 
+def device_of(model: torch.nn.Module) -> torch.device:
+    """The device a model's weights are on: inputs must be built there."""
+    return next(model.parameters()).device
+
+
 def autocast(device: torch.device | str):
     """bf16 autocast on CUDA; nothing elsewhere (CPU bf16 is slower than fp32 on most CPUs)."""
     device = torch.device(device)

@@ -111,10 +111,11 @@ def _pad(rows: list[list[int]], value: int) -> torch.Tensor:
 def greedy(model, src: torch.Tensor, src_lengths: torch.Tensor, bos: int, eos: int,
            max_new_tokens: int | None = None) -> list[list[int]]:
     """Greedy decoding of a batch of sources (B, S) with the KV cache; per row the ids before </s>
-    (a row that never writes </s> stops after max_new_tokens, default: the model's max_len)."""
+    (a row that never writes </s> stops after max_new_tokens, default: max_len - 1, so that <s> and
+    everything written still fit the decoder's positions when the translation is re-read by `traced`)."""
     device = next(model.parameters()).device
     src, src_lengths = src.to(device), src_lengths.to(device)
-    max_new_tokens = model.config.max_len if max_new_tokens is None else max_new_tokens
+    max_new_tokens = model.config.max_len - 1 if max_new_tokens is None else max_new_tokens
     memory = model.encode(src, src_lengths)  # once: every step reads the same memory
     cache = model.new_cache()
     token = torch.full((src.shape[0], 1), bos, device=device)
@@ -131,8 +132,9 @@ def greedy(model, src: torch.Tensor, src_lengths: torch.Tensor, bos: int, eos: i
 
 def beam(model, src: torch.Tensor, bos: int, eos: int, width: int, max_new_tokens: int | None = None,
          length_penalty: float = 1.0):
-    """Beam search for one source (1, S) through the shared `beam_search`; returns its BeamResult."""
-    max_new_tokens = model.config.max_len if max_new_tokens is None else max_new_tokens
+    """Beam search for one source (1, S) through the shared `beam_search`; returns its BeamResult
+    (at most max_len - 1 tokens by default, as for `greedy`)."""
+    max_new_tokens = model.config.max_len - 1 if max_new_tokens is None else max_new_tokens
     step = encoder_decoder_step(model, src, None, width)
     return beam_search(step, model.new_cache(), [bos], width, max_new_tokens, length_penalty, eos)
 

@@ -15,8 +15,6 @@ import json
 import random
 import shlex
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -88,43 +86,6 @@ def live_config(steps: int, seconds: float, seed: int = 0) -> TrainConfig:
     """Training settings for a live run: fast learning rate, short warm-up, stop at `seconds`."""
     return TrainConfig(steps=steps, lr=3e-3, min_lr=3e-4, warmup=min(50, steps // 10), eval_every=steps,
                        eval_batches=2, seed=seed, time_budget_s=seconds)
-
-
-BUSY = ("Another live training run is going on in this app right now. Wait until it finishes "
-        "(at most its time budget) and press Train again.")
-
-
-class TrainingBusyError(RuntimeError):
-    """A live training run was asked for while another is still running."""
-
-
-class OneAtATime:
-    """Runs a job in a background thread, at most one at a time.
-
-    A second `start` while a job runs raises TrainingBusyError instead of waiting:
-    the CPU is shared, and a lecturer would rather hear "busy" than stare at a queue.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-
-    @property
-    def busy(self) -> bool:
-        return self._lock.locked()
-
-    def start(self, job: Callable[[], None]) -> threading.Thread:
-        if not self._lock.acquire(blocking=False):
-            raise TrainingBusyError(BUSY)
-
-        def run():
-            try:
-                job()
-            finally:  # released by the job's own thread: a closed browser tab cannot free it early
-                self._lock.release()
-
-        thread = threading.Thread(target=run, name="live-training", daemon=True)
-        thread.start()
-        return thread
 
 
 def measure(model, codec: Codec, task: Task) -> dict[str, float]:

@@ -88,7 +88,8 @@ def train(
     """Train in place and return the history: one row per evaluation {step, train_loss, val_loss, seconds}.
 
     With `resume_path`, state (weights, optimizer, step, history) is saved there at
-    every evaluation and training continues from it if it exists.
+    every evaluation and training continues from it if it exists. `on_step(step, loss)`
+    returning True stops training after that step (a goal reached, e.g. 99% held-out accuracy).
     """
     torch.manual_seed(cfg.seed)
     optimizer = make_optimizer(model, cfg)
@@ -117,11 +118,10 @@ def train(
         optimizer.step()
         value = loss.item()
         running = value if running is None else 0.95 * running + 0.05 * value
-        if on_step is not None:
-            on_step(step, value)
+        done = on_step is not None and on_step(step, value) is True  # the caller's goal is reached
         last = step + 1 == cfg.steps
         over_time = cfg.time_budget_s is not None and time.perf_counter() - t0 > cfg.time_budget_s
-        if (step + 1) % cfg.eval_every == 0 or last or over_time:
+        if (step + 1) % cfg.eval_every == 0 or last or over_time or done:
             val = evaluate(model, get_batch, loss_fn, cfg.eval_batches)
             history.append({"step": step + 1, "train_loss": running, "val_loss": val,
                             "seconds": round(time.perf_counter() - t0, 1)})
@@ -132,6 +132,7 @@ def train(
                             "history": json.dumps(history), "seconds": time.perf_counter() - t0}, resume_path)
         if over_time:
             tqdm.write(f"stopping at step {step + 1}: time budget of {cfg.time_budget_s:.0f}s used")
+        if over_time or done:
             break
     model.eval()
     return history

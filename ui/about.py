@@ -2,11 +2,9 @@
 
 import gradio as gr
 
-import transformer_core
-
-ABOUT = f"""
+ABOUT = """
 Every picture in Transformer Lab comes from a real forward pass of our own transformer package,
-`transformer_core` ({len(transformer_core.__all__)} public names), running the small checkpoints shipped in
+`transformer_core`, running the small checkpoints shipped in
 `assets/`. Nothing is drawn from a formula: when a heatmap shows a head looking at a token, the model did.
 
 **Where to start.** Follow the tabs left to right: **Tokens** (how text becomes numbers), **Attention**
@@ -19,7 +17,7 @@ cross-attention). **Concepts** collects the smaller lessons.
 the same tab with the same text and settings, e.g. `?tab=attention&text=The+cat+sat`. Every plot has
 download buttons for PNG and SVG in its toolbar (hover over the plot).
 
-**In a lecture.** Switch on *Lecture mode* for large type and high-contrast plots, then step through the
+**In a lecture.** Switch on *Lecture mode* for large type and plots made for a projector, then step through the
 numbered presets with *Next step ▶*. Everything runs offline; seeds are fixed, so every run shows the same.
 
 **From code.** Every button is also an API endpoint (`tokenize`, `attention`, `generate`, `classify`,
@@ -28,5 +26,6 @@ numbered presets with *Next step ▶*. Everything runs offline; seeds are fixed,
 
 
 def build() -> None:
+    """The About tab has no action to run: a link to it only opens it."""
     with gr.Tab("About", id="about"):
         gr.Markdown(ABOUT)

@@ -8,35 +8,15 @@ generates: which earlier tokens each new token was chosen from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import gradio as gr
-import plotly.graph_objects as go
-import torch
 
-from transformer_core import CheckpointError
-from transformer_core.analysis import attention_rollout, attention_while_generating
-from transformer_core.hub import read_config
-from transformer_core.seq2seq import Codec, DecodingError, translate, traced
-from transformer_core.tasks import TASKS, examples
-from ui import store
-from ui.common import truncate
+from lab import attention as use, store
+from lab.policy import MAX_DRAWN_TOKENS, InputError, clamp, notice
+from ui.common import View, handler
 from views import attention as views
+from views.kit import placeholder
 
-MAX_TOKENS = 128  # longest input drawn: a 6 x 8 grid of 128 x 128 heatmaps is ~800k cells
-MAX_NEW_TOKENS = 40
-# which attention a model has: encoder self-attention sees both ways, decoder self-attention
-# only the past, cross-attention reads the source from the target
-GROUP_CHOICES = [("encoder self-attention", "encoder"), ("decoder masked self-attention", "decoder"),
-                 ("cross-attention (target reads source)", "cross")]
-GROUP_NAMES = {value: name for name, value in GROUP_CHOICES}
-GROUPS = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
-KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
-EXAMPLE_TEXT = {
-    "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
-    "EncoderClassifier": "The plot was thin, but the acting was wonderful and I was not bored for a minute.",
-}
+GROUP_CHOICES = [(name, group) for group, name in use.GROUP_NAMES.items()]
 EXPLAINER = """
 **What am I looking at?** Each small square is one attention head: row *i* is query token *i*,
 column *j* is key token *j*, and the colour is how much of token *j*'s value vector token *i* takes
@@ -49,248 +29,128 @@ triangular; an encoder's are full; cross-attention shows which source token each
 """
 
 
-# ---------------------------------------------------------------- which models exist
-
-
 def checkpoints() -> dict[str, str]:
-    """Shipped checkpoints this tab can show: dropdown label -> folder name (missing ones are not offered).
-
-    The cheating-demo pair belongs to the Masking tab and is left out here.
-    """
-    found = []
-    for folder in Path(store.model_dir()).glob("*"):
-        if not folder.is_dir() or folder.name.startswith("cheat-"):
-            continue
-        try:
-            arch = read_config(folder)["arch"]
-        except CheckpointError:
-            continue  # a tokenizer folder, or a checkpoint still being written
-        found.append((list(KIND_NAMES).index(arch), folder.name, f"{folder.name} ({KIND_NAMES[arch]})"))
-    return {label: name for _, name, label in sorted(found)}  # language models first
+    """Picker label -> checkpoint name, for the shipped checkpoints this tab can show."""
+    return store.checkpoints()
 
 
-def _arch(name: str) -> str:
-    return read_config(store.model_dir() / name)["arch"]
-
-
-def example_text(name: str) -> str:
-    """A text the model can read: a translator gets a test source of its own task."""
-    arch = _arch(name)
-    if arch != "EncoderDecoder":
-        return EXAMPLE_TEXT[arch]
-    task = next((t for t in TASKS if t.replace("_", "-") in name), "pig_latin")
-    return examples(task, "test", 1)[0][0]
-
-
-def _model(label: str):
-    names = checkpoints()
-    if label not in names:
-        raise gr.Error(f"No model {label!r} in {store.model_dir()}; pick one from the list.")
-    name = names[label]
-    try:
-        return name, store.model(name), store.tokenizer(name)
-    except CheckpointError as e:
-        raise gr.Error(str(e)) from e
-
-
-# ---------------------------------------------------------------- one traced pass
-
-
-@dataclass
-class Attention:
-    """One group's weights for one text: attn (n_layer, n_head, Tq, Tk) and the axis labels."""
-
-    attn: torch.Tensor
-    q_labels: list[str]
-    k_labels: list[str]
-    notice: str
-    group: str
-
-
-def _cut_tokens(tokenizer, text: str, limit: int) -> tuple[list[int], list[str], str]:
-    spans = tokenizer.tokens(text)
-    if not spans:
-        raise gr.Error("The text has no tokens: type a sentence.")
-    notice = ""
-    if len(spans) > limit:
-        notice = f"Your text has {len(spans)} tokens; the first {limit} are shown."
-    spans = spans[:limit]
-    return [s.id for s in spans], [s.text for s in spans], notice
-
-
-def _translator_attention(model, tokenizer, text: str, group: str) -> Attention:
-    codec = Codec(tokenizer)
-    limit = min(MAX_TOKENS, model.config.max_len) - 1  # room for </s>
-    notice = ""
-    if len(text) > limit:
-        text, notice = text[:limit], f"Your source has {len(text)} characters; the first {limit} are used."
-    try:
-        codec.check(text, model.config.max_len)
-        target = translate(model, codec, text).ids
-    except DecodingError as e:
-        raise gr.Error(str(e)) from e
-    room = min(MAX_TOKENS, model.config.max_len) - 1  # the decoder reads <s> + the target
-    if len(target) > room:
-        notice = " ".join(x for x in (notice, f"The translation has {len(target)} tokens; the first {room} "
-                                      "are shown.") if x)
-        target = target[:room]
-    _, trace = traced(model, codec, text, target)
-    src = list(text) + ["</s>"]
-    tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
-    q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
-    notice = " ".join(x for x in (notice, f"Translation: **{codec.text(target)}**") if x)
-    return Attention(trace.attention(group)[:, 0], q, k, notice, group)
-
-
-def run_attention(label: str, text: str, group: str) -> Attention:
-    """Validate, run one traced forward pass of the chosen model, return the chosen group's weights."""
-    text, notice = truncate(text)
-    if not text.strip():
-        raise gr.Error("Type some text first.")
-    name, model, tokenizer = _model(label)
-    arch = type(model).__name__
-    if group not in GROUPS[arch]:
-        shown = GROUPS[arch][0]
-        notice = " ".join(x for x in (notice, f"This {KIND_NAMES[arch]} has no {group!r} attention; "
-                                      f"showing its {GROUP_NAMES[shown]}.") if x)
-        group = shown
-    if arch == "EncoderDecoder":
-        result = _translator_attention(model, tokenizer, text, group)
-    else:
-        ids, labels, cut = _cut_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len))
-        device = next(model.parameters()).device
-        _, trace = model.run_with_trace(torch.tensor([ids], device=device))
-        result = Attention(trace.attention(group)[:, 0], labels, labels, cut, group)
-    result.notice = " ".join(x for x in (notice, result.notice) if x)
-    return result
-
-
-def _clamp(value, n: int) -> int:
-    return max(0, min(int(value or 0), n - 1))
-
-
-def _focus_figures(a: Attention, layer: int, head: int, query: int) -> tuple[go.Figure, go.Figure]:
-    n_layer, n_head, Tq, _ = a.attn.shape
-    layer, head, query = _clamp(layer, n_layer), _clamp(head, n_head), _clamp(query, Tq)
-    head_fig = views.head_heatmap(a.attn[layer, head], a.q_labels, a.k_labels, f"Layer {layer}, head {head}")
-    rows_fig = views.query_rows_heatmap(a.attn[:, :, query], a.k_labels,
-                                        f"What does token {query} ({views.plain(repr(a.q_labels[query]))}) attend to, "
-                                        "in every head?")
+def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]):
+    layer, head, weights = run.head(layer, head, notices)
+    query, rows = run.query(query, notices)
+    head_fig = views.head_heatmap(weights, run.q_labels, run.k_labels, f"Layer {layer}, head {head}")
+    rows_fig = views.query_rows_heatmap(rows, run.k_labels, f"What does token {query} "
+                                        f"({views.plain(repr(run.q_labels[query]))}) attend to, in every head?")
     return head_fig, rows_fig
 
 
-# ---------------------------------------------------------------- handlers
-
-
+@handler
 def attention(label: str, text: str, group: str, layer: float, head: float, query: float):
     """All figures for one text: grid, selected head, per-layer averages, one query's rows, rollout."""
-    a = run_attention(label, text, group)
-    n_layer, n_head, Tq, Tk = a.attn.shape
-    grid = views.layer_head_grid(a.attn, a.q_labels, a.k_labels,
+    run = use.attention_run(label, text, group)
+    n_layer, n_head, Tq, Tk = run.shape
+    notices = [run.notice]
+    grid = views.layer_head_grid(run.attn, run.q_labels, run.k_labels,
                                  f"{n_layer} layers x {n_head} heads over {Tq} x {Tk} tokens")
-    head_fig, rows_fig = _focus_figures(a, layer, head, query)
-    average = views.layer_average_grid(a.attn, a.q_labels, a.k_labels)
-    if a.group != "cross":
-        rollout = views.rollout_heatmap(attention_rollout(a.attn)[-1], a.q_labels)
+    head_fig, rows_fig = _focus_figures(run, layer, head, query, notices)
+    average = views.layer_average_grid(run.attn, run.q_labels, run.k_labels)
+    if run.rollout is not None:
+        rollout = views.rollout_heatmap(run.rollout, run.q_labels)
     else:
-        rollout = views.message_figure("Rollout follows self-attention through one stack: "
+        rollout = placeholder("Rollout follows self-attention through one stack: "
                                        "choose encoder or decoder self-attention.")
-    notice = a.notice or f"Showing all {Tq} tokens."
-    return notice, grid, head_fig, average, rows_fig, rollout
+    return notice(*notices), grid, head_fig, average, rows_fig, rollout
 
 
+@handler
 def attention_focus(label: str, text: str, group: str, layer: float, head: float, query: float):
-    """Only the selected head and query figures (for the sliders: the grid stays as it is)."""
-    return _focus_figures(run_attention(label, text, group), layer, head, query)
+    """Only the selected head and query figures, re-sliced from the (cached) run: the grid stays as it is."""
+    return _focus_figures(use.attention_run(label, text, group), layer, head, query, [])
 
 
+@handler
 def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
-    text, notice = truncate(text)
-    if not text.strip():
-        raise gr.Error("Type a prompt first.")
-    _, model, tokenizer = _model(label)
-    if type(model).__name__ != "DecoderLM":
-        raise gr.Error("Attention while generating needs a language model: pick one in the model list.")
-    n_new = max(1, min(int(n_new or 1), MAX_NEW_TOKENS))
-    ids, _, cut = _cut_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len) - n_new)
-    gen = attention_while_generating(model, ids, n_new)
-    labels = [tokenizer.decode([i]) for i in gen.ids]
+    gen = use.generation_run(label, text, n_new)
     n_layer, n_head = gen.rows[0].shape[:2]
-    layer, head, step = _clamp(layer, n_layer), _clamp(head, n_head), _clamp(step, len(gen.rows))
-    staircase = views.generation_heatmap(gen.rows, labels, gen.n_prompt, layer, head)
-    chosen = labels[gen.n_prompt + step]
-    step_fig = views.query_rows_heatmap(gen.rows[step], labels[: gen.rows[step].shape[-1]],
+    notices = [gen.notice]
+    layer, head = clamp(layer, 0, n_layer - 1, "Layer", notices), clamp(head, 0, n_head - 1, "Head", notices)
+    step = clamp(step, 0, len(gen.rows) - 1, "Step", notices)
+    staircase = views.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head)
+    chosen = gen.labels[gen.n_prompt + step]
+    step_fig = views.query_rows_heatmap(gen.rows[step], gen.labels[: gen.rows[step].shape[-1]],
                                         f"Step {step}: choosing {views.plain(repr(chosen))}, every layer and head")
-    notice = " ".join(x for x in (notice, cut) if x)
-    continuation = f"**Continuation:** {tokenizer.decode(gen.generated)!r}" + (f"  \n{notice}" if notice else "")
+    cut = notice(*notices)
+    continuation = f"**Continuation:** {gen.continuation!r}" + (f"  \n{cut}" if cut else "")
     return continuation, staircase, step_fig
 
 
-def _model_changed(label: str):
-    """New model: size the layer/head sliders to it."""
-    names = checkpoints()
-    if label not in names:
+def model_changed(label: str, layer: float, head: float):
+    """New model: size the layer/head sliders to it and keep the chosen values where they still fit."""
+    try:
+        config = store.config(use.resolve(label))
+    except (InputError, Exception):  # noqa: BLE001 -- an unreadable model is reported when it is run
         return gr.Slider(), gr.Slider()
-    config = read_config(store.model_dir() / names[label])
-    return gr.Slider(maximum=config["n_layer"] - 1), gr.Slider(maximum=config["n_head"] - 1)
+    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
+    return (gr.Slider(maximum=max(1, top_layer), value=min(int(layer or 0), top_layer)),
+            gr.Slider(maximum=max(1, top_head), value=min(int(head or 0), top_head)))
 
 
-# ---------------------------------------------------------------- layout
-
-
-def build() -> None:
+def build() -> View | None:
     with gr.Tab("Attention", id="attention"):
         models = checkpoints()
         if not models:
             gr.Markdown(f"No trained model found in `{store.model_dir()}`: train or download one first.")
-            return
+            return None
         labels = list(models)
-        first = read_config(store.model_dir() / models[labels[0]])
+        first = store.config(models[labels[0]])
         with gr.Row():
             model = gr.Dropdown(labels, value=labels[0], label="Model")
-            group = gr.Radio(GROUP_CHOICES, value=GROUPS[first["arch"]][0], label="Attention",
-                             info="a language model has only masked self-attention, a classifier only encoder "
-                                  "self-attention, a translator all three")
-        text = gr.Textbox(example_text(models[labels[0]]), label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
-        run = gr.Button("Show attention", variant="primary")
-        gr.Examples([[lab, example_text(models[lab]), GROUPS[_arch(models[lab])][-1]] for lab in labels],
-                    [model, text, group])
-        with gr.Accordion("What am I looking at?", open=False):
-            gr.Markdown(EXPLAINER)
-        notice = gr.Markdown()
-        grid = gr.Plot(label="Every head of every layer")
+            group = gr.Dropdown(GROUP_CHOICES, value=use.GROUPS_OF[first["arch"]][0], label="Attention")
+        with gr.Row(equal_height=True):
+            text = gr.Textbox(use.example_text(models[labels[0]]), lines=2, scale=5,
+                              label=f"Text (up to {MAX_DRAWN_TOKENS} tokens are drawn)")
+            run = gr.Button("Show attention", variant="primary", scale=1, elem_id="attention-run")
+        with gr.Column(elem_classes=["lecture-hide"]):
+            gr.Examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
+                         for name in labels], [model, text, group])
+            with gr.Accordion("What am I looking at?", open=False):
+                gr.Markdown(EXPLAINER)
+        notice_box = gr.Markdown()
+        grid = gr.Plot(label="Every head of every layer", elem_id="attention-grid", show_label=False)
         with gr.Row():
-            layer = gr.Slider(0, first["n_layer"] - 1, value=0, step=1, label="Layer")
-            head = gr.Slider(0, first["n_head"] - 1, value=0, step=1, label="Head")
-            query = gr.Slider(0, MAX_TOKENS - 1, value=8, step=1, label="Query token (position)")
+            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label="Layer")
+            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label="Head")
+            query = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=8, step=1, label="Query token (position)")
         with gr.Row():
-            head_fig = gr.Plot(label="Selected head")
-            rows_fig = gr.Plot(label="One query token in every head")
+            head_fig = gr.Plot(label="Selected head", show_label=False)
+            rows_fig = gr.Plot(label="One query token in every head", show_label=False)
         with gr.Row():
-            average = gr.Plot(label="Head average per layer")
-            rollout = gr.Plot(label="Attention rollout")
-        with gr.Accordion("Attention while generating (language models)", open=False):
+            average = gr.Plot(label="Head average per layer", show_label=False)
+            rollout = gr.Plot(label="Attention rollout", show_label=False)
+        with gr.Accordion("Attention while generating (language models)", open=False) as while_generating:
             gr.Markdown("The model continues your text greedily. Each line is one new token: the attention "
                         "of the position that chose it, over everything before it. Pick a step to see that "
                         "row in every layer and head.")
             with gr.Row():
-                n_new = gr.Slider(1, MAX_NEW_TOKENS, value=12, step=1, label="New tokens")
-                step = gr.Slider(0, MAX_NEW_TOKENS - 1, value=0, step=1, label="Step")
+                n_new = gr.Slider(1, use.MAX_NEW_TOKENS, value=12, step=1, label="New tokens")
+                step = gr.Slider(0, use.MAX_NEW_TOKENS - 1, value=0, step=1, label="Step")
             go_button = gr.Button("Generate and show attention")
             continuation = gr.Markdown()
-            staircase = gr.Plot(label="Selected head, step by step")
-            step_fig = gr.Plot(label="One step in every layer and head")
+            staircase = gr.Plot(label="Selected head, step by step", show_label=False)
+            step_fig = gr.Plot(label="One step in every layer and head", show_label=False)
 
         inputs = [model, text, group, layer, head, query]
-        outputs = [notice, grid, head_fig, average, rows_fig, rollout]
+        outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
         run.click(attention, inputs, outputs, api_name="attention")
         text.submit(attention, inputs, outputs, api_name=False)
         group.input(attention, inputs, outputs, api_name=False)
         for slider in (layer, head, query):
             slider.release(attention_focus, inputs, [head_fig, rows_fig], api_name=False)
-        model.change(_model_changed, model, [layer, head], api_name=False)
-        go_button.click(attention_generate, [model, text, n_new, layer, head, step],
-                        [continuation, staircase, step_fig], api_name="attention_generate")
-        step.release(attention_generate, [model, text, n_new, layer, head, step],
-                     [continuation, staircase, step_fig], api_name=False)
+        model.change(model_changed, [model, layer, head], [layer, head], api_name=False)
+        generate_inputs = [model, text, n_new, layer, head, step]
+        generate_outputs = [continuation, staircase, step_fig]
+        go_button.click(attention_generate, generate_inputs, generate_outputs, api_name="attention_generate")
+        step.release(attention_generate, generate_inputs, generate_outputs, api_name=False)
+        # an accordion never opens on empty plots: opening it runs its view
+        while_generating.expand(attention_generate, generate_inputs, generate_outputs, api_name=False)
+    return View(attention, inputs, outputs, "attention")

@@ -1,14 +1,55 @@
-"""Small things every tab needs the same way: the input limit and the notice when text is cut.
-(Figures export their own numbers: see the JSON button `app.py` adds to every plot's toolbar.)"""
+"""What every tab's adapters share: turning a use case's InputError into a message on screen.
+
+(Figures export their own numbers: see the JSON button `app.py` adds to every plot's toolbar.)
+"""
 
 from __future__ import annotations
 
-MAX_CHARS = 5000  # longest text any tab takes; longer input is cut, with a visible notice
+import functools
+import html
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+
+from lab import InputError
+
+log = logging.getLogger("transformer_lab")
 
 
-def truncate(text: str | None, limit: int = MAX_CHARS) -> tuple[str, str]:
-    """(text cut to `limit` characters, a notice for the user or "" when nothing was cut)."""
-    text = text or ""
-    if len(text) <= limit:
-        return text, ""
-    return text[:limit], f"Your text has {len(text):,} characters; only the first {limit:,} are used."
+def user_error(e: Exception) -> gr.Error:
+    """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback."""
+    log.info("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
+    return gr.Error(html.escape(str(e), quote=False))
+
+
+@dataclass(frozen=True)
+class View:
+    """A tab's main action: what a link, a lecture step or the tab's main button runs."""
+
+    fn: Callable
+    inputs: list
+    outputs: list
+    api_name: str
+
+
+def handler(fn):
+    """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except InputError as e:
+                raise user_error(e) from None
+        return stream
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InputError as e:
+            raise user_error(e) from None
+    return call

@@ -6,68 +6,17 @@ Handlers validate, call `transformer_core.concepts`, and hand the result to
 
 from __future__ import annotations
 
-import math
-
 import gradio as gr
 import pandas as pd
-import plotly.graph_objects as go
-import torch
 
-from transformer_core import CheckpointError, EncoderClassifier
-from transformer_core import concepts as core
-from transformer_core.tokenization import TokenizerError
+from lab import concepts as use
+from ui.common import View, handler
 from views import concepts as views
-
-from . import store
-from .common import truncate
-
-LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
-SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.data.Review.label: 1 positive, 0 negative
-MAX_WORDS = 40
-MAX_SENTENCE_CHARS = 400
-MAX_MATRIX_CHARS = 2000  # 8 rows of 8 numbers fit many times over
-MAX_SEED = 2**31 - 1
+from views.kit import placeholder
 
 
 def _table(rows: list[list], headers: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=headers)
-
-
-def _matrix(text: str, name: str) -> torch.Tensor:
-    if len(text or "") > MAX_MATRIX_CHARS:
-        raise gr.Error(f"{name} is {len(text):,} characters long; type at most 8 short rows of numbers.")
-    try:
-        return core.parse_matrix(text, name)
-    except core.ConceptInputError as e:
-        raise gr.Error(str(e)) from e
-
-
-def _number(value, name: str, lo: float, hi: float) -> float:
-    """A slider or number box's value, checked: API clients can send anything."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if not lo <= x <= hi:  # also refuses NaN
-        raise gr.Error(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")
-    return x
-
-
-def _int(value, name: str, lo: int, hi: int) -> int:
-    return int(_number(value, name, lo, hi))
-
-
-def _placeholder(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(title=message, height=200, xaxis_visible=False, yaxis_visible=False,
-                      plot_bgcolor="rgba(0,0,0,0)")
-    return fig
-
-
-def shipped_models() -> list[str]:
-    """Checkpoint folders (those with a config.json) in the model directory."""
-    folder = store.model_dir()
-    return sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.is_dir() else []
 
 
 # 1 ------------------------------------------------------------------------------------------
@@ -84,14 +33,10 @@ X_DEFAULT = "2 0\n0 1\n1 1"
 WQ_DEFAULT, WK_DEFAULT, WV_DEFAULT = "1 0\n0 2", "1 1\n0 1", "0 1\n1 0"
 
 
+@handler
 def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled):
-    x = _matrix(x_text, "X")
-    ws = [_matrix(t, n) for t, n in ((wq_text, "W_q"), (wk_text, "W_k"), (wv_text, "W_v"))] if use_projections else []
-    try:
-        wa = core.self_attention_average(x, *ws, scaled=bool(scaled))
-    except core.ConceptInputError as e:
-        raise gr.Error(str(e)) from e
-    labels = views.vector_labels(len(x), "y")
+    wa = use.weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled)
+    labels = views.vector_labels(len(wa.y), "y")
     headers = ["output", *[f"dim {j + 1}" for j in range(wa.y.shape[1])]]
     return (views.weights_figure(wa), views.vectors_figure(wa), views.weighted_sums(wa),
             _table(views.matrix_rows(wa.y, labels), headers))
@@ -108,11 +53,10 @@ spread at every d: the top weight and the gradient stay put. Curves: mean over 2
 queries (band: 10th–90th percentile) against the chosen number of random keys, through `attend`."""
 
 
+@handler
 def scaling(d, n_keys, seed):
-    d, n_keys = _int(d, "d", 2, 1024), _int(n_keys, "number of keys", 2, 64)
-    points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=_int(seed, "seed", 0, MAX_SEED))
-    chosen = next(p for p in points if p.d == d)
-    return (views.scaling_figure(points, d), views.chosen_d_figure(chosen),
+    points, chosen = use.scaling(d, n_keys, seed)
+    return (views.scaling_figure(points, chosen.d), views.chosen_d_figure(chosen),
             _table(views.scaling_rows(points), views.SCALING_HEADERS))
 
 
@@ -129,41 +73,9 @@ shipped sentiment classifier when it is installed, otherwise a small untrained o
 SENTENCE_DEFAULT = "the plot was dull but the acting was wonderful"
 
 
-def _classifier():
-    """(model, tokenizer, class names, which model it is)."""
-    try:
-        model = store.model(CLASSIFIER_NAME)
-        if isinstance(model, EncoderClassifier):
-            names = SENTIMENT_CLASSES if model.config.n_class == 2 else None
-            return model, store.tokenizer(CLASSIFIER_NAME), names, f"the shipped `{CLASSIFIER_NAME}` classifier"
-        why = f"`{CLASSIFIER_NAME}` is a {type(model).__name__}, not an EncoderClassifier"
-    except (CheckpointError, TokenizerError) as e:
-        why = str(e)
-    try:
-        tok = store.tokenizer(FALLBACK_TOKENIZER)
-    except TokenizerError as e:
-        raise gr.Error(f"No tokenizer for the order experiment: {e}") from e
-    return core.random_classifier(tok.vocab_size, seed=0), tok, None, f"an untrained classifier, seed 0 ({why})"
-
-
+@handler
 def order(sentence, seed):
-    sentence, notice = truncate(sentence, MAX_SENTENCE_CHARS)
-    words = sentence.split()
-    if not 2 <= len(words) <= MAX_WORDS:
-        raise gr.Error(f"Type a sentence of 2 to {MAX_WORDS} words; got {len(words)}.")
-    word_order = core.shuffled_order(len(words), _int(seed, "shuffle seed", 0, MAX_SEED))
-    model, tok, names, which = _classifier()
-    word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
-    ids = [i for w in word_ids for i in w]
-    try:
-        perm = core.token_permutation([len(w) for w in word_ids], word_order)
-        variants = core.order_experiment(model, ids, perm)
-    except core.ConceptInputError as e:
-        raise gr.Error(f"Order experiment: {e}") from e
-    names = names or [f"class {c}" for c in range(model.config.n_class)]
-    labels = [tok.decode([ids[p]]) for p in perm]
-    summary = (f"Model: {which}.\n\nShuffled sentence: **{' '.join(words[w] for w in word_order)}** "
-               f"({len(ids)} tokens). {notice}")
+    summary, variants, labels, names = use.order(sentence, seed)
     return (summary, views.order_figure(variants, labels),
             _table(views.verdict_rows(variants, names), views.verdict_headers(names)))
 
@@ -178,38 +90,14 @@ diagonal, fading away from it). Beside it, the table our shipped language model 
 Shakespeare (one row per position, nothing imposed)."""
 
 
-def _learned_table(n_positions: int) -> tuple[str | None, torch.Tensor | None, str]:
-    """(model name, its first n_positions learned positions, note): the shipped LM, or while it
-    is missing another shipped model with a learned position table, or (None, None, why)."""
-    try:
-        learned = core.learned_positions(store.model(LM_NAME), n_positions)
-        if learned is not None:
-            return LM_NAME, learned, ""
-        why = f"The shipped language model `{LM_NAME}` has no learned position table."
-    except CheckpointError as e:
-        why = f"The shipped language model `{LM_NAME}` is not available yet ({e})."
-    for name in (n for n in shipped_models() if n != LM_NAME):
-        try:
-            learned = core.learned_positions(store.model(name), n_positions)
-        except CheckpointError:
-            continue
-        if learned is not None:
-            return name, learned, f"{why} Showing the learned positions of `{name}` instead."
-    return None, None, f"{why} No other shipped model has learned positions; they appear here once one is installed."
-
-
+@handler
 def positions(n_positions, d_model):
-    n_positions = _int(n_positions, "positions", 2, 256)
-    try:
-        pe = core.sinusoidal_positions(n_positions, _int(d_model, "d_model", 4, 256))
-    except core.ConceptInputError as e:
-        raise gr.Error(f"Positions: {e}") from e
-    sinusoidal = views.positions_figure(pe, core.position_similarity(pe), "sinusoidal encoding (fixed formula)")
-    name, learned, note = _learned_table(n_positions)
+    (pe, similarity), learned, note = use.positions(n_positions, d_model)
+    sinusoidal = views.positions_figure(pe, similarity, "sinusoidal encoding (fixed formula)")
     if learned is None:
-        return sinusoidal, _placeholder("learned positions: not available yet"), note
-    title = f"learned positions of {name} (first {len(learned)} of {store.model(name).config.max_len})"
-    return sinusoidal, views.positions_figure(learned, core.position_similarity(learned), title), note
+        return sinusoidal, placeholder("learned positions: not available yet"), note
+    title, table, learned_similarity = learned
+    return sinusoidal, views.positions_figure(table, learned_similarity, title), note
 
 
 # 5 ------------------------------------------------------------------------------------------
@@ -222,18 +110,11 @@ of d/n_head. The output projection W_o that mixes the heads adds another d×d. S
 `*` stands for the layer number); each TOTAL equals `sum(p.numel() for p in model.parameters())`."""
 
 
-def parameters(d_model, progress=gr.Progress()):
-    try:
-        counts = core.head_parameter_counts(_int(d_model, "d_model", 8, 1024))
-    except core.ConceptInputError as e:
-        raise gr.Error(f"Parameter counts: {e}") from e
-    rows, problems = [], []
-    for name in progress.tqdm(shipped_models(), desc="loading checkpoints"):
-        try:
-            rows += views.parameter_rows(name, core.parameter_table(store.model(name)))
-        except CheckpointError as e:
-            problems.append(f"- `{name}`: {e}")
-    note = "No shipped checkpoints found in `{}`.".format(store.model_dir()) if not rows and not problems else ""
+@handler
+def parameters(d_model):
+    counts, tables, problems = use.parameters(d_model)
+    rows = [row for name, table in tables.items() for row in views.parameter_rows(name, table)]
+    note = "No shipped checkpoints found in `{}`.".format(use.store.model_dir()) if not rows and not problems else ""
     if problems:
         note = "Could not count:\n" + "\n".join(problems)
     return (views.head_figure(counts), _table(views.head_rows(counts), views.HEAD_HEADERS),
@@ -254,23 +135,16 @@ class into the target)."""
 SRC_DEFAULT, TGT_DEFAULT = "1 2 3\n4 3 2", "2 3\n1 4"
 
 
+@handler
 def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_position=1):
-    src, tgt = _matrix(src_text, "source ids"), _matrix(tgt_text, "target ids")
-    smoothing = _number(label_smoothing, "label smoothing", 0.0, 0.5)
-    model = core.tiny_encoder_decoder(_int(seed, "model seed", 0, MAX_SEED))
-    try:
-        run = core.trace_encoder_decoder(model, src, tgt, smoothing)
-    except core.ConceptInputError as e:
-        raise gr.Error(f"Trace: {e}") from e
-    B, T = run.targets.shape
-    b, t = _int(follow_row, "batch row to follow", 0, B - 1), _int(follow_position, "position to follow", 0, T - 1)
+    run, b, t = use.trace(src_text, tgt_text, label_smoothing, seed, follow_row, follow_position)
     return (_table(views.step_rows(run), views.STEP_HEADERS), _table(views.loss_rows(run), views.LOSS_HEADERS),
             views.follow_token(run, b, t), views.step_values(run))
 
 
 # layout ---------------------------------------------------------------------------------------
 
-def build() -> None:
+def build() -> View:
     with gr.Tab("Concepts", id="concepts") as tab:
         gr.Markdown("Six ideas every transformer course teaches, each run live on our own code. "
                     "Change a number and press the section's button.")
@@ -374,3 +248,13 @@ def build() -> None:
     for button, fn, inputs, outputs, api_name in sections:
         button.click(fn, inputs, outputs, api_name=api_name)
         tab.select(fn, inputs, outputs, api_visibility="private")  # fill every section when the tab opens
+
+    def every_section(*values):
+        """All six sections at once, for a link or lecture step that opens this tab."""
+        results, start = [], 0
+        for _, fn, inputs, _, _ in sections:
+            results += fn(*values[start: start + len(inputs)])
+            start += len(inputs)
+        return results
+
+    return View(every_section, [c for s in sections for c in s[2]], [c for s in sections for c in s[3]], "concepts")

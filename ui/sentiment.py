@@ -3,24 +3,19 @@
 Lesson: an encoder reads the whole sentence at once, mean-pools its output
 vectors and maps them to P(positive) / P(negative). Gradient x input and
 attention rollout are two ways to ask which tokens mattered; they need not agree.
+With two classifiers installed, Compare shows what pre-training on a large corpus adds.
 """
 
 from __future__ import annotations
 
-import unicodedata
-from urllib.parse import urlencode
-
 import gradio as gr
 
-from transformer_core import CheckpointError
-from transformer_core.sentiment import explain
-from transformer_core.tokenization import TokenizerError
-from ui import store
-from ui.common import truncate
+from lab import sentiment as use
+from lab.policy import notice
+from ui.common import View, handler
 from views import attention as attention_views
 from views import sentiment as views
 
-MODEL = "sentiment"
 METHODS = ("gradient × input", "attention rollout")
 EXAMPLES = [
     ["A moving, beautifully acted film.", METHODS[0]],
@@ -33,83 +28,102 @@ EXAMPLES = [
     ["👍🎉!!!", METHODS[0]],
 ]
 EXPLAINER = """
-**What am I looking at?** A small transformer encoder (5.8M parameters, trained by us on 8.5k movie-review
-sentences with a larger pre-trained model as its teacher; 78% right on held-out ones) reads your text. It turns each token into a vector, lets the
-tokens attend to each other for a few layers, **averages** the final vectors and maps the average to two probabilities.
+**What am I looking at?** A transformer encoder reads your text. It turns each token into a vector,
+lets the tokens attend to each other for a few layers, **averages** the final vectors and maps the
+average to two probabilities. *Trained from scratch* (5.8M parameters) learned from 8.5k movie-review
+sentences only, with a larger pre-trained model as its teacher; *pre-trained + fine-tuned* started
+from all-MiniLM-L6-v2, which had read about a billion sentence pairs before it ever saw a review.
 
 *Gradient × input* asks: if this token's embedding were faded out, how far would the score move
 towards positive (green) or negative (red)? *Attention rollout* follows attention (plus the residual
 path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
 shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
 
-Try the examples: negation (it misses both "not good" and "not bad at all": the word outweighs the
-"not"), contrast ("great but ... a mess"), sarcasm (a model of this size mostly misses it; this one it
-gets, so ask which tokens did it), a neutral fact, and French (the training data is English, so it guesses).
+Try the examples: negation ("not good", "not bad at all"), contrast ("great but ... a mess"),
+sarcasm, a neutral fact, and French (the training data is English, so it guesses).
 """
+COMPARE_NOTE = """**What pre-training gave.** Both models have the same shape of head: mean-pooled encoder
+vectors into two classes. The from-scratch model learned every word's meaning from 8.5k labelled sentences, so
+a word it met mostly in negative reviews stays negative whatever surrounds it ("not bad"). The pre-trained
+encoder had already learned, from a huge unlabelled corpus, how words combine — that "not" flips what follows,
+that "but" shifts the weight to the second half — and fine-tuning only had to map that knowledge to two labels.
+Compare the token contributions: the pre-trained model's negations and contrasts carry weight of their own."""
 
 
-def _has_letters(text: str) -> bool:
-    return any(unicodedata.category(c)[0] in "LN" for c in text)
-
-
-def attention_link(text: str) -> str:
-    """Markdown link that opens the Attention tab on this model and text (query-parameter state)."""
-    return f"[Open this text in the Attention tab →](?{urlencode({'tab': 'attention', 'model': MODEL, 'text': text})})"
-
-
-def classify(text: str | None, method: str):
-    """Text -> (P(label) dict, notices, coloured tokens, per-token bars, attention grid, link)."""
-    text, notice = truncate(text)
-    if not text.strip():
-        raise gr.Error("Type a sentence to classify, or click one of the examples.")
-    try:
-        model, tokenizer = store.model(MODEL), store.tokenizer(MODEL)
-    except (CheckpointError, TokenizerError) as error:
-        raise gr.Error(f"The sentiment model is not available: {error}") from error
-    verdict = explain(model, tokenizer, text)
-    notices = [notice] if notice else []
-    if verdict.truncated:
-        read_tokens = len(verdict.tokens)
-        notices.append(f"The text has {read_tokens + verdict.truncated} tokens; the model reads at most "
-                       f"{read_tokens}, so only the first {read_tokens} were classified.")
-    if not _has_letters(text):
-        notices.append("The text has no letters or digits: the model saw only punctuation, symbols or emoji, "
-                       "which its training sentences rarely contain, so treat the verdict as a guess.")
-    labels = [span.text for span in verdict.tokens]
+def _scores(run: use.SentimentRun, method: str):
     signed = method != METHODS[1]
-    scores = verdict.grad_x_input if signed else verdict.rollout
-    read_text = text[: verdict.tokens[-1].end]
+    return (run.grad_x_input if signed else run.rollout), signed
+
+
+@handler
+def classify(text: str | None, method: str, model: str | None = None):
+    """Text -> (P(label) dict, notices, coloured tokens, per-token bars, attention grid, link)."""
+    run = use.classify(text, model)
+    scores, signed = _scores(run, method)
     return (
-        verdict.probs,
-        "\n\n".join(f"⚠️ {n}" for n in notices),
-        views.token_html(labels, scores, signed),
-        views.score_bars(labels, scores, signed, f"{method} per token"),
-        attention_views.layer_head_grid(verdict.attn, labels, labels, "Attention: every layer and head"),
-        attention_link(read_text),
+        run.probs,
+        "\n\n".join(f"⚠️ {n}" for n in [run.notice] if n),
+        views.token_html(run.labels, scores, signed),
+        views.score_bars(run.labels, scores, signed, f"{method} per token"),
+        attention_views.layer_head_grid(run.attn, run.labels, run.labels, "Attention: every layer and head"),
+        f"[Open this text in the Attention tab →]({use.attention_link(run)})",
     )
 
 
-def build() -> None:
+@handler
+def compare(text: str | None, method: str):
+    """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
+    runs = use.compare(text)
+    columns = []
+    for label, run in zip(use.classifiers(), runs):
+        scores, signed = _scores(run, method)
+        verdict = max(run.probs, key=run.probs.get)
+        columns.append((f"**{label}**: {verdict} ({run.probs[verdict]:.0%})" + (f"  \n{run.notice}" if run.notice else ""),
+                        views.token_html(run.labels, scores, signed),
+                        attention_views.layer_head_grid(run.attn, run.labels, run.labels, label)))
+    return notice(), *[part for column in columns for part in column]
+
+
+def build() -> View:
+    installed = list(use.classifiers())
     with gr.Tab("Sentiment", id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
                 text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...")
-                method = gr.Radio(list(METHODS), value=METHODS[0], label="Colour tokens by")
-                button = gr.Button("Classify", variant="primary")
-                examples = gr.Examples(EXAMPLES, [text, method])
+                model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier")
+                with gr.Row(equal_height=True):
+                    method = gr.Radio(list(METHODS), value=METHODS[0], label="Colour tokens by", scale=3)
+                    button = gr.Button("Classify", variant="primary", scale=1, elem_id="sentiment-run")
+                with gr.Column(elem_classes=["lecture-hide"]):
+                    examples = gr.Examples(EXAMPLES, [text, method])
             with gr.Column(scale=1):
                 probs = gr.Label(label="Verdict", num_top_classes=2)
+                tokens = gr.HTML(label="Tokens coloured by contribution", elem_id="sentiment-tokens")
                 link = gr.Markdown()
         notices = gr.Markdown()
-        tokens = gr.HTML(label="Tokens coloured by contribution")
-        bars = gr.Plot(label="Score per token")
-        with gr.Accordion("Attention in every layer and head", open=False):
+        bars = gr.Plot(label="Score per token", show_label=False)
+        with gr.Accordion("Attention in every layer and head", open=False) as attention_box:
             grid = gr.Plot()
-        with gr.Accordion("What am I looking at?", open=False):
+        with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(EXPLAINER)
-        outputs = [probs, notices, tokens, bars, grid, link]
-        button.click(classify, [text, method], outputs, api_name="classify")
+        inputs, outputs = [text, method, model], [probs, notices, tokens, bars, grid, link]
+        button.click(classify, inputs, outputs, api_name="classify")
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
-        examples.load_input_event.then(classify, [text, method], outputs, api_name=False)
-        text.submit(classify, [text, method], outputs, api_name=False)
-        method.input(classify, [text, method], outputs, api_name=False)
+        examples.load_input_event.then(classify, inputs, outputs, api_name=False)
+        text.submit(classify, inputs, outputs, api_name=False)
+        for control in (method, model):
+            control.input(classify, inputs, outputs, api_name=False)
+        attention_box.expand(classify, inputs, outputs, api_name=False)
+
+        if len(installed) > 1:
+            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=True):
+                gr.Markdown(COMPARE_NOTE)
+                compare_button = gr.Button("Compare the classifiers on this text")
+                compare_notice = gr.Markdown()
+                parts = []
+                with gr.Row():
+                    for label in installed:
+                        with gr.Column():
+                            parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}")]
+            compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
+    return View(classify, inputs, outputs, "classify")

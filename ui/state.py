@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from ui.common import truncate
+from lab.policy import truncate
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -164,18 +164,29 @@ class ViewLinks:
             return [gr.skip()] * (2 + len(self.components))
         return [gr.Tabs(selected=tab_id), tab_id] + [values.get(id(c), gr.skip()) for c in self.components]
 
+    def opened(self, params: dict[str, str]) -> str:
+        """The tab whose view must now run: the one `params` opens, or "" for none."""
+        return apply(params, self.tabs)[0] or ""
+
     def open_link(self, request: gr.Request) -> list:
-        """On page load: the view in the URL's query parameters; then lecture mode if `lecture=1`."""
+        """On page load: the view in the URL's query parameters, lecture mode if `lecture=1`, and
+        the tab to run (a plain visit runs nothing)."""
         params = dict(request.query_params) if request else {}
         lecture = params.get("lecture", "").strip().lower() in TRUE_WORDS
-        return [*self.view(params), True if lecture else gr.skip()]
+        return [*self.view(params), True if lecture else gr.skip(), self.opened(params)]
 
     def open_preset(self, name: str | None) -> list:
-        return self.view(LECTURE_PRESETS.get(name or "", {}))
+        """A lecture step: its view's inputs and the tab to run."""
+        params = LECTURE_PRESETS.get(name or "", {})
+        return [*self.view(params), self.opened(params)]
 
     def selected(self, event: gr.SelectData) -> str:
         """The id of the tab a person just clicked (Gradio reports its label)."""
         return self.tab_ids.get(event.value, "")
+
+    def link_box(self, tab_id: str, *values):
+        """The link box, shown, holding the query string of the current view."""
+        return gr.Textbox(value=self.link(tab_id, *values), visible=True)
 
     def link(self, tab_id: str, *values) -> str:
         """The query string ("?tab=...&...") that reopens tab `tab_id` with the current input values.

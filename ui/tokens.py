@@ -9,19 +9,13 @@ real BPE's merge list can be replayed one merge at a time.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import gradio as gr
 
-from transformer_core.tokenization import TextTokenizer, TokenizerError, sanitize, train_bpe_steps
-from ui import store
-from ui.common import MAX_CHARS, truncate
+from lab import tokens as use
+from lab.policy import MAX_CHARS, InputError
+from ui.common import View, handler
 from views import tokens as views
 
-REPLAY_MODEL = "shakespeare-bpe"  # the real BPE whose merges the replay slider walks through
-SCRATCH_MAX_CHARS = 2000  # BPE from scratch is pure Python, merge by merge: keep its text tiny
-SCRATCH_MAX_MERGES = 500
 EMPTY_HINT = "Type or paste some text above (or click an example) to see its tokens."
 
 SAILOR = ("a sailor went to sea sea sea to see what he could see see see "
@@ -38,116 +32,65 @@ EXAMPLES = [
 ]
 
 
-def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
-    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`; [problems]).
-
-    Character-level tokenizers come first, then the Shakespeare BPE, then the other BPEs by name.
-
-    Models that ship the very same tokenizer file appear once, labelled with all their names.
-    A file that cannot be read is reported as a problem instead of hiding the others.
-    """
-    names_by_file: dict[str, list[str]] = {}
-    for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
-        names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
-    found, problems = [], []
-    for names in names_by_file.values():
-        try:
-            tokenizer = store.tokenizer(names[0])
-        except TokenizerError as error:
-            problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
-            continue
-        kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
-        label = f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens"
-        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
-    return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
-
-
-def _clean(text: str | None, limit: int) -> tuple[str, str]:
-    """Text cut to `limit` characters with lone surrogates repaired, and the truncation notice."""
-    text, notice = truncate(text, limit)
-    return sanitize(text), notice
-
-
+@handler
 def tokenize(text: str | None) -> tuple[str, str]:
     """Main endpoint: (notice, HTML with one panel of chips and counts per shipped tokenizer)."""
-    text, notice = _clean(text, MAX_CHARS)
+    text, tokenized, notice = use.tokenize(text)
     if not text:
         return notice, views.hint(EMPTY_HINT)
-    tokenizers, problems = shipped_tokenizers()
-    if not tokenizers:
-        raise gr.Error(f"No readable tokenizer.json under {store.model_dir()}; start the app with --model-dir "
-                       "pointing at the shipped assets/ folder.")
-    notice = "\n\n".join([notice, *problems]).strip()
-    return notice, views.panels([views.tokenizer_panel(label, text, tok.tokens(text)) for label, tok in tokenizers])
+    return notice, views.panels([views.tokenizer_panel(t.label, text, t.spans, t.problem) for t in tokenized])
 
 
+@handler
 def replay(text: str | None, k: float) -> tuple[str, str]:
     """(summary, chips) of `text` under only the first k merges of the shipped Shakespeare BPE."""
-    text, _ = _clean(text, MAX_CHARS)
-    bpe = _replay_tokenizer()
-    k = min(max(int(k), 0), len(bpe.merges))
+    text, k, spans, merge = use.replay(text, k)
     if not text:
         return "", views.hint(EMPTY_HINT)
-    spans = bpe.tokens_after_merges(text, k)
+    bpe = use.replay_tokenizer()
     summary = (f"After **{k:,}** of {len(bpe.merges):,} merges: **{views.plural(len(spans), 'token')}** "
                f"({views.plural(len(text.encode('utf-8')), 'byte')} at 0 merges, "
                f"{views.plural(len(bpe.tokens(text)), 'token')} with all merges).")
-    if k:
-        left, right = bpe.merges[k - 1]
-        shown = [_show(bpe, piece) for piece in (left, right, left + right)]
+    if merge:
+        left, right = merge
+        shown = [views.visible(use.merge_text(piece)).replace("`", "'") for piece in (left, right, left + right)]
         summary += " Merge #{:,} joined `{}` + `{}` → `{}`.".format(k, *shown)
     return summary, views.token_chips(text, spans)
 
 
-def _replay_tokenizer() -> TextTokenizer:
-    try:
-        return store.tokenizer(REPLAY_MODEL)
-    except TokenizerError as error:
-        raise gr.Error(f"Merge replay needs the Shakespeare BPE: {error}") from error
-
-
-def _show(bpe: TextTokenizer, piece: str) -> str:
-    """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for."""
-    return views.visible(bpe.decode([bpe.token_to_id(piece)])).replace("`", "'")
-
-
-@functools.lru_cache(maxsize=16)
-def _scratch(text: str):
-    return train_bpe_steps(text, SCRATCH_MAX_MERGES, min_count=1)
-
-
+@handler
 def train_scratch(text: str | None):
     """Train BPE from scratch on `text`: (notice, slider at the last step, merge table, curve, chips)."""
-    text, notice = _clean(text, SCRATCH_MAX_CHARS)
-    if not text:
+    text, training, notice = use.scratch(text)
+    if training is None:
         return (notice or "Type a short text, or click the sailor rhyme.", gr.Slider(maximum=1, value=0),
                 [], views.vocab_curve([0], 0), views.hint("Nothing to train on yet."))
-    training = _scratch(text)
     n = len(training.steps)
     curve, chips = scratch_step(text, n)
     return notice, gr.Slider(maximum=max(n, 1), value=n), views.merge_rows(training.steps), curve, chips
 
 
+@handler
 def scratch_step(text: str | None, k: float):
     """(vocabulary curve with step k marked, chips of the text after k merges)."""
-    text, _ = _clean(text, SCRATCH_MAX_CHARS)
-    if not text:
+    text, training, _ = use.scratch(text)
+    if training is None:
         return views.vocab_curve([0], 0), views.hint("Nothing to train on yet.")
-    training = _scratch(text)
-    k = min(max(int(k), 0), len(training.steps))
+    k = min(max(int(k or 0), 0), len(training.steps))
     return views.vocab_curve(training.vocab_sizes, k), views.piece_chips(training.segmentation(k))
 
 
-def build() -> None:
+def build() -> View:
     with gr.Tab("Tokens", id="tokens"):
         gr.Markdown("## What does the model actually see?\nType text and see the tokens each shipped "
                     "tokenizer cuts it into. Hover a chip for the characters and UTF-8 bytes it covers.")
         text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=4, value=EXAMPLES[1][0],
                           elem_id="tokens_text")
-        gr.Examples(EXAMPLES, inputs=[text], label="Examples: English, Shakespeare, a rare word, numbers, "
-                                                   "code, emoji, Chinese")
+        with gr.Column(elem_classes=["lecture-hide"]):
+            gr.Examples(EXAMPLES, inputs=[text], label="Examples: English, Shakespeare, a rare word, numbers, "
+                                                       "code, emoji, Chinese")
         notice = gr.Markdown()
-        chips = gr.HTML(css_template=views.CHIP_CSS)
+        chips = gr.HTML(css_template=views.CHIP_CSS, elem_id="tokens-chips")
         with gr.Accordion("What am I looking at?", open=False):
             gr.Markdown(
                 "Each chip is one token: its text (`·` is a space, `↵` a newline) and, small, its id -- the "
@@ -157,14 +100,15 @@ def build() -> None:
                 "an emoji or a Chinese character may become several tokens, each showing its bytes as "
                 "`\\xNN`. Fewer characters per token means the model sees less text in the same context.")
         gr.on(triggers=None, fn=tokenize, inputs=[text], outputs=[notice, chips], api_name="tokenize")
+        view = View(tokenize, [text], [notice, chips], "tokenize")
 
         gr.Markdown("### Merge replay: the Shakespeare BPE, one merge at a time\n"
                     "At k = 0 every UTF-8 byte is its own token. The BPE learned its merges in order, most "
                     "frequent pair first; replaying the first k of them glues bytes into ever longer pieces, "
                     "and with all of them you get exactly the tokens shown above.")
         try:
-            n_merges = len(store.tokenizer(REPLAY_MODEL).merges)
-        except TokenizerError:
+            n_merges = len(use.replay_tokenizer().merges)
+        except InputError:
             n_merges = 1  # the app still starts; the replay handler says what is missing
         k = gr.Slider(0, n_merges, value=50, step=1, label=f"Use the first k of {n_merges:,} merges",
                       elem_id="replay_k")
@@ -181,7 +125,7 @@ def build() -> None:
                 "cross a space. The vocabulary (distinct tokens in the text) first **grows** -- each merge "
                 "adds a token while its parts are still used elsewhere -- then **shrinks**, as parts stop "
                 "being used on their own, until every word is a single token.")
-        scratch_text = gr.Textbox(label=f"Text to learn from (up to {SCRATCH_MAX_CHARS:,} characters)", lines=3,
+        scratch_text = gr.Textbox(label=f"Text to learn from (up to {use.SCRATCH_MAX_CHARS:,} characters)", lines=3,
                                   value=SAILOR, elem_id="scratch_text")
         gr.Examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text])
         scratch_notice = gr.Markdown()
@@ -195,3 +139,4 @@ def build() -> None:
         gr.on(triggers=None, fn=train_scratch, inputs=[scratch_text],
               outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
         step.change(scratch_step, [scratch_text, step], [curve, scratch_chips], api_name="bpe_step")
+    return view

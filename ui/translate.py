@@ -8,40 +8,23 @@ and see where learned positions stop generalising.
 
 from __future__ import annotations
 
-import time
-
 import gradio as gr
-import torch
 
-from transformer_core.seq2seq import Codec, DecodingError, exact_match, traced, translate
-from transformer_core.tasks import TOY_LENGTHS, TOY_TASKS, examples, get_task
-from transformer_core.train_translate import (
-    BUSY,
-    LIVE_BATCH,
-    PRESETS,
-    OneAtATime,
-    TrainingBusyError,
-    accuracy_by_length,
-    build_model,
-    fit,
-    live_config,
-)
-from ui import store
-from ui.common import truncate
-from views.sampling import beam_tree, empty, show
+from lab import translation as use
+from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
+from lab.policy import InputError, clamp, notice
+from ui.common import View, handler, user_error
+from views.kit import placeholder
+from views.sampling import beam_tree
 from views.translate import attention_figure, length_figure, loss_curve, step_rows
 
-CHECKPOINTS = {"copy": "translate-copy", "reverse": "translate-reverse", "sort": "translate-sort",
-               "pig_latin": "translate-pig-latin"}
-POSITION_MODELS = {"learned positions": "translate-copy", "sinusoidal positions": "translate-copy-sinusoidal"}
 GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 HEADS = ["mean of heads", *(f"head {h}" for h in range(8))]
+LAYERS = [("sharpest (auto)", use.AUTO_LAYER), *((str(i), i) for i in range(3))]
 LIVE_PRESETS = ("tiny", "small", "medium")
 LIVE_CHECK_SIZE = 200  # held-out sources scored after a live run (1,000 would keep the class waiting)
-LENGTHS = range(1, 21)
-LIVE_THREADS = 1
 
-_live = OneAtATime()  # one live training run per app
+_live = LiveTraining()  # one live training run per app
 
 NOTE = """**What am I looking at?** The encoder reads the whole source at once; the decoder then writes
 the target one token at a time, starting from `<s>` and stopping at `</s>`. *Cross-attention* is
@@ -52,9 +35,10 @@ on, then its leading consonants, then nothing for "ay". The table lists every st
 sure the model was. Beam search keeps several candidate outputs alive (width 1 = greedy)."""
 
 LIVE_NOTE = """Trains a brand-new encoder-decoder in this app, from random weights, on fresh random
-examples every step. It stops after the steps or the time budget, whichever comes first, scores
-itself on 200 held-out sources and translates the source above. Shipped models are never touched.
-One run at a time per app."""
+examples every step. Every 50 steps it tries 100 held-out sources and stops as soon as it gets 99%
+of them right (or after the steps or the time budget, whichever comes first); then it scores itself
+on 200 other held-out sources and translates the source above. Shipped models are never touched.
+One run at a time per app, in a process of its own."""
 
 LENGTH_NOTE = """The copy models were trained on sources of 1-10 symbols only. Learned position
 vectors for positions beyond 10 were never trained, so the model has no idea what they mean;
@@ -63,117 +47,67 @@ never *used* them. Both fail on long inputs, the same way: they copy the first 1
 then write `</s>`, because no target they ever saw was longer. An honest picture of a known weakness."""
 
 
-def _source(task_name: str, text: str | None) -> tuple[str, str]:
-    """The source as the task reads it (digits: spaces dropped), and a notice if it was cut."""
-    text, notice = truncate(text)
-    text = text.strip()
-    if get_task(task_name).name in TOY_TASKS:
-        text = "".join(text.split())  # "3 1 4" and "314" are the same source
-    if not text:
-        raise gr.Error("Type a source first: digits for copy/reverse/sort, a sentence for pig latin.")
-    return text, notice
+def _figures(run: use.TranslationRun, group: str, layer, head: str):
+    """The attention map and beam tree of a run, at the chosen group, layer and head."""
+    notices: list[str] = []
+    if group not in GROUPS:
+        raise InputError(f"Attention must be one of {', '.join(GROUPS)}, not {group!r}.")
+    layer = run.layer(layer, notices)
+    n_head = run.attn["cross"].shape[1]
+    head_index = None if head in (None, HEADS[0]) else clamp(str(head).split()[-1], 0, n_head - 1, "Head", notices)
+    figure = attention_figure(run.attn[GROUPS[group]], GROUPS[group], layer, head_index, run.labels)
+    return figure, notice(*notices)
 
 
-def _label(codec: Codec):
-    """id -> text for tables and plots; <s> and </s> drawn as ⟨s⟩ and ⟨/s⟩, which plotly would
-    otherwise read as a strike-through tag and lay out wrongly."""
-    return lambda i: codec.tokenizer.id_to_token(i).replace("<", "⟨").replace(">", "⟩")
-
-
-def _run(model, codec: Codec, text: str, width: int, group: str, layer: int, head: str):
-    """Translate, then re-read the translation in one traced pass for the table and the pictures."""
-    try:
-        result = translate(model, codec, text, width)
-    except DecodingError as e:
-        raise gr.Error(f"{e}.") from e
-    written = [*result.ids, codec.eos]
-    probs, trace = traced(model, codec, text, result.ids)
-    label = _label(codec)
-    labels = {
-        "source": [show(label(i)) for i in codec.source_ids(text)],
-        "writes": [show(label(i)) for i in written],
-        "reads": [show(label(i)) for i in [codec.bos, *result.ids]],
-    }
-    layer = min(int(layer), model.config.n_layer - 1)
-    head_index = None if head == HEADS[0] else int(head.split()[1])
-    if head_index is not None and head_index >= model.config.n_head:
-        raise gr.Error(f"This model has {model.config.n_head} heads (0-{model.config.n_head - 1}); pick one of those.")
-    figure = attention_figure(trace.attention(GROUPS[group]), GROUPS[group], layer, head_index, labels)
-    tree = empty("Beam width 1 is greedy decoding: one path, no tree.") if result.beam is None else \
-        beam_tree(result.beam, label, width)
-    return codec.text(result.ids), step_rows(probs, written, label), figure, tree
-
-
-def translate_text(task_name: str, source: str, width: int, group: str, layer: int, head: str):
+@handler
+def translate_text(task_name: str, source: str, width: int, group: str, layer, head: str):
     """Main endpoint: the shipped model of a task translates the source."""
-    text, notice = _source(task_name, source)
-    name = CHECKPOINTS[task_name]
-    try:
-        model, codec = store.model(name), Codec(store.tokenizer(name))
-    except Exception as e:  # a missing or broken checkpoint says which folder it looked in
-        raise gr.Error(f"The {task_name} model could not be loaded: {e}") from e
-    output, rows, figure, tree = _run(model, codec, text, int(width), group, layer, head)
-    return output, notice, rows, figure, tree
+    run = use.translation(task_name, source, width)
+    figure, cut = _figures(run, group, layer, head)
+    label = use.token_label(run.codec)
+    tree = placeholder("Beam width 1 is greedy decoding: one path, no tree.") if run.beam is None else \
+        beam_tree(run.beam, label, int(width))
+    return run.output, notice(run.notice, cut), step_rows(run.probs, run.written, label), figure, tree
 
 
-def train_live(task_name: str, preset: str, steps: int, seconds: float, source: str, group: str, layer: int,
+def train_live(task_name: str, preset: str, steps: int, seconds: float, source: str, group: str, layer,
                head: str, progress=gr.Progress()):
     """Train a fresh model live (a generator: the loss curve grows while it trains)."""
-    task = get_task(task_name)
-    if task.name not in TOY_TASKS:
-        raise gr.Error(f"Live training offers {', '.join(TOY_TASKS)}; pig latin takes far longer than a lecture to learn.")
-    text, _ = _source(task_name, source)
-    steps = int(steps)
-    model, codec = build_model(task, preset)
     try:
-        codec.check(text, model.config.max_len)
-    except DecodingError as e:
-        raise gr.Error(f"{e}.") from e
-    losses: list[tuple[int, float]] = []
-    outcome: dict[str, Exception] = {}
-
-    def job():
-        # One torch thread while training: with two, a loaded 2-core CPU ran a step ~15x slower
-        # (5.8 s vs 0.35 s measured), the threads mostly waiting for each other. The setting is
-        # process-wide, so it is put back afterwards.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(LIVE_THREADS)
-        try:
-            fit(model, codec, task, live_config(steps, float(seconds)), LIVE_BATCH,
-                on_step=lambda step, loss: losses.append((step + 1, loss)), progress=False)
-        except Exception as e:  # shown to the user below, not lost in a thread
-            outcome["error"] = e
-        finally:
-            torch.set_num_threads(threads)
-
-    try:
-        thread = _live.start(job)
-    except TrainingBusyError as e:
-        raise gr.Error(str(e)) from e
-    t0 = time.perf_counter()
-    while thread.is_alive():
-        thread.join(0.5)
-        step = losses[-1][0] if losses else 0
-        elapsed = time.perf_counter() - t0
-        progress(min(1.0, max(step / steps, elapsed / seconds)), desc=f"step {step}/{steps}")
-        status = f"Training… step {step}/{steps}, {elapsed:.0f} s of {seconds:.0f} s"
-        yield status, loss_curve(losses), gr.skip(), gr.skip(), gr.skip()
-    if "error" in outcome:
-        raise gr.Error(f"Training stopped: {outcome['error']}")
-    accuracy = exact_match(model, codec, examples(task, "test", LIVE_CHECK_SIZE))
-    output, _, figure, _ = _run(model, codec, text, 1, group, layer, head)
-    status = (f"Done: {losses[-1][0]} steps in {time.perf_counter() - t0:.1f} s; exact match on "
-              f"{LIVE_CHECK_SIZE} held-out sources: **{accuracy:.1%}**.")
-    yield status, loss_curve(losses), output, figure, (model, codec)
+        steps, seconds = clamp(steps, 50, 3000, "Steps"), clamp(seconds, 10, 180, "Time budget")
+        if preset not in LIVE_PRESETS:
+            raise InputError(f"Model size must be one of {', '.join(LIVE_PRESETS)}, not {preset!r}.")
+        state = None
+        for state in _live.run(task_name, preset, steps, seconds):
+            step = state.losses[-1][0] if state.losses else 0
+            if state.model is None:
+                progress(min(1.0, max(step / steps, state.seconds / seconds)), desc=f"step {step}/{steps}")
+                checks = f"; held-out exact match {state.checks[-1][1]:.0%}" if state.checks else ""
+                status = (f"Training… step {step}/{steps}, {state.seconds:.0f} s of {seconds:.0f} s{checks}" if step
+                          else "Starting a training process…")
+                yield (status,
+                       loss_curve(state.losses), gr.skip(), gr.skip(), gr.skip())
+        run = use.run_translation(state.model, state.codec, use.source_text(state.codec, state.model.config.max_len,
+                                                                            source)[0])
+    except InputError as e:
+        raise user_error(e) from None
+    accuracy = held_out_score(state.model, state.codec, task_name, LIVE_CHECK_SIZE)
+    figure, _ = _figures(run, group, layer, head)
+    why = (f"stopped early: it got {state.checks[-1][1]:.0%} of {GOAL_CHECK_SIZE} held-out sources right"
+           if state.reached_goal else "used all its steps or its time budget")
+    status = (f"Done: {state.losses[-1][0]} steps in {state.seconds:.1f} s ({why}); exact match on "
+              f"{LIVE_CHECK_SIZE} other held-out sources: **{accuracy:.1%}**.")
+    yield status, loss_curve(state.losses), run.output, figure, (state.model, state.codec)
 
 
-def translate_fresh(fresh, task_name: str, source: str, group: str, layer: int, head: str):
+@handler
+def translate_fresh(fresh, task_name: str, source: str, group: str, layer, head: str):
     """The model just trained live (fresh = (model, codec) from `train_live`) translates the source."""
     if fresh is None:
-        raise gr.Error("Train a model first: press Train from scratch.")
-    text, _ = _source(task_name, source)
-    output, _, figure, _ = _run(*fresh, text, 1, group, layer, head)
-    return output, figure
+        raise InputError("Train a model first: press Train from scratch.")
+    model, codec = fresh
+    run = use.run_translation(model, codec, use.source_text(codec, model.config.max_len, source)[0])
+    return run.output, _figures(run, group, layer, head)[0]
 
 
 def live_busy() -> None:
@@ -182,43 +116,42 @@ def live_busy() -> None:
         raise gr.Error(BUSY)
 
 
+@handler
 def length_generalisation(n_per_length: int):
     """Accuracy by source length of the copy models with learned and with sinusoidal positions."""
-    task = get_task("copy")
-    curves = {}
-    for name, checkpoint in POSITION_MODELS.items():
-        try:
-            model, codec = store.model(checkpoint), Codec(store.tokenizer(checkpoint))
-        except Exception as e:
-            raise gr.Error(f"The {name} copy model could not be loaded: {e}") from e
-        curves[name] = accuracy_by_length(model, codec, task, LENGTHS, int(n_per_length))
-    rows = [[length, *(round(c[length], 3) for c in curves.values())] for length in LENGTHS]
-    return length_figure(curves, TOY_LENGTHS[1]), rows
+    curves, longest = use.length_generalisation(n_per_length)
+    rows = [[length, *(round(c[length], 3) for c in curves.values())] for length in use.LENGTHS]
+    return length_figure(curves, longest), rows
 
 
-def build() -> None:
+def build() -> View:
     with gr.Tab("Translate", id="translate"):
-        gr.Markdown(NOTE)
+        with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
+            gr.Markdown(NOTE)
         with gr.Row():
             with gr.Column(scale=2):
                 source = gr.Textbox(label="Source", value="3 1 4 1 5 9 2 6",
                                     info="Digits 0-9 for copy/reverse/sort (spaces optional); "
                                          "a sentence for pig latin.")
-                task = gr.Radio(list(CHECKPOINTS), value="copy", label="Task")
-                width = gr.Slider(1, 8, value=1, step=1, label="Beam width", info="1 = greedy decoding")
-                button = gr.Button("Translate", variant="primary")
+                task = gr.Radio(list(use.CHECKPOINTS), value="copy", label="Task")
+                with gr.Row(equal_height=True):
+                    width = gr.Slider(1, 8, value=1, step=1, label="Beam width", info="1 = greedy decoding")
+                    button = gr.Button("Translate", variant="primary", elem_id="translate-run")
             with gr.Column(scale=1):
+                output = gr.Textbox(label="Output", interactive=False)
                 group = gr.Radio(list(GROUPS), value="cross-attention", label="Attention to show")
-                layer = gr.Slider(0, 2, value=0, step=1, label="Layer", info="clamped to the model's last layer")
-                head = gr.Dropdown(HEADS, value=HEADS[0], label="Head")
-        gr.Examples(
-            [["3 1 4 1 5 9 2 6", "copy"], ["1 2 3 4 5 6 7 8 9", "reverse"], ["5 2 8 1 9 3 3", "sort"],
-             ["She pet the dog.", "pig_latin"], ["Quiet, the school rhythm is an apple!", "pig_latin"]],
-            inputs=[source, task], label="Examples: a diagonal, an anti-diagonal, a permutation, pig latin",
-        )
-        output = gr.Textbox(label="Output", interactive=False)
+                with gr.Row():
+                    layer = gr.Dropdown(LAYERS, value=use.AUTO_LAYER, label="Layer",
+                                        info="auto: the layer whose cross-attention is sharpest")
+                    head = gr.Dropdown(HEADS, value=HEADS[0], label="Head")
         notice = gr.Markdown()
-        attention = gr.Plot(label="Attention")
+        attention = gr.Plot(label="Attention", elem_id="translate-attention", show_label=False)
+        with gr.Column(elem_classes=["lecture-hide"]):
+            gr.Examples(
+                [["3 1 4 1 5 9 2 6", "copy"], ["1 2 3 4 5 6 7 8 9", "reverse"], ["5 2 8 1 9 3 3", "sort"],
+                 ["She pet the dog.", "pig_latin"], ["Quiet, the school rhythm is an apple!", "pig_latin"]],
+                inputs=[source, task], label="Examples: a diagonal, an anti-diagonal, a permutation, pig latin",
+            )
         steps_table = gr.Dataframe(headers=["step", "token", "probability", "runners-up"],
                                    label="Decoding steps", interactive=False)
         tree = gr.Plot(label="Beam search tree")
@@ -257,6 +190,7 @@ def build() -> None:
             per_length = gr.Slider(20, 500, value=100, step=20, label="Test sources per length")
             length_button = gr.Button("Measure")
             length_plot = gr.Plot(label="Accuracy by length")
-            length_table = gr.Dataframe(headers=["length", *POSITION_MODELS], label="Exact match", interactive=False)
+            length_table = gr.Dataframe(headers=["length", *use.POSITION_MODELS], label="Exact match", interactive=False)
             length_button.click(length_generalisation, per_length, [length_plot, length_table],
                                 api_name="translate_lengths")
+    return View(translate_text, inputs, outputs, "translate")

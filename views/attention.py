@@ -6,24 +6,34 @@ token (the row sums to 1). The views here are different cuts of the same
 head average per layer, one query's row in every head, attention rollout, and
 the rows a language model used while it generated, step by step.
 
-Speed: a 6 x 8 grid over 128 tokens is 786k numbers, so the grid is one figure
-with hand-placed axes (plotly's `make_subplots` alone costs ~0.2 s at that size),
-numpy arrays throughout (plotly ships float32 arrays as compact binary), and the
-figures are written directly in plotly's JSON form and not re-validated, which
-would cost about four times as much as building them.
+Speed: a 6 x 8 grid over 128 tokens is 786k numbers, megabytes as plotly JSON and
+seconds for a browser to draw. So a large grid of thumbnails travels as one PNG (an
+image trace: ~100 kB, drawn at once) and only the selected head stays an interactive
+heatmap with hover. Figures are written directly in plotly's JSON form and not
+re-validated, which would cost about four times as much as building them.
+
+Colour: weights are drawn on a square-root scale (0.1 already shows as a clear light
+blue), so the low weights that spread attention stay visible on a washed-out projector.
 """
 
 from __future__ import annotations
 
-import html
+import base64
+import io
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.colors import sequential
+from PIL import Image
+from plotly.colors import hex_to_rgb, sequential
 
+from views.kit import plain
+
+GAMMA = 2.0  # colour position = weight ** (1 / GAMMA): low weights get a visible share of the scale
 # white (0) to dark blue (1), spelled out: plotly.js reads the name "Blues" the other way round
-COLORSCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
+COLORSCALE = [[(i / (len(sequential.Blues) - 1)) ** GAMMA, c] for i, c in enumerate(sequential.Blues)]
+IMAGE_CELLS = 40_000  # a grid with more cells than this is sent as one PNG instead of heatmaps
+MAX_TICKS = 40  # more token labels than this on an axis collide: every k-th is shown
 TOP_AXIS_MARGIN = dict(l=10, r=10, t=140, b=10)  # the key axis sits on top, under the title
 
 
@@ -42,8 +52,8 @@ def _matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: s
     """One heatmap read like a matrix: row 0 at the top, the key axis along the top edge."""
     layout = dict(
         title=_top_title(title), margin=TOP_AXIS_MARGIN, shapes=list(shapes),
-        xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", tickvals=x, ticktext=x_text),
-        yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", tickvals=y, ticktext=y_text),
+        xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **_ticks(x, x_text)),
+        yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", **_ticks(y, y_text)),
     )
     if height is not None:
         layout["height"] = height
@@ -51,13 +61,14 @@ def _matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: s
     return unchecked_figure([heatmap], layout)
 
 
+def _ticks(values, text) -> dict:
+    """Tick positions and labels, thinned to at most MAX_TICKS so long texts keep readable axes."""
+    step = -(-len(values) // MAX_TICKS)
+    return dict(tickvals=values[::step], ticktext=text[::step])
+
+
 def _array(x) -> np.ndarray:
     return x.numpy().astype(np.float32) if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
-
-
-def plain(text: str) -> str:
-    """Text shown as typed: plotly reads labels as HTML, so a token "<s>" would strike out the rest."""
-    return html.escape(text, quote=False)
 
 
 def _text(labels: list[str]) -> np.ndarray:
@@ -93,14 +104,76 @@ def grid_axes(n_row: int, n_col: int, i: int, j: int, gap: float = 0.012) -> tup
     return suffix, xaxis, yaxis
 
 
+def _colour_table(n: int = 255) -> np.ndarray:
+    """(n, 3) uint8 RGB: COLORSCALE sampled at n evenly spaced weights."""
+    stops = np.array([p for p, _ in COLORSCALE])
+    rgb = np.array([hex_to_rgb(c) if c.startswith("#") else _rgb(c) for _, c in COLORSCALE], dtype=np.float64)
+    t = np.linspace(0, 1, n)
+    return np.stack([np.interp(t, stops, rgb[:, c]) for c in range(3)], axis=1).round().astype(np.uint8)
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    return tuple(int(v) for v in css[css.index("(") + 1: css.index(")")].split(","))
+
+
+COLOURS = _colour_table()
+GAP = len(COLOURS)  # palette index of the white gaps between thumbnails
+PALETTE = np.concatenate([COLOURS, [[255, 255, 255]]]).astype(np.uint8).ravel().tolist()
+
+
+def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int, int]:
+    """(PNG data URI, width, height) of mats (rows, cols, Tq, Tk) tiled with white gaps, one pixel per weight
+    (`scale` pixels for short texts, so a 10-token head is not a 10-pixel dot).
+
+    A palette PNG: one byte per pixel before compression, a third of RGB's size.
+    """
+    n_row, n_col, Tq, Tk = mats.shape
+    index = np.clip(np.nan_to_num(mats) * (GAP - 1) + 0.5, 0, GAP - 1).astype(np.uint8)
+    cells = index.repeat(scale, axis=2).repeat(scale, axis=3)  # (rows, cols, Tq*s, Tk*s)
+    h, w = Tq * scale, Tk * scale
+    canvas = np.full((n_row * (h + gap) - gap, n_col * (w + gap) - gap), GAP, dtype=np.uint8)
+    for i in range(n_row):
+        for j in range(n_col):
+            canvas[i * (h + gap): i * (h + gap) + h, j * (w + gap): j * (w + gap) + w] = cells[i, j]
+    image = Image.fromarray(canvas, mode="P")
+    image.putpalette(PALETTE)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=6)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), canvas.shape[1], canvas.shape[0]
+
+
+def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str) -> go.Figure:
+    """The grid as one image trace: row and column titles as tick labels, no per-cell hover."""
+    n_row, n_col, Tq, Tk = mats.shape
+    scale = max(1, 64 // max(Tq, Tk))
+    source, width, height = grid_image(mats, scale=scale)
+    cell_w, cell_h = width / n_col, height / n_row
+    image = dict(type="image", source=source, x0=0, y0=0, dx=1, dy=1, hoverinfo="skip")
+    colourbar = dict(type="heatmap", z=[[0, 1]], x=[0, 0], y=[0, 0], coloraxis="coloraxis", opacity=0,
+                     hoverinfo="skip", showscale=True)  # an invisible trace, only for the colour bar
+    layout = dict(
+        title=dict(text=title), height=max(260, 120 * n_row + 80),
+        xaxis=dict(tickmode="array", tickvals=[(j + 0.5) * cell_w for j in range(n_col)], ticktext=col_titles,
+                   side="top", showgrid=False, zeroline=False, range=[0, width]),
+        yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,
+                   showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x"),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(len=0.8, title=dict(text="weight"))),
+        margin=dict(l=40, r=40, t=90 if title else 50, b=10),
+    )
+    return unchecked_figure([image, colourbar], layout)
+
+
 def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
                  title: str = "") -> go.Figure:
     """A rows x cols grid of small heatmaps, mats (rows, cols, Tq, Tk), on one 0..1 colour scale.
 
     Hover reads "row col  query → key: weight"; tick labels are hidden (too small to read).
+    A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note on speed).
     """
     mats = _array(mats)
     n_row, n_col = mats.shape[:2]
+    if mats.size > IMAGE_CELLS:
+        return _image_grid(mats, row_titles, col_titles, title)
     x, y = position_labels(k_labels), position_labels(q_labels)
     traces, layout = [], {}
     for i in range(n_row):
@@ -175,13 +248,3 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
                           "step: token being chosen", f"Attention while generating, layer {layer} head {head}",
                           "choosing %{y}: reads %{x} with %{z:.3f}<extra></extra>",
                           height=max(300, 22 * n_steps + 160), shapes=(prompt_end,))
-
-
-def message_figure(text: str) -> go.Figure:
-    """An empty figure that says why there is nothing to draw."""
-    fig = go.Figure()
-    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(height=200, margin=dict(l=10, r=10, t=10, b=10))
-    return fig

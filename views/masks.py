@@ -29,6 +29,19 @@ class MaskPanel:
     k_labels: list[str]
 
 
+def gallery_panels(masks, labels: list[str], labels_b: list[str]) -> list[MaskPanel]:
+    """One panel per mask, two for the padding mask (one matrix per text of its batch)."""
+    panels = []
+    for title, mask in masks:
+        if mask.allowed.dim() == 3:
+            padded_b = labels_b + ["[pad]"] * (len(labels) - len(labels_b))
+            panels.append(MaskPanel(f"{title}: text 1", mask.allowed[0].numpy(), labels, labels))
+            panels.append(MaskPanel(f"{title}: text 2", mask.allowed[1].numpy(), padded_b, padded_b))
+        else:
+            panels.append(MaskPanel(title, mask.allowed.numpy(), labels, labels))
+    return panels
+
+
 def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
     """The masks side by side, PANELS_PER_ROW to a row; blue cells may attend, grey ones are hidden."""
     n_row = -(-len(panels) // PANELS_PER_ROW)

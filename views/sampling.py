@@ -29,8 +29,10 @@ def show(piece: str) -> str:
 
 def highlighted_tokens(prompt: str, pieces: list[str], probs: list[float]) -> list[tuple[str, float | None]]:
     """HighlightedText value: the prompt uncoloured, then each generated piece with its
-    probability when chosen (the darker, the surer the model was)."""
-    return [(prompt, None), *zip(pieces, (round(p, 3) for p in probs))]
+    probability when chosen (the darker, the surer the model was). A newline is drawn as ↵
+    and then breaks the line, so the text reads as it was written."""
+    return [(prompt.replace("\n", "↵\n"), None),
+            *zip((p.replace("\n", "↵\n") for p in pieces), (round(p, 3) for p in probs))]
 
 
 def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[str, ...] = STAGES) -> go.Figure:
@@ -161,14 +163,4 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
     fig.update_layout(height=220 + 34 * rows, margin=dict(l=10, r=10, t=40, b=10),
                       title=f"Beam search, width {width}: {len(result.steps)} steps",
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
-    return fig
-
-
-def empty(message: str) -> go.Figure:
-    """A blank figure that says what to do to fill it."""
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(height=160, margin=dict(l=10, r=10, t=10, b=10))
     return fig

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import plotly.graph_objects as go
-import torch
 
 from views.attention import position_labels
 from views.tokens import visible
@@ -22,16 +22,17 @@ from views.tokens import visible
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
 
 
-def normalised(scores: torch.Tensor) -> torch.Tensor:
+def normalised(scores) -> np.ndarray:
     """Scores divided by their largest magnitude, so the strongest token is +-1 (all zero stays zero)."""
-    top = float(scores.abs().max()) if scores.numel() else 0.0
-    return scores / top if top > 0 else scores.clone()
+    scores = np.asarray(scores, dtype=np.float64)
+    top = float(np.abs(scores).max()) if scores.size else 0.0
+    return scores / top if top > 0 else scores.copy()
 
 
-def token_html(labels: list[str], scores: torch.Tensor, signed: bool) -> str:
+def token_html(labels: list[str], scores, signed: bool) -> str:
     """Tokens as inline spans whose background strength is the normalised score; hover shows the raw score."""
     spans = []
-    for label, raw, weight in zip(labels, scores.tolist(), normalised(scores).tolist()):
+    for label, raw, weight in zip(labels, np.asarray(scores).tolist(), normalised(scores).tolist()):
         rgb = (POSITIVE_RGB if weight >= 0 else NEGATIVE_RGB) if signed else READ_RGB
         spans.append(f'<span title="{html.escape(f"{raw:+.4f}", quote=True)}" style="background: rgba({rgb},'
                      f'{abs(weight):.2f}); border-radius: 3px; padding: 1px 2px; margin: 1px; white-space: pre; '
@@ -41,10 +42,10 @@ def token_html(labels: list[str], scores: torch.Tensor, signed: bool) -> str:
     return f'<div style="direction: ltr;">{"".join(spans)}</div><div style="color: #666; font-size: 0.85em;">{legend}</div>'
 
 
-def score_bars(labels: list[str], scores: torch.Tensor, signed: bool, title: str) -> go.Figure:
+def score_bars(labels: list[str], scores, signed: bool, title: str) -> go.Figure:
     """One bar per token, in reading order: scores (T,)."""
     x = position_labels([visible(t) for t in labels])
-    values = scores.tolist()
+    values = np.asarray(scores).tolist()
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values]
     fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45)

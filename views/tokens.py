@@ -28,7 +28,7 @@ CHIP_CSS = """
 .panel { border: 1px solid #ddd; border-radius: 8px; padding: 8px; direction: ltr; }
 .panel h4 { margin: 0 0 4px 0; }
 .counts { font-size: 0.85em; color: #555; margin-bottom: 6px; }
-.chips { line-height: 2.1; word-break: break-all; }
+.chips { line-height: 2.1; word-break: break-all; max-height: 22em; overflow-y: auto; }
 .tok { display: inline-block; unicode-bidi: isolate; white-space: pre; border: 1px solid rgba(0,0,0,0.25);
        border-radius: 4px; padding: 0 3px; margin: 1px; font-family: monospace; color: #111; }
 .tok sub { font-size: 0.7em; color: #555; margin-left: 2px; }
@@ -122,10 +122,10 @@ def _counts_line(c: TokenCounts) -> str:
             f"{c.chars_per_token:.2f} characters/token</div>")
 
 
-def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan]) -> str:
-    """A heading, the counts line and the chips for one tokenizer."""
-    return (f'<div class="panel"><h4>{html.escape(title)}</h4>{_counts_line(counts(text, spans))}'
-            f"{token_chips(text, spans)}</div>")
+def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan], problem: str = "") -> str:
+    """A heading, the counts line and the chips for one tokenizer (or the one line saying it cannot)."""
+    body = hint(problem) if problem else token_chips(text, spans)
+    return f'<div class="panel"><h4>{html.escape(title)}</h4>{_counts_line(counts(text, spans))}{body}</div>'
 
 
 def panels(parts: Sequence[str]) -> str:

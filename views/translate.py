@@ -7,8 +7,8 @@ training history, accuracies); the heatmaps are the Attention tab's own builder.
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
-import torch
 
 from views.attention import head_heatmap
 from views.sampling import show
@@ -20,21 +20,21 @@ ROW_PX = 26  # height of one query row in an attention map
 TITLES = {"cross": "Cross-attention", "encoder": "Encoder self-attention", "decoder": "Decoder self-attention"}
 
 
-def attention_figure(attn: torch.Tensor, group: str, layer: int, head: int | None,
+def attention_figure(attn, group: str, layer: int, head: int | None,
                      labels: dict[str, list[str]]) -> go.Figure:
-    """One layer's map from trace.attention(group) (n_layer, B, H, Tq, Tk): one head, or the
-    head average when `head` is None. labels: {"source", "writes", "reads"} -> one label per position."""
-    heads = attn[layer, 0]  # (H, Tq, Tk)
+    """One layer's map from a group's weights (n_layer, H, Tq, Tk): one head, or the head average
+    when `head` is None. labels: {"source", "writes", "reads"} -> one label per position."""
+    heads = np.asarray(attn[layer])  # (H, Tq, Tk)
     q_side, k_side = SIDES[group]
     which = "mean of heads" if head is None else f"head {head}"
-    fig = head_heatmap(heads.mean(0) if head is None else heads[head], labels[q_side], labels[k_side],
-                       title=f"{TITLES[group]}, layer {layer}, {which}")
+    fig = head_heatmap(heads.mean(0) if head is None else heads[head], [show(t) for t in labels[q_side]],
+                       [show(t) for t in labels[k_side]], title=f"{TITLES[group]}, layer {layer}, {which}")
     # the title and the key labels on top take ~250 px; then readable rows, long source or short
     fig.update_layout(height=min(1100, 260 + ROW_PX * heads.shape[1]))
     return fig
 
 
-def step_rows(probs: torch.Tensor, written: list[int], label, top: int = 3) -> list[list]:
+def step_rows(probs, written: list[int], label, top: int = 3) -> list[list]:
     """Decoding table: per step, the token written, its probability and the best alternatives.
 
     probs: (m + 1, vocab) next-token distributions at target positions 0..m;
@@ -42,9 +42,9 @@ def step_rows(probs: torch.Tensor, written: list[int], label, top: int = 3) -> l
     """
     rows = []
     for step, token in enumerate(written):
-        p = probs[step]
-        best = torch.topk(p, min(top + 1, p.numel()))
-        others = [f"{show(label(int(i)))} {float(q):.3f}" for q, i in zip(best.values, best.indices) if int(i) != token]
+        p = np.asarray(probs[step])
+        best = np.argsort(-p, kind="stable")[: top + 1]
+        others = [f"{show(label(int(i)))} {float(p[i]):.3f}" for i in best if int(i) != token]
         rows.append([step + 1, show(label(token)), round(float(p[token]), 4), ", ".join(others[:top])])
     return rows
 

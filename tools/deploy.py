@@ -1,7 +1,7 @@
 """Publish Transformer Lab: the app as a Hugging Face Space, the checkpoints as a model repo.
 
-    python -m transformer_core.deploy --space USER/NAME [--dry-run]
-    python -m transformer_core.deploy --models USER/NAME [--dry-run]
+    python -m tools.deploy --space USER/NAME [--dry-run]
+    python -m tools.deploy --models USER/NAME [--dry-run]
 
 A Space gets exactly what `python app.py` needs to run: the app, the three packages it
 imports, the shipped checkpoints and screenshots, `requirements.txt` and the README (whose
@@ -23,13 +23,13 @@ from huggingface_hub import HfApi
 from huggingface_hub.hf_api import DEFAULT_IGNORE_PATTERNS
 from huggingface_hub.utils import filter_repo_objects
 
-from .hub import CHECKPOINT_FILES
+from transformer_core.hub import CHECKPOINT_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SPACE_ALLOW = [
     "app.py", "README.md", "LICENSE", "requirements.txt",
-    "transformer_core/*.py", "ui/*.py", "views/*.py",
+    "transformer_core/*.py", "lab/*.py", "ui/*.py", "views/*.py",
     "assets/*.json", "assets/*.safetensors", "assets/*.md", "assets/screenshots/*.png",
 ]
 SPACE_IGNORE = ["*__pycache__*", "*.pyc"]

@@ -1,0 +1,18 @@
+"""lab: the app's use cases, free of Gradio.
+
+text -> input policy -> tokenizer -> traced forward pass -> a labelled run the figures slice.
+Every tab calls these functions, and so can any Python client; each raises InputError with
+a message for the person when the input cannot be used.
+"""
+
+from . import store
+from .attention import AttentionRun, GenerationRun, attention_run, generation_run
+from .cache import ViewCache
+from .masking import CheatResult, MaskingRun, cheating, masking_run
+from .policy import MAX_CHARS, InputError, Tokens, clamp, fit_tokens, notice, truncate
+
+__all__ = [
+    "store", "InputError", "MAX_CHARS", "Tokens", "clamp", "fit_tokens", "notice", "truncate", "ViewCache",
+    "AttentionRun", "GenerationRun", "attention_run", "generation_run",
+    "CheatResult", "MaskingRun", "cheating", "masking_run",
+]

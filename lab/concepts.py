@@ -1,0 +1,170 @@
+"""Concepts use cases: six textbook ideas, each a live experiment on transformer_core.
+
+Each function checks its inputs (InputError says what to fix) and returns the core's
+result objects, which `views.concepts` draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+from transformer_core import CheckpointError, EncoderClassifier
+from transformer_core import concepts as core
+from transformer_core.tokenization import TokenizerError
+
+from . import store
+from .policy import InputError, truncate
+
+LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
+SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.data.Review.label: 1 positive, 0 negative
+MAX_WORDS = 40
+MAX_SENTENCE_CHARS = 400
+MAX_MATRIX_CHARS = 2000  # 8 rows of 8 numbers fit many times over
+MAX_SEED = 2**31 - 1
+
+
+def _matrix(text: str, name: str):
+    if len(text or "") > MAX_MATRIX_CHARS:
+        raise InputError(f"{name} is {len(text):,} characters long; type at most 8 short rows of numbers.")
+    try:
+        return core.parse_matrix(text, name)
+    except core.ConceptInputError as e:
+        raise InputError(str(e)) from e
+
+
+def number(value, name: str, lo: float, hi: float) -> float:
+    """A slider or number box's value, checked: API clients can send anything."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not lo <= x <= hi:  # also refuses NaN
+        raise InputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")
+    return x
+
+
+def whole(value, name: str, lo: int, hi: int) -> int:
+    return int(number(value, name, lo, hi))
+
+
+def shipped_models() -> list[str]:
+    """Checkpoint folders (those with a config.json) in the model directory."""
+    folder = store.model_dir()
+    return sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.is_dir() else []
+
+
+def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled):
+    x = _matrix(x_text, "X")
+    ws = [_matrix(t, n) for t, n in ((wq_text, "W_q"), (wk_text, "W_k"), (wv_text, "W_v"))] if use_projections else []
+    try:
+        return core.self_attention_average(x, *ws, scaled=bool(scaled))
+    except core.ConceptInputError as e:
+        raise InputError(str(e)) from e
+
+
+def scaling(d, n_keys, seed):
+    """(every scaling point, the one at the chosen d)."""
+    d, n_keys = whole(d, "d", 2, 1024), whole(n_keys, "number of keys", 2, 64)
+    points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=whole(seed, "seed", 0, MAX_SEED))
+    return points, next(p for p in points if p.d == d)
+
+
+def _classifier():
+    """(model, tokenizer, class names, which model it is)."""
+    try:
+        model = store.model(CLASSIFIER_NAME)
+        if isinstance(model, EncoderClassifier):
+            names = SENTIMENT_CLASSES if model.config.n_class == 2 else None
+            return model, store.tokenizer(CLASSIFIER_NAME), names, f"the shipped `{CLASSIFIER_NAME}` classifier"
+        why = f"`{CLASSIFIER_NAME}` is a {type(model).__name__}, not an EncoderClassifier"
+    except (CheckpointError, TokenizerError) as e:
+        why = str(e)
+    try:
+        tok = store.tokenizer(FALLBACK_TOKENIZER)
+    except TokenizerError as e:
+        raise InputError(f"No tokenizer for the order experiment: {e}") from e
+    return core.random_classifier(tok.vocab_size, seed=0), tok, None, f"an untrained classifier, seed 0 ({why})"
+
+
+def order(sentence, seed):
+    """(summary, variants, token labels in shuffled order, class names) of the order experiment."""
+    sentence, notice = truncate(sentence, MAX_SENTENCE_CHARS)
+    words = sentence.split()
+    if not 2 <= len(words) <= MAX_WORDS:
+        raise InputError(f"Type a sentence of 2 to {MAX_WORDS} words; got {len(words)}.")
+    word_order = core.shuffled_order(len(words), whole(seed, "shuffle seed", 0, MAX_SEED))
+    model, tok, names, which = _classifier()
+    word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
+    ids = [i for w in word_ids for i in w]
+    try:
+        perm = core.token_permutation([len(w) for w in word_ids], word_order)
+        variants = core.order_experiment(model, ids, perm)
+    except core.ConceptInputError as e:
+        raise InputError(f"Order experiment: {e}") from e
+    names = names or [f"class {c}" for c in range(model.config.n_class)]
+    labels = [tok.decode([ids[p]]) for p in perm]
+    summary = (f"Model: {which}.\n\nShuffled sentence: **{' '.join(words[w] for w in word_order)}** "
+               f"({len(ids)} tokens). {notice}")
+    return summary, variants, labels, names
+
+
+def _learned_table(n_positions: int):
+    """(model name, its first n_positions learned positions, note): the shipped LM, or while it
+    is missing another shipped model with a learned position table, or (None, None, why)."""
+    try:
+        learned = core.learned_positions(store.model(LM_NAME), n_positions)
+        if learned is not None:
+            return LM_NAME, learned, ""
+        why = f"The shipped language model `{LM_NAME}` has no learned position table."
+    except CheckpointError as e:
+        why = f"The shipped language model `{LM_NAME}` is not available yet ({e})."
+    for name in (n for n in shipped_models() if n != LM_NAME):
+        try:
+            learned = core.learned_positions(store.model(name), n_positions)
+        except CheckpointError:
+            continue
+        if learned is not None:
+            return name, learned, f"{why} Showing the learned positions of `{name}` instead."
+    return None, None, f"{why} No other shipped model has learned positions; they appear here once one is installed."
+
+
+def positions(n_positions, d_model):
+    """((sinusoidal table, its similarity), (learned title, table, similarity) or None, note)."""
+    n_positions = whole(n_positions, "positions", 2, 256)
+    try:
+        pe = core.sinusoidal_positions(n_positions, whole(d_model, "d_model", 4, 256))
+    except core.ConceptInputError as e:
+        raise InputError(f"Positions: {e}") from e
+    name, learned, note = _learned_table(n_positions)
+    if learned is None:
+        return (pe, core.position_similarity(pe)), None, note
+    title = f"learned positions of {name} (first {len(learned)} of {store.model(name).config.max_len})"
+    return (pe, core.position_similarity(pe)), (title, learned, core.position_similarity(learned)), note
+
+
+def parameters(d_model):
+    """(head counts, {model: parameter table}, problems) for one d_model and every shipped model."""
+    try:
+        counts = core.head_parameter_counts(whole(d_model, "d_model", 8, 1024))
+    except core.ConceptInputError as e:
+        raise InputError(f"Parameter counts: {e}") from e
+    tables, problems = {}, []
+    for name in shipped_models():
+        try:
+            tables[name] = core.parameter_table(store.model(name))
+        except CheckpointError as e:
+            problems.append(f"- `{name}`: {e}")
+    return counts, tables, problems
+
+
+def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_position=1):
+    """(the traced run, the batch row and target position to follow)."""
+    src, tgt = _matrix(src_text, "source ids"), _matrix(tgt_text, "target ids")
+    smoothing = number(label_smoothing, "label smoothing", 0.0, 0.5)
+    model = core.tiny_encoder_decoder(whole(seed, "model seed", 0, MAX_SEED))
+    try:
+        run = core.trace_encoder_decoder(model, src, tgt, smoothing)
+    except core.ConceptInputError as e:
+        raise InputError(f"Trace: {e}") from e
+    B, T = run.targets.shape
+    return run, whole(follow_row, "batch row to follow", 0, B - 1), whole(follow_position, "position to follow", 0, T - 1)

@@ -1,0 +1,188 @@
+"""Generation use cases: a language model's next-token distribution, turned into text step by step.
+
+`check` applies the input policy to a prompt and the sampling knobs; `generation` streams a
+sampled or greedy text (one `Session` that grows token by token) and `beam` runs beam
+search. A seeded request is deterministic, so its finished text is cached: a lecture hall
+asking for the same seeded sample computes it once.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from transformer_core import (
+    BeamResult,
+    CheckpointError,
+    Sampler,
+    SamplingConfig,
+    SamplingError,
+    StepRecord,
+    beam_search_lm,
+    next_token_logits,
+)
+from transformer_core.beam import MAX_WIDTH
+
+from . import store
+from .cache import ViewCache
+from .policy import InputError, clamp, truncate
+
+SHIPPED = "Shakespeare LM (shipped)"
+GPT2 = "GPT-2 (downloads from the Hugging Face Hub)"
+MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
+MODES = ("sample", "greedy", "beam")
+MAX_NEW_TOKENS = 200
+BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
+EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
+
+
+def load(label: str) -> tuple[object, object, str]:
+    """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
+    if label not in MODELS:
+        raise InputError(f"Unknown model {label!r}; pick one of: {', '.join(MODELS)}.")
+    try:
+        model, tokenizer = store.load(MODELS[label])
+        return model, tokenizer, ""
+    except CheckpointError as e:
+        if label != GPT2:
+            raise InputError(f"The shipped language model could not be loaded: {e}") from e
+        model, tokenizer, _ = load(SHIPPED)
+        return model, tokenizer, f"{e}. Using the shipped Shakespeare model."
+
+
+@dataclass(frozen=True)
+class Request:
+    """Validated inputs: prompt ids, sampling config, limits, and what was changed to fit."""
+
+    model: str
+    prompt_text: str
+    prompt_ids: tuple[int, ...]
+    config: SamplingConfig
+    mode: str
+    max_new_tokens: int
+    width: int
+    length_penalty: float
+    notices: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple:
+        """Everything that changes the result (the notices do not)."""
+        return (self.model, self.prompt_ids, self.config, self.mode, self.max_new_tokens, self.width,
+                self.length_penalty)
+
+
+def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k, top_p, min_p,
+          repetition_penalty, max_new_tokens, seed, width=4, length_penalty=1.0) -> Request:
+    """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix."""
+    notices: list[str] = []
+    if mode not in MODES:
+        raise InputError(f"Decoding must be one of {', '.join(MODES)}, not {mode!r}.")
+    text, cut = truncate(prompt)
+    if cut:
+        notices.append(cut)
+    if not text:
+        text = EMPTY_PROMPT
+        notices.append("The prompt is empty, so the text starts from a new line.")
+    limit = BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
+    max_new = clamp(max_new_tokens, 1, limit, "New tokens" + (" (beam search)" if mode == "beam" else ""), notices)
+    width = clamp(width, 1, MAX_WIDTH, "Beam width", notices)
+    ids = tokenizer.encode(text)
+    # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
+    room = max_len - max_new if mode == "beam" else max_len
+    if len(ids) > room:
+        notices.append(f"The prompt is {len(ids)} tokens; the model reads at most {room} here "
+                       f"(context {max_len}), so only its last {room} tokens are used.")
+        ids = ids[-room:]
+        text = tokenizer.decode(ids)
+    try:
+        config = SamplingConfig(
+            temperature=0.0 if mode == "greedy" else float(temperature),
+            top_k=clamp(top_k or 0, 0, 10**6, "Top-k", notices), top_p=float(top_p), min_p=float(min_p or 0.0),
+            repetition_penalty=float(repetition_penalty or 1.0), seed=clamp(seed, 0, 2**32 - 1, "Seed", notices),
+        )
+    except (SamplingError, TypeError, ValueError) as e:
+        raise InputError(f"{e}. Move the slider back into its range.") from e
+    try:
+        length_penalty = float(length_penalty or 0.0)
+    except (TypeError, ValueError):
+        raise InputError(f"Length penalty must be a number, not {length_penalty!r}.") from None
+    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
+
+
+@dataclass
+class Session:
+    """The text so far and each step's record: what Step continues and the step bars show."""
+
+    key: tuple = ()
+    prompt_text: str = ""
+    ids: list[int] = field(default_factory=list)  # prompt + generated
+    n_prompt: int = 0
+    pieces: list[str] = field(default_factory=list)
+    records: list[StepRecord] = field(default_factory=list)
+    rng_state: object = None  # the sampler's generator, so Step continues the same random stream
+
+
+def new_session(request: Request) -> Session:
+    return Session(key=request.key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
+                   n_prompt=len(request.prompt_ids))
+
+
+def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int) -> Iterator[Session]:
+    """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call)."""
+    sampler = Sampler(config)
+    sampler.step = len(session.records)
+    if session.rng_state is not None:
+        sampler.generator.set_state(session.rng_state)
+    cache = None
+    for _ in range(n):
+        logits, cache = next_token_logits(model, session.ids, cache)
+        token, record = sampler(logits, session.ids)
+        session.ids.append(token)
+        session.pieces.append(tokenizer.decode([token]))
+        session.records.append(record)
+        session.rng_state = sampler.generator.get_state()
+        yield session
+
+
+_texts: ViewCache[Session] = ViewCache(size=64)
+
+
+def generation(model, tokenizer, request: Request) -> Iterator[Session]:
+    """Stream a sampled or greedy text, one Session per new token; the finished one comes from the
+    cache when this request ran before.
+
+    Every request is seeded (the seed is part of the key), so equal requests give equal texts.
+    Concurrent equal requests share one computation: the first streams it, the others get the end.
+    """
+
+    def produce() -> Iterator[Session]:
+        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens)
+
+    # the cache keeps a copy: the streamed session is the caller's to extend (Step)
+    yield from _texts.stream((str(store.model_dir()), request.key), produce, keep=copy.deepcopy)
+
+
+def step(model, tokenizer, request: Request, session: Session | None) -> Session:
+    """One more token: continue `session`, or start one if the prompt or a setting changed."""
+    if session is None or session.key != request.key or not session.ids:
+        session = new_session(request)
+    else:
+        session = copy.deepcopy(session)
+    for session in sample_steps(model, tokenizer, session, request.config, 1):
+        pass
+    return session
+
+
+def beam(model, request: Request) -> BeamResult:
+    """Beam search of the request's width and length penalty."""
+    return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
+                          request.length_penalty)
+
+
+def sampled(model, tokenizer, request: Request) -> Session:
+    """The finished text of a sampled/greedy request (through the cache), safe to extend."""
+    session = None
+    for session in generation(model, tokenizer, request):
+        pass
+    return copy.deepcopy(session)

@@ -1,0 +1,142 @@
+"""Live training control: one run at a time, app-wide, in a process of its own.
+
+A lecturer trains a brand-new encoder-decoder in front of the class. The run gets its
+own process with one torch thread, so it neither changes the thread count of the
+server that is answering everyone else, nor waits on it; its losses stream back
+through a queue, and it stops as soon as it gets 99% of held-out sources right.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import safetensors.torch
+import torch
+
+from transformer_core import EncoderDecoder, EncoderDecoderConfig, exact_match
+from transformer_core.seq2seq import Codec, char_tokenizer
+from transformer_core.tasks import TOY_TASKS, examples, get_task
+from transformer_core.train_translate import LIVE_BATCH, PRESETS, build_model, fit, live_config
+
+from .policy import InputError
+
+BUSY = ("Another live training run is going on in this app right now. Wait until it finishes "
+        "(at most its time budget) and press Train again.")
+GOAL = 0.99  # exact match on held-out sources at which a live run has learned the task
+CHECK_EVERY = 50  # steps between the goal checks
+GOAL_CHECK_SIZE = 100  # held-out sources per goal check: about 0.1 s for a small model
+THREADS = 1  # a loaded 2-core CPU ran a step ~15x slower with two threads fighting (5.8 s vs 0.35 s)
+
+
+@dataclass
+class Progress:
+    """What the app shows while a run trains, and the fresh model once it is done."""
+
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    checks: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out exact match)
+    seconds: float = 0.0
+    model: EncoderDecoder | None = None
+    codec: Codec | None = None
+    reached_goal: bool = False
+
+
+def _train(task_name: str, preset: str, steps: int, seconds: float, out: mp.Queue) -> None:
+    """The child process: train, report every step, send the weights back (or the error's message)."""
+    torch.set_num_threads(THREADS)
+    try:
+        task = get_task(task_name)
+        model, codec = build_model(task, preset)
+        held_out = examples(task, "test", GOAL_CHECK_SIZE, seed=1)
+
+        def on_step(step: int, loss: float) -> bool:
+            out.put(("loss", step + 1, loss))
+            if (step + 1) % CHECK_EVERY:
+                return False
+            model.eval()
+            score = exact_match(model, codec, held_out)
+            model.train()
+            out.put(("check", step + 1, score))
+            return score >= GOAL
+
+        fit(model, codec, task, live_config(steps, seconds), LIVE_BATCH, on_step=on_step, progress=False)
+        # plain bytes: torch's shared-memory tensors would vanish with this process
+        out.put(("done", model.config, safetensors.torch.save({k: v.contiguous() for k, v in model.state_dict().items()})))
+    except Exception as e:  # noqa: BLE001 -- reported to the person by the parent
+        out.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def held_out_score(model: EncoderDecoder, codec: Codec, task_name: str, n: int) -> float:
+    """Exact match on n held-out test sources of a toy task (other sources than the goal checks use)."""
+    return exact_match(model, codec, examples(task_name, "test", n))
+
+
+class LiveTraining:
+    """The app's one training slot."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def run(self, task_name: str, preset: str, steps: int, seconds: float, poll: float = 0.5) -> Iterator[Progress]:
+        """Train in a child process, yielding the progress every `poll` seconds and once at the end.
+
+        A second run while one is going raises InputError(BUSY) at once: the CPU is shared, and a
+        lecturer would rather hear "busy" than stare at a queue.
+        """
+        task = get_task(task_name)
+        if task.name not in TOY_TASKS:
+            raise InputError(f"Live training offers {', '.join(TOY_TASKS)}; pig latin takes far longer "
+                             "than a lecture to learn.")
+        if not self._lock.acquire(blocking=False):
+            raise InputError(BUSY)
+        context = mp.get_context("spawn")  # a fork of a threaded server could inherit held locks
+        messages = context.Queue()
+        child = context.Process(target=_train, args=(task.name, preset, steps, seconds, messages), daemon=True)
+        state = Progress()
+        t0 = shown = time.perf_counter()
+        try:
+            child.start()
+            while True:
+                try:
+                    message = messages.get(timeout=poll)
+                except queue.Empty:
+                    if not child.is_alive():
+                        raise InputError("Training stopped: the training process ended without a result.") from None
+                    message = ("wait",)
+                if time.perf_counter() - shown >= poll:
+                    shown = time.perf_counter()
+                    state.seconds = shown - t0
+                    yield state
+                kind, *rest = message
+                if kind == "loss":
+                    state.losses.append((rest[0], rest[1]))
+                elif kind == "check":
+                    state.checks.append((rest[0], rest[1]))
+                    state.reached_goal = rest[1] >= GOAL
+                elif kind == "error":
+                    raise InputError(f"Training stopped: {rest[0]}")
+                elif kind == "done":
+                    config, weights = rest
+                    state.model, state.codec = _rebuild(config, weights, task.symbols)
+                    state.seconds = time.perf_counter() - t0
+                    yield state
+                    return
+        finally:
+            child.join(timeout=5)
+            if child.is_alive():
+                child.kill()  # the person left mid-run: free the CPU and the slot
+            self._lock.release()
+
+
+def _rebuild(config: EncoderDecoderConfig, weights: bytes, symbols: str) -> tuple[EncoderDecoder, Codec]:
+    model = EncoderDecoder(config)
+    model.load_state_dict(safetensors.torch.load(weights))
+    return model.eval(), Codec(char_tokenizer(symbols))

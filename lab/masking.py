@@ -1,0 +1,188 @@
+"""Masking use cases: the masks as matrices, a trained model read under each, and the cheating demo.
+
+One run holds everything the Masking tab draws for a text: the gallery of masks (built by
+the very functions the model uses) and the shipped language model read once with its
+causal mask and once with the chosen mask. Sliders re-slice that run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from transformer_core import (
+    CheckpointError,
+    Mask,
+    MaskError,
+    build_mask,
+    device_of,
+    greedy_with_mask,
+    mean_loss,
+    padding_mask,
+    token_losses,
+)
+
+from . import store
+from .cache import ViewCache
+from .policy import InputError, clamp, fit_tokens, notice, truncate
+
+LM = "shakespeare-lm"
+CHEATERS = {"trained with the causal mask": ("cheat-causal", "causal"),
+            "trained with no mask": ("cheat-nomask", "none")}
+MAX_TOKENS = 64  # masks are drawn cell by cell: 64 x 64 still shows every cell
+MAX_CHEAT_TOKENS = 60
+EFFECT_KINDS = ["none", "causal", "sliding_window", "dilated_window", "global_window"]
+WINDOWED = ("sliding_window", "dilated_window", "global_window")
+TOP_K = 5
+
+
+@dataclass(frozen=True)
+class MaskSettings:
+    """A mask's parameters after the input policy: every number in range for this text."""
+
+    kind: str
+    w: int
+    dilation: int
+    global_tokens: tuple[int, ...]
+    causal: bool
+
+
+@dataclass(frozen=True)
+class MaskingRun:
+    """The masks for one text and the language model read under its causal mask and the chosen one.
+
+    attn[run]: (n_layer, n_head, T, T); losses[run]: (T-1,) nats; probs/top[run]: (T, 5) next-token guesses.
+    """
+
+    labels: list[str]
+    labels_b: list[str]
+    gallery: list[tuple[str, Mask]]
+    runs: list[str]  # "causal (as trained)", then the chosen mask described in words
+    attn: dict[str, np.ndarray]
+    losses: dict[str, np.ndarray]
+    top_probs: dict[str, np.ndarray]
+    top_labels: dict[str, list[list[str]]]
+    notice: str
+
+
+def describe(mask: Mask) -> str:
+    """A mask's kind and parameters in words, e.g. "sliding window w=3, causal"."""
+    params = [("causal" if value else "both ways") if key == "causal" else f"{key}={value}"
+              for key, value in mask.params.items()]
+    return " ".join([mask.kind.replace("_", " "), ", ".join(params)]).strip()
+
+
+def global_positions(text: str | None) -> tuple[int, ...]:
+    """ "0, 5" -> (0, 5); anything else is an InputError (its text is shown escaped by the UI)."""
+    try:
+        return tuple(int(g) for g in (text or "").replace(",", " ").split())
+    except ValueError:
+        raise InputError(f"Global tokens must be positions like '0, 5'; got {text!r}.") from None
+
+
+def settings(kind: str, n: int, w, dilation, global_text: str | None, causal: bool,
+             notices: list[str]) -> MaskSettings:
+    """The mask settings for an n-token text: a window as wide as the text (or wider) is narrowed, with a notice."""
+    if kind not in EFFECT_KINDS:
+        raise InputError(f"Mask must be one of {', '.join(EFFECT_KINDS)}, not {kind!r}.")
+    w = clamp(w, 1, max(1, n - 1), "Window width", notices)  # a window of n or more hides nothing
+    dilation = clamp(dilation, 1, max(1, n - 1), "Dilation", notices)
+    return MaskSettings(kind, w, dilation, global_positions(global_text), bool(causal))
+
+
+def _build(kind: str, n: int, s: MaskSettings, causal: bool) -> Mask:
+    try:
+        return build_mask(kind, n, w=s.w, dilation=s.dilation, global_tokens=list(s.global_tokens), causal=causal)
+    except MaskError as e:
+        raise InputError(f"{str(e)[:1].upper()}{str(e)[1:]}.") from e
+
+
+def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str, Mask]]:
+    """(title, Mask) for every panel of the gallery, built by the same functions the model uses."""
+    return [
+        ("none (bidirectional)", build_mask("none", n)),
+        ("causal", build_mask("causal", n)),
+        ("padding", padding_mask(lengths, n)),
+        (f"sliding window w={s.w}", _build("sliding_window", n, s, False)),
+        (f"causal sliding window w={s.w}", _build("sliding_window", n, s, True)),
+        (f"dilated window w={s.w}, d={s.dilation}", _build("dilated_window", n, s, False)),
+        (f"global {list(s.global_tokens)} + window w={s.w}", _build("global_window", n, s, False)),
+    ]
+
+
+def _language_model(name: str):
+    try:
+        return store.load(name)
+    except CheckpointError as e:
+        raise InputError(f"{e}. The Masking tab needs this checkpoint.") from e
+
+
+_runs: ViewCache[MaskingRun] = ViewCache(size=32)
+
+
+def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, global_text: str | None,
+                causal: bool) -> MaskingRun:
+    """The gallery for the text and the shipped LM read with its causal mask and with the chosen one."""
+    model, tokenizer = _language_model(LM)
+    text, cut = truncate(text)
+    tokens = fit_tokens(tokenizer, text, MAX_TOKENS, min_tokens=2)
+    tokens_b = fit_tokens(tokenizer, truncate(text_b)[0], len(tokens.ids))
+    notices = [cut, tokens.notice]
+    s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
+    key = (str(store.model_dir()), tuple(tokens.ids), tuple(tokens_b.ids), s)
+    run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))
+    return MaskingRun(**{**run.__dict__, "notice": notice(*notices)})
+
+
+@torch.no_grad()
+def _compute(model, tokenizer, tokens, tokens_b, s: MaskSettings) -> MaskingRun:
+    n = len(tokens.ids)
+    gallery = gallery_masks(n, [n, len(tokens_b.ids)], s)
+    chosen = _build(s.kind, n, s, s.causal)
+    idx = torch.tensor([tokens.ids], device=device_of(model))
+    traced = {"causal (as trained)": model.run_with_trace(idx), describe(chosen): model.run_with_trace(idx, mask=chosen)}
+    target = idx[0].cpu()
+    attn, losses, probs, tops = {}, {}, {}, {}
+    for name, (logits, trace) in traced.items():
+        attn[name] = trace.attention("decoder")[:, 0].numpy()
+        losses[name] = token_losses(logits[0].cpu(), target).numpy()
+        p = torch.softmax(logits[0].float().cpu(), dim=-1)
+        top = torch.topk(p, min(TOP_K, p.shape[-1]))
+        probs[name] = top.values.numpy()
+        tops[name] = [[tokenizer.decode([i]) for i in row] for row in top.indices.tolist()]
+    return MaskingRun(tokens.labels, tokens_b.labels, gallery, list(traced), attn, losses, probs, tops, "")
+
+
+def history(name: str) -> list[dict]:
+    path = store.model_dir() / name / "history.json"
+    if not path.is_file():
+        raise InputError(f"No training history at {path}; the cheating demo needs both cheat-* checkpoints.")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class CheatResult:
+    title: str
+    continuation: str
+    final_train_loss: float
+    honest_loss: float  # on the prompt, causal mask: no peeking
+
+
+def cheating(prompt: str | None, n_new) -> tuple[list[CheatResult], dict[str, list[dict]], str]:
+    """Both cheating-demo models: greedy continuations, honest loss on the prompt, training histories."""
+    prompt, cut = truncate(prompt)
+    notices = [cut]
+    n_new = clamp(n_new, 1, MAX_CHEAT_TOKENS, "New tokens", notices)
+    results, histories = [], {}
+    for title, (name, mask_kind) in CHEATERS.items():
+        model, tokenizer = _language_model(name)
+        tokens = fit_tokens(tokenizer, prompt, model.config.max_len, min_tokens=2, keep="last")
+        notices.append(tokens.notice)
+        histories[title] = history(name)
+        continuation = tokenizer.decode(greedy_with_mask(model, tokens.ids, n_new, mask_kind))
+        results.append(CheatResult(title, continuation, histories[title][-1]["train_loss"],
+                                   mean_loss(model, tokens.ids)))
+    return results, histories, notice(*dict.fromkeys(notices))

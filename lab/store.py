@@ -1,0 +1,132 @@
+"""The model store: shipped checkpoints and GPT-2, loaded lazily and once, shared by every use case.
+
+The app starts serving before any model is read from disk; the first request that
+needs a model loads it (a few hundred ms) and later requests reuse it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+from transformer_core import CheckpointError, default_device, load_gpt2, load_model
+from transformer_core.hub import read_config
+from transformer_core.tokenization import TextTokenizer, TokenizerError
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
+GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
+KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
+
+_lock = threading.Lock()
+_models: dict[str, object] = {}
+_tokenizers: dict[str, TextTokenizer] = {}
+_model_dir = DEFAULT_MODEL_DIR
+
+
+def set_model_dir(path: str | Path) -> None:
+    """Read checkpoints from another folder (app.py --model-dir)."""
+    global _model_dir
+    with _lock:
+        _model_dir = Path(path)
+        _models.clear()
+        _tokenizers.clear()
+
+
+def model_dir() -> Path:
+    return _model_dir
+
+
+def model(name: str):
+    """The checkpoint `<model dir>/<name>/` (or GPT-2) as an eval-mode model on the default device."""
+    if name == GPT2:
+        return _gpt2()[0]
+    with _lock:
+        if name not in _models:
+            folder = _model_dir / name
+            if not folder.is_dir():
+                raise CheckpointError(f"no checkpoint named {name!r} (looked in {folder})")
+            _models[name] = load_model(folder, default_device())
+        return _models[name]
+
+
+def tokenizer(name: str) -> TextTokenizer:
+    """The tokenizer.json shipped beside checkpoint `name` (or GPT-2's)."""
+    if name == GPT2:
+        return _gpt2()[1]
+    with _lock:
+        if name not in _tokenizers:
+            _tokenizers[name] = TextTokenizer.load(_model_dir / name / "tokenizer.json")
+        return _tokenizers[name]
+
+
+def config(name: str) -> dict:
+    """A checkpoint's config.json, read without loading its weights (sizes for sliders, the arch)."""
+    return read_config(_model_dir / name)
+
+
+def arch(name: str) -> str:
+    return config(name)["arch"]
+
+
+def checkpoints(include_cheats: bool = False) -> dict[str, str]:
+    """Checkpoints in the model folder: "name (kind)" label -> folder name, language models first.
+
+    Tokenizer-only folders and checkpoints still being written are skipped; the masking
+    lesson's deliberately broken "cheat-*" models are left out unless asked for.
+    """
+    found = []
+    for folder in Path(_model_dir).glob("*"):
+        if not folder.is_dir() or (folder.name.startswith("cheat-") and not include_cheats):
+            continue
+        try:
+            kind = read_config(folder)["arch"]
+        except CheckpointError:
+            continue
+        found.append((list(KIND_NAMES).index(kind), folder.name, f"{folder.name} ({KIND_NAMES[kind]})"))
+    return {label: name for _, name, label in sorted(found)}
+
+
+def load(name: str) -> tuple[object, TextTokenizer]:
+    """(model, tokenizer) of checkpoint `name`, or CheckpointError saying what is missing."""
+    try:
+        return model(name), tokenizer(name)
+    except TokenizerError as e:
+        raise CheckpointError(str(e)) from e
+
+
+# ---------------------------------------------------------------- GPT-2 from the Hub
+
+_gpt2_loaded: tuple | None = None
+_gpt2_lock = threading.Lock()
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Can we open a connection to the Hub endpoint at all? (Downloads would retry for a minute.)"""
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _gpt2() -> tuple[object, TextTokenizer]:
+    """GPT-2 from the Hub (or the local Hugging Face cache when offline) in our DecoderLM."""
+    global _gpt2_loaded
+    from huggingface_hub import snapshot_download
+
+    with _gpt2_lock:
+        if _gpt2_loaded is None:
+            files = ["config.json", "model.safetensors", "tokenizer.json"]
+            try:
+                folder = snapshot_download("gpt2", allow_patterns=files, local_files_only=not hub_reachable())
+            except Exception as e:  # offline and not cached, or no access: one message
+                raise CheckpointError(f"GPT-2 needs the Hugging Face Hub or a copy in the local Hugging Face "
+                                      f"cache, and neither could be reached ({type(e).__name__})") from e
+            _gpt2_loaded = (load_gpt2(folder).to(default_device()), TextTokenizer.load(f"{folder}/tokenizer.json"))
+        return _gpt2_loaded

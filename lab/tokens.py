@@ -1,0 +1,105 @@
+"""Tokenization use cases: a text under every shipped tokenizer, a real BPE's merges replayed, BPE from scratch."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
+
+from . import store
+from .policy import MAX_CHARS, InputError, truncate
+
+REPLAY_MODEL = "shakespeare-bpe"  # the real BPE whose merges the replay slider walks through
+SCRATCH_MAX_CHARS = 2000  # BPE from scratch is pure Python, merge by merge: keep its text tiny
+SCRATCH_MAX_MERGES = 500
+UNREADABLE = 0.5  # a tokenizer that knows fewer than half of a text's tokens is not drawn chip by chip
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """One tokenizer's view of a text: its spans, or one line saying why it cannot represent the text."""
+
+    label: str
+    spans: list[TokenSpan]
+    problem: str = ""
+
+
+def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
+    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`; [problems]).
+
+    Character-level tokenizers come first, then the Shakespeare BPE, then the other BPEs by name.
+    Models that ship the very same tokenizer file appear once, labelled with all their names.
+    A file that cannot be read is reported as a problem instead of hiding the others.
+    """
+    names_by_file: dict[str, list[str]] = {}
+    for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
+        names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
+    found, problems = [], []
+    for names in names_by_file.values():
+        try:
+            tokenizer = store.tokenizer(names[0])
+        except TokenizerError as error:
+            problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
+            continue
+        kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
+        label = f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens"
+        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
+    return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
+
+
+def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
+    """(the text as read, one Tokenized per shipped tokenizer, notices) for the Tokens tab."""
+    text, notice = truncate(text, MAX_CHARS)
+    if not text:
+        return "", [], notice
+    tokenizers, problems = shipped_tokenizers()
+    if not tokenizers:
+        raise InputError(f"No readable tokenizer.json under {store.model_dir()}; start the app with --model-dir "
+                         "pointing at the shipped assets/ folder.")
+    views = []
+    for label, tokenizer in tokenizers:
+        spans = tokenizer.tokens(text)
+        unknown = tokenizer.token_to_id(UNKNOWN)
+        n_unknown = sum(s.id == unknown for s in spans) if unknown is not None else 0
+        problem = ""
+        if spans and n_unknown / len(spans) > UNREADABLE:
+            problem = (f"This tokenizer cannot represent this text: {n_unknown:,} of its {len(spans):,} tokens "
+                       f"would be {UNKNOWN} (its alphabet is {tokenizer.vocab_size:,} symbols).")
+        views.append(Tokenized(label, spans, problem))
+    return text, views, "\n\n".join([notice, *problems]).strip()
+
+
+def replay_tokenizer() -> TextTokenizer:
+    try:
+        return store.tokenizer(REPLAY_MODEL)
+    except TokenizerError as error:
+        raise InputError(f"Merge replay needs the Shakespeare BPE: {error}") from error
+
+
+def replay(text: str | None, k) -> tuple[str, int, list[TokenSpan], tuple[str, str] | None]:
+    """(text, k clamped, spans after the first k merges of the Shakespeare BPE, the k-th merge or None)."""
+    text, _ = truncate(text, MAX_CHARS)
+    bpe = replay_tokenizer()
+    k = min(max(int(k or 0), 0), len(bpe.merges))
+    if not text:
+        return "", k, [], None
+    return text, k, bpe.tokens_after_merges(text, k), bpe.merges[k - 1] if k else None
+
+
+def merge_text(piece: str) -> str:
+    """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for."""
+    bpe = replay_tokenizer()
+    return bpe.decode([bpe.token_to_id(piece)])
+
+
+@functools.lru_cache(maxsize=16)
+def _scratch(text: str) -> BpeTraining:
+    return train_bpe_steps(text, SCRATCH_MAX_MERGES, min_count=1)
+
+
+def scratch(text: str | None) -> tuple[str, BpeTraining | None, str]:
+    """(text, BPE trained from scratch on it merge by merge, truncation notice); None for no text."""
+    text, notice = truncate(text, SCRATCH_MAX_CHARS)
+    return text, (_scratch(text) if text else None), notice

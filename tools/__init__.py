@@ -1,0 +1,1 @@
+"""Tools that work on the project, outside the app and the core: deploying to the Hugging Face Hub."""
