@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
 import serving
+
+from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -261,3 +264,122 @@ def test_sentiment_gives_a_label_with_two_probabilities(visit):
     assert len(percents) == 2 and 98 <= sum(percents) <= 102  # two classes, rounded to whole percents
     assert panel.locator('[data-testid="label-output-value"]').first.inner_text().strip()
     visit.screenshot("sentiment")
+
+
+# --- links and lecture steps draw their views, with no click ----------------------------------
+
+# What a person sees in a tab: is anything still running, which visible plots hold data (or say why
+# they are empty), which visible outputs are blank. Only what is on screen counts: a closed
+# accordion's plot is not drawn, and an output Gradio shows as "Empty value" is a blank one.
+SEEN = """(tab) => {
+  const root = document.querySelector(`#tab-${tab}`);
+  if (!root) return {busy: 1, plots: [], blank: []};  // not built yet
+  const shown = (e) => e.offsetParent !== null && e.getBoundingClientRect().height > 0;
+  const busy = Array.from(root.querySelectorAll('[data-testid=status-tracker]'))
+    .filter((e) => shown(e) && !e.classList.contains('hide')).length;
+  const plots = Array.from(root.querySelectorAll('.js-plotly-plot')).filter(shown).map((gd) => {
+    const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0));
+    const notes = ((gd._fullLayout || {}).annotations || []).filter((a) => a.text).length;
+    return {id: (gd.closest('.block[id]') || {}).id || '', data: data.reduce((a, b) => a + b, 0), notes};
+  });
+  const blank = Array.from(root.querySelectorAll('[aria-label="Empty value"]')).filter(shown)
+    .map((e) => (e.closest('.block') || e).innerText.trim().slice(0, 60) || '?');
+  return {busy, plots, blank};
+}"""
+
+# tab -> (a link to it, the elements that must then show content)
+LINKS = {
+    "tokens": ("?tab=tokens&text=Link+me+please", ["#tokens-chips .tok"]),
+    "attention": ("?tab=attention&text=The+cat+sat+on+the+mat", ["#attention-grid .js-plotly-plot"]),
+    "masking": ("?tab=masking&text=To+be,+or+not+to+be&mask=causal", ["#masking-gallery .js-plotly-plot"]),
+    "generate": ("?tab=generate&text=ROMEO:&seed=3&new_tokens=12", ["#generated-text .token"]),
+    "sentiment": ("?tab=sentiment&text=Not+bad+at+all", ["#sentiment-tokens span"]),
+    "translate": ("?tab=translate&text=1+2+3+4+5&task=reverse", ["#translate-attention .js-plotly-plot"]),
+    "concepts": ("?tab=concepts", []),
+}
+# tab -> (its main button, its main figure): both must be on the first screen after a lecture step
+MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#attention-grid"),
+        "masking": ("#masking-run", "#masking-gallery"), "generate": ("#generate-run", "#generated-text"),
+        "sentiment": ("#sentiment-run", "#sentiment-tokens"), "translate": ("#translate-run", "#translate-attention")}
+PROJECTOR = {"width": 1280, "height": 720}
+
+
+def wait_drawn(visit, tab: str, needs: list[str], settle_s: float = 1.0) -> dict:
+    """Wait until tab `tab` has finished running and shows content, as a person waits, and stays so for
+    `settle_s` (a step's events may start a moment after its click); return what it shows, on a
+    time-out too (`assert_drawn` then says what is missing)."""
+    ready = f"""() => {{ const s = ({SEEN})({json.dumps(tab)});
+                        return s.busy === 0 && s.blank.length === 0
+                               && s.plots.every((p) => p.data > 0 || p.notes > 0)
+                               && {json.dumps(needs)}.every((sel) => document.querySelector(sel)); }}"""
+    deadline, since = time.monotonic() + RESULT_TIMEOUT_MS / 1000, None
+    while time.monotonic() < deadline:
+        if visit.page.evaluate(ready):
+            since = since or time.monotonic()
+            if time.monotonic() - since >= settle_s:
+                break
+        else:
+            since = None
+        visit.page.wait_for_timeout(100)
+    return visit.page.evaluate(SEEN, tab)
+
+
+def assert_drawn(seen: dict, tab: str) -> None:
+    assert seen["busy"] == 0, f"{tab}: still running"
+    assert seen["blank"] == [], f"{tab}: visible output(s) left blank: {seen['blank']}"
+    assert all(p["data"] > 0 or p["notes"] > 0 for p in seen["plots"]), f"{tab}: an empty plot: {seen['plots']}"
+
+
+@pytest.mark.parametrize("tab", list(LINKS))
+def test_a_link_draws_its_view_with_no_click(visit, tab):
+    query, needs = LINKS[tab]
+    visit.open(query)
+    seen = wait_drawn(visit, tab, needs)
+    assert_drawn(seen, tab)
+    assert seen["plots"] or tab in ("tokens", "generate", "sentiment")
+    if tab == "attention":  # the figures are of the linked text, not the default one
+        keys = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+            .flatMap((gd) => (gd._fullData || []).flatMap((t) => Array.from(t.x || [])))""")
+        assert "3: sat" in keys and not any("ROMEO" in str(k) for k in keys)
+    visit.screenshot(f"link-{tab}")
+
+
+def _box(visit, selector: str) -> dict:
+    return visit.page.locator(selector).first.bounding_box()
+
+
+def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser, server):
+    visit = Visit(browser, server[0])
+    visit.context.close()
+    visit.context = browser.new_context(viewport=PROJECTOR)
+    visit.page = visit.context.new_page()
+    visit.page.set_default_timeout(RESULT_TIMEOUT_MS)
+    visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    visit.open("?lecture=1")
+    visit.page.locator("#lecture-controls").get_by_text("Lecture mode and links").click()
+    presets = list(state.LECTURE_PRESETS.values())
+    walk = [*range(len(presets)), *range(len(presets) - 2, -1, -1)]  # every step forward, then back
+    for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
+        visit.page.locator("#lecture-next" if previous is None or i > previous else "#lecture-back").click()
+        tab = presets[i]["tab"]
+        visit.page.locator(f"#tab-{tab}").wait_for()
+        visit.page.wait_for_timeout(300)  # the step's own events start
+        seen = wait_drawn(visit, tab, LINKS.get(tab, ("", []))[1])
+        if n < len(presets):
+            ARTIFACTS.mkdir(exist_ok=True)
+            visit.page.screenshot(path=str(ARTIFACTS / f"lecture-{i + 1}.png"))
+        assert_drawn(seen, tab)
+        chosen = visit.page.locator("#lecture-step input").first.input_value()
+        assert chosen == list(state.LECTURE_PRESETS)[i]  # the step's whole name shows in its box
+        button, figure = MAIN.get(tab, (None, None))
+        for selector in filter(None, (button, figure)):
+            box = _box(visit, selector)
+            assert box and box["y"] >= 0, f"step {i + 1}: {selector} is not on the page"
+        if button:
+            box = _box(visit, button)
+            assert box["y"] + box["height"] <= PROJECTOR["height"], f"step {i + 1}: {button} is below the first screen"
+        if figure:
+            visible = PROJECTOR["height"] - _box(visit, figure)["y"]
+            assert visible >= 200, f"step {i + 1}: only {visible:.0f} px of {figure} on the first screen"
+    visit.context.close()
+    assert visit.errors == []

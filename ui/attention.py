@@ -107,7 +107,7 @@ def build() -> View | None:
             model = gr.Dropdown(labels, value=labels[0], label="Model")
             group = gr.Dropdown(GROUP_CHOICES, value=use.GROUPS_OF[first["arch"]][0], label="Attention")
         with gr.Row(equal_height=True):
-            text = gr.Textbox(use.example_text(models[labels[0]]), lines=2, scale=5,
+            text = gr.Textbox(use.example_text(models[labels[0]]), lines=1, max_lines=4, scale=5,
                               label=f"Text (up to {MAX_DRAWN_TOKENS} tokens are drawn)")
             run = gr.Button("Show attention", variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):

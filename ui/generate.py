@@ -35,7 +35,8 @@ EXAMPLES = [
 CSS = """
 .flowing-text .token-container, .flowing-text .token { display: inline !important; font-size: 0 !important;
   margin: 0 !important; padding: 0 !important; }
-.flowing-text .token .text { font-size: var(--text-lg); background-color: inherit; line-height: 1.9; }
+.flowing-text .token .text { font-size: var(--text-lg); background-color: inherit; line-height: 1.9;
+  white-space: pre-wrap; }
 """
 
 WHAT = """

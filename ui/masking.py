@@ -56,7 +56,7 @@ def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global
     notices = [run.notice]
     gallery = views.mask_gallery(views.gallery_panels(run.gallery, run.labels, run.labels_b))
     figures = effect_figures(run, layer, head, position, notices)
-    return (notice(*notices) or f"All {len(run.labels)} tokens are used.", gallery, *figures)
+    return notice(*notices), gallery, *figures
 
 
 @handler
@@ -83,16 +83,17 @@ def build() -> View:
         with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(EXPLAINER)
         with gr.Row(equal_height=True):
-            text = gr.Textbox(FRIENDS, lines=2, label=f"Text (up to {use.MAX_TOKENS} tokens)", scale=3)
-            kind = gr.Dropdown(use.EFFECT_KINDS, value="none", label="Mask to try on the trained model", elem_id="mask",
+            text = gr.Textbox(FRIENDS, lines=1, max_lines=3, label=f"Text (up to {use.MAX_TOKENS} tokens)", scale=3)
+            kind = gr.Dropdown(use.EFFECT_KINDS, value="none", label="Mask to try", elem_id="mask",
                                scale=1)
             run = gr.Button("Show masks", variant="primary", elem_id="masking-run", scale=1)
         with gr.Row():
-            text_b = gr.Textbox("To be, or not", label="Second text of the padding batch")
+            # elem_ids keep the links' parameter names of the longer labels these boxes had
+            text_b = gr.Textbox("To be, or not", label="Padding: 2nd text", elem_id="second_text_of_the_padding_batch")
             causal = gr.Checkbox(True, label="Windows look back only (causal)")
             w = gr.Slider(1, 16, value=3, step=1, label="Window width w")
             dilation = gr.Slider(1, 8, value=2, step=1, label="Dilation d")
-            global_text = gr.Textbox("0", label="Global token positions")
+            global_text = gr.Textbox("0", label="Global tokens", elem_id="global_token_positions")
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples(
                 [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
@@ -100,7 +101,7 @@ def build() -> View:
                 [text, kind, w, causal],
             )
         notice_box = gr.Markdown()
-        gallery = gr.Plot(label="Mask gallery", elem_id="masking-gallery")
+        gallery = gr.Plot(label="Mask gallery", elem_id="masking-gallery", show_label=False)
         gr.Markdown("### Effect on a trained model")
         with gr.Row():
             layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="Layer")
@@ -119,14 +120,16 @@ def build() -> View:
         for slider in (w, dilation, layer, head, position):
             slider.release(masking, inputs, outputs, api_name=False)
 
-        gr.Markdown("### The cheating demo\nTwo tiny language models, same size, data and steps; one was "
-                    "trained without the causal mask, so it could read each answer in its input.")
-        with gr.Row():
-            prompt = gr.Textbox("KING HENRY: Once more unto the breach", label="Prompt")
-            n_new = gr.Slider(5, 60, value=30, step=1, label="New tokens")
-        cheat_button = gr.Button("Compare the two models")
-        gr.Examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt])
-        generations = gr.Markdown()
-        curves = gr.Plot(label="Training loss of both models")
+        with gr.Accordion("The cheating demo: a model trained without the causal mask", open=False) as cheat_box:
+            gr.Markdown("Two tiny language models, same size, data and steps; one was trained without the causal "
+                        "mask, so it could read each answer in its input.")
+            with gr.Row():
+                prompt = gr.Textbox("KING HENRY: Once more unto the breach", label="Prompt")
+                n_new = gr.Slider(5, 60, value=30, step=1, label="New tokens")
+            cheat_button = gr.Button("Compare the two models")
+            gr.Examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt])
+            generations = gr.Markdown()
+            curves = gr.Plot(label="Training loss of both models")
         cheat_button.click(cheating, [prompt, n_new], [generations, curves], api_name="cheating")
+        cheat_box.expand(cheating, [prompt, n_new], [generations, curves], api_name=False)
     return View(masking, inputs, outputs, "masking")

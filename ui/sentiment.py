@@ -116,7 +116,7 @@ def build() -> View:
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
         if len(installed) > 1:
-            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=True):
+            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=False) as compare_box:
                 gr.Markdown(COMPARE_NOTE)
                 compare_button = gr.Button("Compare the classifiers on this text")
                 compare_notice = gr.Markdown()
@@ -126,4 +126,5 @@ def build() -> View:
                         with gr.Column():
                             parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}")]
             compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
+            compare_box.expand(compare, [text, method], [compare_notice, *parts], api_name=False)
     return View(classify, inputs, outputs, "classify")

@@ -83,8 +83,9 @@ def scratch_step(text: str | None, k: float):
 def build() -> View:
     with gr.Tab("Tokens", id="tokens"):
         gr.Markdown("## What does the model actually see?\nType text and see the tokens each shipped "
-                    "tokenizer cuts it into. Hover a chip for the characters and UTF-8 bytes it covers.")
-        text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=4, value=EXAMPLES[1][0],
+                    "tokenizer cuts it into. Hover a chip for the characters and UTF-8 bytes it covers.",
+                    elem_classes=["lecture-hide"])
+        text = gr.Textbox(label=f"Text (up to {MAX_CHARS:,} characters)", lines=3, value=EXAMPLES[1][0],
                           elem_id="tokens_text")
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples(EXAMPLES, inputs=[text], label="Examples: English, Shakespeare, a rare word, numbers, "

@@ -129,20 +129,20 @@ def build() -> View:
         with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(NOTE)
         with gr.Row():
-            with gr.Column(scale=2):
+            with gr.Column(scale=3):
                 source = gr.Textbox(label="Source", value="3 1 4 1 5 9 2 6",
-                                    info="Digits 0-9 for copy/reverse/sort (spaces optional); "
-                                         "a sentence for pig latin.")
-                task = gr.Radio(list(use.CHECKPOINTS), value="copy", label="Task")
+                                    placeholder="Digits 0-9 for copy/reverse/sort (spaces optional); "
+                                                "a sentence for pig latin")
                 with gr.Row(equal_height=True):
-                    width = gr.Slider(1, 8, value=1, step=1, label="Beam width", info="1 = greedy decoding")
-                    button = gr.Button("Translate", variant="primary", elem_id="translate-run")
-            with gr.Column(scale=1):
-                output = gr.Textbox(label="Output", interactive=False)
-                group = gr.Radio(list(GROUPS), value="cross-attention", label="Attention to show")
+                    task = gr.Radio(list(use.CHECKPOINTS), value="copy", label="Task", scale=3)
+                    button = gr.Button("Translate", variant="primary", elem_id="translate-run", scale=1)
+            with gr.Column(scale=2):
                 with gr.Row():
-                    layer = gr.Dropdown(LAYERS, value=use.AUTO_LAYER, label="Layer",
-                                        info="auto: the layer whose cross-attention is sharpest")
+                    output = gr.Textbox(label="Output", interactive=False)
+                    group = gr.Dropdown(list(GROUPS), value="cross-attention", label="Attention")
+                with gr.Row():
+                    # "sharpest": the layer whose cross-attention is most decisive, where the lesson shows
+                    layer = gr.Dropdown(LAYERS, value=use.AUTO_LAYER, label="Layer")
                     head = gr.Dropdown(HEADS, value=HEADS[0], label="Head")
         notice = gr.Markdown()
         attention = gr.Plot(label="Attention", elem_id="translate-attention", show_label=False)
@@ -154,10 +154,14 @@ def build() -> View:
             )
         steps_table = gr.Dataframe(headers=["step", "token", "probability", "runners-up"],
                                    label="Decoding steps", interactive=False)
-        tree = gr.Plot(label="Beam search tree")
+        with gr.Accordion("Beam search: keep several outputs alive", open=False) as beam_box:
+            width = gr.Slider(1, 8, value=1, step=1, label="Beam width", info="1 = greedy decoding; press Translate "
+                                                                           "again after changing it")
+            tree = gr.Plot(label="Beam search tree")
         inputs = [task, source, width, group, layer, head]
         outputs = [output, notice, steps_table, attention, tree]
         button.click(translate_text, inputs, outputs, api_name="translate")
+        beam_box.expand(translate_text, inputs, outputs, api_name=False)
         source.submit(translate_text, inputs, outputs, api_name=False)
 
         with gr.Accordion("Train from scratch, live", open=False):
@@ -174,10 +178,12 @@ def build() -> View:
                 train_button = gr.Button("Train from scratch")
                 again_button = gr.Button("Translate the source with the fresh model")
             live_status = gr.Markdown()
-            curve = gr.Plot(label="Training loss")
+            curve = gr.Plot(placeholder("Press Train from scratch: the training loss is drawn here as it falls."),
+                            label="Training loss")
             with gr.Row():
                 live_output = gr.Textbox(label="Fresh model's output for the source above", interactive=False)
-                live_attention = gr.Plot(label="Fresh model's attention")
+                live_attention = gr.Plot(placeholder("The fresh model's attention appears here once it is trained."),
+                                         label="Fresh model's attention")
             fresh_model = gr.State()
             train_button.click(live_busy, None, None, queue=False, api_visibility="private").success(
                 train_live, [live_task, preset, live_steps, budget, source, group, layer, head],
@@ -185,7 +191,7 @@ def build() -> View:
             again_button.click(translate_fresh, [fresh_model, live_task, source, group, layer, head],
                                [live_output, live_attention], api_name="translate_fresh")
 
-        with gr.Accordion("Length generalisation: train on ≤ 10 symbols, test on up to 20", open=False):
+        with gr.Accordion("Length generalisation: train on ≤ 10 symbols, test on up to 20", open=False) as lengths:
             gr.Markdown(LENGTH_NOTE)
             per_length = gr.Slider(20, 500, value=100, step=20, label="Test sources per length")
             length_button = gr.Button("Measure")
@@ -193,4 +199,5 @@ def build() -> View:
             length_table = gr.Dataframe(headers=["length", *use.POSITION_MODELS], label="Exact match", interactive=False)
             length_button.click(length_generalisation, per_length, [length_plot, length_table],
                                 api_name="translate_lengths")
+            lengths.expand(length_generalisation, per_length, [length_plot, length_table], api_name=False)
     return View(translate_text, inputs, outputs, "translate")

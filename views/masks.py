@@ -58,7 +58,8 @@ def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
         ))
         annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=layout[f"yaxis{suffix}"]["domain"][1],
                                 xref="paper", yref="paper", yanchor="bottom", showarrow=False))
-    layout.update(annotations=annotations, height=260 * n_row + 40, margin=dict(l=10, r=10, t=40, b=10))
+    layout.update(annotations=annotations, height=260 * n_row + 70, margin=dict(l=10, r=10, t=70, b=10),
+                  title=dict(text="Mask gallery: blue cells may attend, grey ones are hidden"))
     return unchecked_figure(traces, layout)
 
 

@@ -36,6 +36,7 @@ def token_html(labels: list[str], scores, signed: bool) -> str:
         rgb = (POSITIVE_RGB if weight >= 0 else NEGATIVE_RGB) if signed else READ_RGB
         spans.append(f'<span title="{html.escape(f"{raw:+.4f}", quote=True)}" style="background: rgba({rgb},'
                      f'{abs(weight):.2f}); border-radius: 3px; padding: 1px 2px; margin: 1px; white-space: pre; '
+                     f'display: inline-block; '
                      f'font-family: monospace; line-height: 2;">{html.escape(visible(label), quote=True)}</span>')
     legend = ("green: pushes towards <b>positive</b>, red: towards <b>negative</b>" if signed
               else "blue: how much of the token reaches the pooled vector")
