@@ -27,7 +27,7 @@ class Stop(Exception):
     """Raised by on_step on every rank, as an interrupted run would stop."""
 
 
-def copy_run(out: Path, stop: int, resume: str | None = None, time_budget_s: float | None = None) -> dict:
+def copy_run(stop: int, resume: str | None = None, time_budget_s: float | None = None) -> dict:
     """Train the tiny copy translator (seed 0) with every step's loss recorded; stop after `stop` steps."""
     torch.manual_seed(0)
     task = get_task("copy")
@@ -54,11 +54,11 @@ def main(mode: str, out: Path, *args: str) -> None:
     rank = distributed.world().rank
     seen = {}
     if mode == "copy":
-        seen = copy_run(out, int(args[0]), resume=str(out / "resume.pt"))
+        seen = copy_run(int(args[0]), resume=str(out / "resume.pt"))
         if rank == 1:  # this rank alone believes 100 s pass between two readings of its clock
             ticks = itertools.count(step=100.0)
             training.time = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
-        torch.save(copy_run(out, STEPS, time_budget_s=30), out / f"clock{rank}.pt")
+        torch.save(copy_run(STEPS, time_budget_s=30), out / f"clock{rank}.pt")
     elif mode == "fail":
         if rank == 1:
             real_batches = train_translate.pair_batches
@@ -74,7 +74,7 @@ def main(mode: str, out: Path, *args: str) -> None:
                 return get
 
             train_translate.pair_batches = broken_batches
-        seen = copy_run(out, STEPS)
+        seen = copy_run(STEPS)
     elif mode == "lm":
         real_save = train_lm.save_checkpoint
 

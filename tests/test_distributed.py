@@ -53,10 +53,14 @@ def stopped_at_5(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def one_process(tmp_path_factory):
+def one_process():
     """The same training in this one process, unbroken."""
-    torch.set_num_threads(1)
-    seen = ddp_worker.copy_run(tmp_path_factory.mktemp("one"), ddp_worker.STEPS + 1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each rank runs
+    try:
+        seen = ddp_worker.copy_run(ddp_worker.STEPS + 1)
+    finally:
+        torch.set_num_threads(threads)
     assert not torch.distributed.is_initialized()  # without torchrun the loop never touches torch.distributed
     return seen
 
@@ -76,7 +80,7 @@ def test_both_ranks_hold_identical_parameters(stopped_at_5):
 
 def test_a_run_of_2_processes_resumes_in_1_where_it_stopped(stopped_at_5, one_process):
     out, _ = stopped_at_5
-    resumed = ddp_worker.copy_run(out, ddp_worker.STEPS + 1, resume=str(out / "resume.pt"))
+    resumed = ddp_worker.copy_run(ddp_worker.STEPS + 1, resume=str(out / "resume.pt"))
     assert [step for step, _ in resumed["losses"]] == [4, 5, 6, 7]
     tail = [loss for _, loss in one_process["losses"][4:]]
     assert max(abs(a - b) for (_, a), b in zip(resumed["losses"], tail)) < LOSS_TOLERANCE
@@ -128,6 +132,8 @@ def test_a_batch_splits_into_rows_per_rank_and_nothing_else_splits():
     assert torch.equal(torch.cat([p[0] for p in parts]), batch[0]) and torch.equal(torch.cat([p[1] for p in parts]), batch[1])
     with pytest.raises(distributed.DistributedError, match="tuples or lists of tensors"):
         distributed.shard({"x": batch[0]}, 0, 2)
+    with pytest.raises(distributed.DistributedError, match="batch size of at least 8"):
+        distributed.shard(batch, 0, 8)
 
 
 def test_one_process_is_the_whole_world(monkeypatch):

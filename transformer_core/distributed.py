@@ -126,6 +126,9 @@ def rows(batch) -> int:
 def shard(batch, rank: int, size: int):
     """Rank `rank`'s rows of a batch (a tensor, or a tuple/list of tensors sharing their first dimension)."""
     if isinstance(batch, torch.Tensor):
+        if len(batch) < size:
+            raise DistributedError(f"a batch of {len(batch)} rows cannot give each of {size} ranks a share: "
+                                   f"use a batch size of at least {size}")
         return batch.tensor_split(size)[rank]
     if isinstance(batch, (tuple, list)):
         return type(batch)(shard(part, rank, size) for part in batch)
@@ -173,9 +176,6 @@ class DataParallel:
 
     def __call__(self, batch) -> torch.Tensor:
         size = self.world.size
-        if rows(batch) < size:
-            raise DistributedError(f"a batch of {rows(batch)} rows cannot give each of {size} ranks a share: "
-                                   f"use a batch size of at least {size}")
         part = shard(batch, self.world.rank, size)
         # DDP averages the ranks' gradients; weighting each by its share of the terms makes that the whole mean
         return self.ddp(part) * (size * self.terms(part) / self.terms(batch))
