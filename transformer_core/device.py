@@ -12,6 +12,8 @@ from contextlib import nullcontext
 
 import torch
 
+from .distributed import hardware, local
+
 ENV_VAR = "TRANSFORMER_CORE_DEVICE"
 
 
@@ -29,9 +31,9 @@ def default_device() -> torch.device:
             raise DeviceError(f"{ENV_VAR}={chosen!r} is not a device (try cpu, cuda, cuda:1 or mps)") from e
         if device.type == "cuda" and not torch.cuda.is_available():
             raise DeviceError(f"{ENV_VAR}={chosen!r} but this machine has no CUDA GPU that torch can use")
-        return device
+        return local(device)
     if torch.cuda.is_available():
-        return torch.device("cuda")
+        return local(torch.device("cuda"))
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
@@ -51,10 +53,10 @@ def autocast(device: torch.device | str):
 
 
 def describe(device: torch.device | str) -> str:
-    """What a model card says a run trained on."""
+    """What a model card says a run trained on (under torchrun: how many processes, and each one's device)."""
     device = torch.device(device)
     if device.type == "cuda":
-        return f"one {torch.cuda.get_device_name(device)} (bf16 autocast)"
+        return hardware(f"one {torch.cuda.get_device_name(device)} (bf16 autocast)", device)
     if device.type == "cpu":
-        return f"{torch.get_num_threads()} CPU thread(s) of a shared machine"
-    return device.type
+        return hardware(f"{torch.get_num_threads()} CPU thread(s) of a shared machine", device)
+    return hardware(device.type, device)

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import data
+from . import data, distributed
 from .cli import exit_on
 from .device import DeviceError, default_device, describe
 from .hub import save_checkpoint
@@ -116,6 +116,8 @@ def main(argv=None) -> None:
     history = train(model, cfg, window_batches(ids, args.batch_size, args.context, device), lm_loss(args.mask),
                     resume_path=args.resume)
     seconds = time.perf_counter() - t0
+    if not distributed.is_main():
+        return  # rank 0 writes the checkpoint and its card
     out = Path(args.out)
     save_checkpoint(model.cpu(), out, tokenizer, model_card(args, config, history, params, seconds, device))
     (out / "history.json").write_text(json.dumps(history, indent=1))
@@ -123,4 +125,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    distributed.run(main)

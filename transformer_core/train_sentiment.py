@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import data
+from . import data, distributed
 from .bert import BertImportError, load_bert
 from .cli import exit_on
 from .device import DeviceError, default_device, describe
@@ -49,7 +49,7 @@ from .hub import save_checkpoint
 from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
 from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
 from .tokenization import END_OF_TEXT, TextTokenizer
-from .training import TrainConfig, train
+from .training import TrainConfig, scored_targets, train
 from .word_vectors import WordVectorError, ppmi_vectors
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
@@ -217,7 +217,8 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
     twin = EncoderClassifier(config).to(device)
     twin.load_state_dict(model.state_dict())
     history = train(twin, cfg, mlm_batches(streams, args.batch_size, args.pretrain_context, mask_id,
-                                           tokenizer.vocab_size, device), mlm_loss, resume_path=args.resume)
+                                           tokenizer.vocab_size, device), mlm_loss, resume_path=args.resume,
+                    terms=scored_targets)
     model.load_state_dict(twin.state_dict())
     return history
 
@@ -445,6 +446,8 @@ def main(argv=None) -> None:
                "word_vector_minutes": round(word_vector_seconds / 60, 1),
                "pretrain_minutes": round(pre_seconds / 60, 1), "finetune_minutes": round(ft_seconds / 60, 1),
                "hardware": describe(device), **teacher_figures}
+    if not distributed.is_main():
+        return  # rank 0 writes the checkpoint and its card
     out = Path(args.out)
     save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures))
     (out / "history.json").write_text(json.dumps({"pretrain": pre_history, "finetune": keep.history}, indent=1))
@@ -452,4 +455,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    distributed.run(main)

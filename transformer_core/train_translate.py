@@ -20,12 +20,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from . import distributed
 from .cli import exit_on
+from .device import describe
 from .hub import save_checkpoint
 from .models import ConfigError, EncoderDecoder, EncoderDecoderConfig
 from .seq2seq import IGNORE, Codec, char_tokenizer, exact_match
 from .tasks import TASKS, TOY_LENGTHS, Task, examples, get_task, random_symbols
-from .training import TrainConfig, train
+from .training import TrainConfig, scored_targets, train
 
 # model sizes: (d_model, n_head, n_layer, d_ff); every preset has n_layer encoder and n_layer decoder blocks
 PRESETS = {
@@ -79,7 +81,7 @@ def fit(model: EncoderDecoder, codec: Codec, task: Task, cfg: TrainConfig, batch
     """Train `model` on `task` in place with the shared loop; returns its history."""
     device = next(model.parameters()).device
     return train(model, cfg, pair_batches(task, codec, batch_size, device), seq2seq_loss,
-                 resume_path=resume_path, on_step=on_step, progress=progress)
+                 resume_path=resume_path, on_step=on_step, progress=progress, terms=scored_targets)
 
 
 def live_config(steps: int, seconds: float, seed: int = 0) -> TrainConfig:
@@ -134,7 +136,7 @@ character by character.
 - Size: {params:,} parameters; d_model={c.d_model}, n_head={c.n_head}, {c.n_layer} encoder + {c.n_layer} decoder
   layers, d_ff={c.d_ff}, max_len={c.max_len}, vocabulary={c.src_vocab_size}.
 - Training: {last['step']} steps of {args.batch_size} pairs in {last['seconds'] / 60:.1f} min (wall clock, resumed
-  runs included) on {torch.get_num_threads()} CPU thread(s) of a shared machine; final train loss {last['train_loss']:.4f},
+  runs included) on {describe('cpu')}; final train loss {last['train_loss']:.4f},
   validation loss {last['val_loss']:.4f} nats/token.
 {figures}
 - Measured again by `python benchmarks/translate.py`.
@@ -168,6 +170,8 @@ def main(argv=None) -> None:
                       eval_every=args.eval_every, eval_batches=5, seed=args.seed,
                       time_budget_s=None if args.minutes is None else 60 * args.minutes)
     history = fit(model, codec, task, cfg, args.batch_size, resume_path=args.resume)
+    if not distributed.is_main():
+        return  # rank 0 measures, and writes the checkpoint and its card
     scores = measure(model, codec, task)
     out = Path(args.out)
     save_checkpoint(model, out, codec.tokenizer, model_card(args, model, history, scores))
@@ -176,4 +180,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    distributed.run(main)
