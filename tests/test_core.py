@@ -161,6 +161,30 @@ def test_generation_with_and_without_cache_agree():
     assert tc.generate(model, prompt, 40) == tc.generate(model, prompt, 40, use_cache=False)
 
 
+def test_kv_cache_appends_in_place_until_its_room_is_full():
+    cache = tc.LayerCache()
+    k = torch.randn(1, 2, 5, 4)
+    cache.append(k, -k)
+    buffers = [cache.k.data_ptr()]
+    for t in range(15):
+        new = torch.full((1, 2, 1, 4), float(t))
+        all_k, all_v = cache.append(new, -new)
+        buffers.append(all_k.data_ptr())
+        assert torch.equal(all_k[:, :, :5], k) and torch.equal(all_k[:, :, -1:], new) and torch.equal(all_v, -all_k)
+    assert cache.k.shape == (1, 2, 20, 4)
+    assert len(set(buffers)) == 2  # room for 10 positions, then for 22: no copy of the past per step
+
+
+def test_next_token_logits_follow_the_weights_when_they_change():
+    model, ids = lm(), [3, 1, 4, 1, 5]
+    before, _ = tc.next_token_logits(model, ids)
+    with torch.no_grad():
+        model.head.weight.mul_(2)  # tied: the token embeddings change too
+    after, _ = tc.next_token_logits(model, ids)
+    assert not torch.allclose(after, before, atol=1e-3)
+    assert torch.allclose(after, model(torch.tensor([ids]))[0, -1], atol=1e-5)
+
+
 # 5. GPT-2 parity -----------------------------------------------------------------------------
 
 def test_gpt2_weights_give_the_same_logits():

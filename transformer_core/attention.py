@@ -61,10 +61,36 @@ def attend(q, k, v, allowed=None, dropout_p: float = 0.0, need_weights: bool = F
 
 @dataclass
 class LayerCache:
-    """Keys and values (B, H, T, d_head) one attention layer has already computed."""
+    """Keys and values (B, H, T, d_head) one attention layer has already computed.
+
+    Self-attention appends to them: they are views of buffers with room to spare,
+    doubled when full, so a step copies its own position instead of the whole past.
+    """
 
     k: torch.Tensor | None = None
     v: torch.Tensor | None = None
+    _room: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, init=False, repr=False)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add keys and values (B, H, t, d_head) after the cached ones; returns all of them (B, H, T + t, d_head)."""
+        T = 0 if self.k is None else self.k.shape[2]
+        end = T + k.shape[2]
+        if self._room is None or end > self._room[0].shape[2]:
+            B, H, _, d_head = k.shape
+            room_k, room_v = k.new_empty(B, H, 2 * end, d_head), v.new_empty(B, H, 2 * end, d_head)
+            if T:
+                room_k[:, :, :T], room_v[:, :, :T] = self.k, self.v
+            self._room = room_k, room_v
+        room_k, room_v = self._room
+        room_k[:, :, T:end], room_v[:, :, T:end] = k, v
+        self.k, self.v = room_k[:, :, :end], room_v[:, :, :end]
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep batch rows `index`."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+            self._room = None  # the next append starts a new buffer from the reordered rows
 
 
 @dataclass
@@ -93,8 +119,7 @@ class KVCache:
     def reorder(self, index: torch.Tensor) -> None:
         """Keep batch rows `index` (beam search moves cache rows with their beams)."""
         for layer in self.self_attn + self.cross_attn:
-            if layer.k is not None:
-                layer.k, layer.v = layer.k.index_select(0, index), layer.v.index_select(0, index)
+            layer.reorder(index)
 
 
 class MultiHeadAttention(nn.Module):
@@ -126,9 +151,7 @@ class MultiHeadAttention(nn.Module):
         if source is None:
             k, v = self._split_heads(self.w_k(x)), self._split_heads(self.w_v(x))
             if cache is not None:  # append this step's keys/values to the past ones
-                if cache.k is not None:
-                    k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
-                cache.k, cache.v = k, v
+                k, v = cache.append(k, v)
         elif cache is not None and cache.k is not None:  # encoder memory does not change
             k, v = cache.k, cache.v
         else:

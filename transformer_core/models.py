@@ -132,8 +132,9 @@ class DecoderLM(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layer)
 
-    def forward(self, idx: torch.Tensor, mask: Mask | None = None, cache: KVCache | None = None):
-        """idx: (B, T). mask overrides the causal mask (to show what masks do);
+    def hidden(self, idx: torch.Tensor, mask: Mask | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model): the last block's output, normalised; what the head reads.
+        mask overrides the causal mask (to show what masks do);
         cache: continue from the positions already in it (incremental decoding)."""
         T = idx.shape[1]
         past = 0 if cache is None else cache.length
@@ -142,7 +143,11 @@ class DecoderLM(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
         x = self.embed(idx, offset=past)
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, cache=None if cache is None else cache.self_attn[i])
-        logits = self.head(self.norm(x))
+        return self.norm(x)
+
+    def forward(self, idx: torch.Tensor, mask: Mask | None = None, cache: KVCache | None = None):
+        """(B, T) ids -> (B, T, vocab_size) logits; mask and cache as in `hidden`."""
+        logits = self.head(self.hidden(idx, mask, cache))
         trace.record_logits(logits)
         return logits
 
