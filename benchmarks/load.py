@@ -1,6 +1,12 @@
-"""Many students at once: the app under 16 concurrent API clients.
+"""Many students at once: the app under 16 concurrent API clients, or a lecture hall on one link.
 
     python -m benchmarks.load [--clients 16] [--requests 25] [--model-dir DIR]
+    python -m benchmarks.load --same-link [--clients 100]
+
+--same-link is the lecture hall: the lecturer says "everyone open this link", and every
+client asks for the same attention view at the same moment (released together by a
+barrier), then for the same seeded 32-token generation. Reported per endpoint: p50, p95
+and max seconds from request to answer, the errors, and the app's peak memory.
 
 Starts `python app.py` on a free port (startup_s: from the command to the first page
 served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
@@ -71,20 +77,79 @@ def client_run(client: Client, endpoints: list[str], offset: int, n: int, latenc
             errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
 
 
+SAME_LINK = {  # the view everyone opens, as API calls
+    "attention": {"text": "The cat sat on the mat because it was tired, and the dog slept by the door."},
+    "generate": {"prompt": "ROMEO:", "max_new_tokens": 32, "seed": 0},
+}
+
+
+def lecture_hall(url: str, n: int) -> tuple[dict, list[str]]:
+    """Every client sends the same request at once, endpoint by endpoint: {endpoint: [seconds]}, errors."""
+    clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 300}) for _ in range(n)]
+    latencies: dict[str, list[float]] = {}
+    errors: list[str] = []
+    for name, request in SAME_LINK.items():
+        barrier, times = threading.Barrier(n), []
+
+        def student(client: Client) -> None:
+            barrier.wait()
+            started = time.perf_counter()
+            try:
+                client.predict(**request, api_name=f"/{name}")
+                times.append(time.perf_counter() - started)
+            except Exception as e:  # every failure counts, whatever its kind
+                errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+
+        threads = [threading.Thread(target=student, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        latencies[name] = times
+    return latencies, errors
+
+
+def same_link(args, url: str, process, startup_s: float) -> dict:
+    latencies, errors = lecture_hall(url, args.clients)
+    rss = peak_rss_mb(process.pid)
+    for name, values in latencies.items():
+        print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):6.2f} s "
+              f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
+    result = {
+        "mode": "same-link", "clients": args.clients, "startup_s": round(startup_s, 2), "errors": len(errors),
+        "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
+        "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
+        "max_s": {name: round(max(v), 2) for name, v in latencies.items() if v},
+        "peak_rss_mb": round(rss),
+    }
+    for e in errors[:10]:
+        print("error:", e)
+    print(json.dumps(result))
+    return result
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--same-link", action="store_true", help="a lecture hall: every client, the same request")
+    parser.add_argument("--clients", type=int, default=None, help="default 16, or 100 with --same-link")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
     parser.add_argument("--model-dir", default=None,
                         help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
                              "checkpoint still missing there, listed as stand_ins in the result)")
     args = parser.parse_args(argv)
+    args.clients = args.clients or (100 if args.same_link else 16)
 
     stand_ins = [] if args.model_dir else missing()
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     port = free_port()
     process, startup_s = start_app(port, "--model-dir", str(models))
     url = f"http://127.0.0.1:{port}/"
+    if args.same_link:
+        try:
+            return same_link(args, url, process, startup_s)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
     try:
         exposed = set(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
         endpoints = [name for name in REQUESTS if f"/{name}" in exposed]

@@ -144,6 +144,7 @@ def test_link_to_this_view_reproduces_the_view(visit):
     visit.page.get_by_text("Lecture mode and links").click()
     visit.page.locator("#make-link").click()
     link = visit.page.locator("#view-link textarea, #view-link input").first
+    link.wait_for()  # the box appears with its link
     visit.page.wait_for_function("() => document.querySelector('#view-link textarea, #view-link input').value")
     assert link.input_value().startswith(visit.base_url + "/?tab=tokens&text=Round+trip")
 

@@ -169,16 +169,28 @@ def test_a_negative_top_k_is_clamped_with_a_notice():
     assert "Top-k can be 0 to" in notice and session.key[2].top_k == 0
 
 
-def test_generation_is_cached_by_every_setting_and_the_cache_hands_out_copies(monkeypatch):
+def test_a_repeated_generation_is_replayed_and_another_seed_is_computed(monkeypatch):
     first = run(max_new_tokens=5)
     calls, sample_steps = [], use.sample_steps
     monkeypatch.setattr(use, "sample_steps", lambda *a: calls.append(a) or sample_steps(*a))
     again = run(max_new_tokens=5)
-    assert calls == [] and again[-1][1] == first[-1][1] and len(again) == 2  # the end at once, no stream
-    again[-1][-1].ids.append(0)  # a caller extending its copy (Step) ...
-    assert run(max_new_tokens=5)[-1][-1].ids == first[-1][-1].ids  # ... leaves the cache alone
+    assert calls == [] and [u[1] for u in again] == [u[1] for u in first]  # every streamed update replayed
     run(max_new_tokens=5, seed=11)  # another seed is another text: computed, not served
     assert len(calls) == 1
+
+
+def test_lab_shares_one_generation_among_equal_requests_and_hands_out_copies(monkeypatch):
+    model, tokenizer, _ = use.load(use.SHIPPED)
+    request = use.check(use.SHIPPED, tokenizer, model.config.max_len, "ROMEO:", "sample", 0.9, 0, 1.0, 0.0, 1.0, 6, 3)
+    streamed = list(use.generation(model, tokenizer, request))
+    assert [len(s.records) for s in streamed] == [6] * 6  # one session, growing: yielded after each token
+    calls, sample_steps = [], use.sample_steps
+    monkeypatch.setattr(use, "sample_steps", lambda *a: calls.append(a) or sample_steps(*a))
+    (cached,) = use.generation(model, tokenizer, request)  # the end at once, no stream
+    assert calls == [] and cached.ids == streamed[-1].ids
+    cached.ids.append(0)  # a caller extending its copy (Step) ...
+    (again,) = use.generation(model, tokenizer, request)
+    assert again.ids == streamed[-1].ids  # ... leaves the cached one as it was
 
 
 def test_gpt2_offline_says_it_needs_the_hub_and_stays_on_the_shipped_model(monkeypatch):

@@ -60,6 +60,7 @@ def test_each_gallery_matrix_is_the_mask_the_model_applied(model_dir):
 def test_handler_compares_causal_with_the_chosen_mask(model_dir):
     notice, gallery, attention, loss, top = tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4)
     assert notice == ""  # nothing was cut or clamped
+    n = len(store.tokenizer(use.LM).encode(TEXT))
     assert len(attention.data) == 2 and len(loss.data) == 2 and len(top.data) == 2
     window = np.asarray(attention.data[1].z)
     assert np.all(window[~build_mask("sliding_window", n, w=2, causal=True).allowed.numpy()] == 0)

@@ -12,7 +12,7 @@ import gradio as gr
 
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, InputError, clamp, notice
-from ui.common import View, handler
+from ui.common import cached, View, handler
 from views import attention as views
 from views.kit import placeholder
 
@@ -43,6 +43,7 @@ def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]
     return head_fig, rows_fig
 
 
+@cached
 @handler
 def attention(label: str, text: str, group: str, layer: float, head: float, query: float):
     """All figures for one text: grid, selected head, per-layer averages, one query's rows, rollout."""
@@ -61,12 +62,14 @@ def attention(label: str, text: str, group: str, layer: float, head: float, quer
     return notice(*notices), grid, head_fig, average, rows_fig, rollout
 
 
+@cached
 @handler
 def attention_focus(label: str, text: str, group: str, layer: float, head: float, query: float):
     """Only the selected head and query figures, re-sliced from the (cached) run: the grid stays as it is."""
     return _focus_figures(use.attention_run(label, text, group), layer, head, query, [])
 
 
+@cached
 @handler
 def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""

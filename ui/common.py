@@ -18,6 +18,9 @@ from lab import InputError
 
 log = logging.getLogger("transformer_lab")
 
+CACHE_SIZE = 64  # outputs kept per cached handler
+_stores: list = []
+
 
 def user_error(e: Exception) -> gr.Error:
     """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback."""
@@ -33,6 +36,21 @@ class View:
     inputs: list
     outputs: list
     api_name: str
+
+
+def cached(fn):
+    """Gradio's own cache in front of a deterministic handler: keyed by every input (the seed too), a hit
+    skips the queue, so a lecture hall opening one link computes it once (lab's run caches sit behind)."""
+    wrapper = gr.cache(max_size=CACHE_SIZE)(fn)
+    _stores.extend(cell.cell_contents for cell in wrapper.__closure__ or ()
+                   if type(cell.cell_contents).__name__ == "_CacheStore")
+    return wrapper
+
+
+def clear_caches() -> None:
+    """Forget every cached output (tests that swap models must not see another test's figures)."""
+    for store in _stores:
+        store.clear()
 
 
 def handler(fn):

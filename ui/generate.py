@@ -14,7 +14,7 @@ import gradio as gr
 from lab import generation as use
 from lab.generation import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
 from lab.policy import InputError
-from ui.common import View, handler
+from ui.common import cached, View, handler
 from views import sampling as views
 from views.kit import placeholder
 
@@ -98,6 +98,7 @@ def _request(model_label, *settings):
     return model, tokenizer, request, [n for n in (loaded, *request.notices) if n]
 
 
+@cached
 @handler
 def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
              seed, width, length_penalty):
@@ -127,6 +128,7 @@ def _beam(model, tokenizer, request: use.Request, notices: list[str]):
     return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
 
 
+@cached
 @handler
 def beam_view(model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
               seed, width, length_penalty):
@@ -164,6 +166,7 @@ def select_token(session: Session | None, model_label, evt: gr.SelectData):
     return gr.Slider(value=step_index), inspect(session, model_label, step_index)
 
 
+@cached
 @handler
 def contrast(model_label, prompt, seed):
     """The same prompt and seed at temperatures 0.2 / 0.8 / 1.5, no other cuts."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from lab import masking as use, store
 from lab.policy import clamp, notice
-from ui.common import View, handler
+from ui.common import cached, View, handler
 from views import attention as attention_views
 from views import masks as views
 
@@ -48,6 +48,7 @@ def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str
             views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}"))
 
 
+@cached
 @handler
 def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global_text: str, causal: bool,
             layer: float, head: float, position: float):
@@ -59,6 +60,7 @@ def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global
     return notice(*notices), gallery, *figures
 
 
+@cached
 @handler
 def cheating(prompt: str, n_new: float):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""

@@ -12,7 +12,7 @@ import gradio as gr
 
 from lab import sentiment as use
 from lab.policy import notice
-from ui.common import View, handler
+from ui.common import cached, View, handler
 from views import attention as attention_views
 from views import sentiment as views
 
@@ -55,6 +55,7 @@ def _scores(run: use.SentimentRun, method: str):
     return (run.grad_x_input if signed else run.rollout), signed
 
 
+@cached
 @handler
 def classify(text: str | None, method: str, model: str | None = None):
     """Text -> (P(label) dict, notices, coloured tokens, per-token bars, attention grid, link)."""
@@ -70,6 +71,7 @@ def classify(text: str | None, method: str, model: str | None = None):
     )
 
 
+@cached
 @handler
 def compare(text: str | None, method: str):
     """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""

@@ -13,7 +13,7 @@ import gradio as gr
 
 from lab import tokens as use
 from lab.policy import MAX_CHARS, InputError
-from ui.common import View, handler
+from ui.common import cached, View, handler
 from views import tokens as views
 
 EMPTY_HINT = "Type or paste some text above (or click an example) to see its tokens."
@@ -32,6 +32,7 @@ EXAMPLES = [
 ]
 
 
+@cached
 @handler
 def tokenize(text: str | None) -> tuple[str, str]:
     """Main endpoint: (notice, HTML with one panel of chips and counts per shipped tokenizer)."""
@@ -41,6 +42,7 @@ def tokenize(text: str | None) -> tuple[str, str]:
     return notice, views.panels([views.tokenizer_panel(t.label, text, t.spans, t.problem) for t in tokenized])
 
 
+@cached
 @handler
 def replay(text: str | None, k: float) -> tuple[str, str]:
     """(summary, chips) of `text` under only the first k merges of the shipped Shakespeare BPE."""
@@ -70,6 +72,7 @@ def train_scratch(text: str | None):
     return notice, gr.Slider(maximum=max(n, 1), value=n), views.merge_rows(training.steps), curve, chips
 
 
+@cached
 @handler
 def scratch_step(text: str | None, k: float):
     """(vocabulary curve with step k marked, chips of the text after k merges)."""

@@ -13,7 +13,7 @@ import gradio as gr
 from lab import translation as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
-from ui.common import View, handler, user_error
+from ui.common import cached, View, handler, user_error
 from views.kit import placeholder
 from views.sampling import beam_tree
 from views.translate import attention_figure, length_figure, loss_curve, step_rows
@@ -59,6 +59,7 @@ def _figures(run: use.TranslationRun, group: str, layer, head: str):
     return figure, notice(*notices)
 
 
+@cached
 @handler
 def translate_text(task_name: str, source: str, width: int, group: str, layer, head: str):
     """Main endpoint: the shipped model of a task translates the source."""
@@ -116,6 +117,7 @@ def live_busy() -> None:
         raise gr.Error(BUSY)
 
 
+@cached
 @handler
 def length_generalisation(n_per_length: int):
     """Accuracy by source length of the copy models with learned and with sinusoidal positions."""

@@ -1,0 +1,152 @@
+"""Where people wait: seconds from a click until the tab's outputs are drawn, and the bytes the browser received.
+
+    python -m benchmarks.browser [--repeats 3] [--model-dir DIR]
+
+Starts `python app.py`, opens it in Debian's chromium (playwright) at 1280x720 and, for each
+tab's main action, types the text, clicks the button and waits until every visible plot
+holds data, every expected output is filled and no progress indicator remains: the same
+"drawn" the browser tests assert. Bytes are what the page received over the network
+during that wait (Chrome DevTools' encodedDataLength). Each action runs on a fresh page
+with a text not seen before in the run, so neither the browser's nor the server's caches
+answer it. Generation also reports the time to its first streamed token and the bytes per
+streamed token. Prints one line per action, then one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from serving import free_port, model_dir, start_app  # noqa: E402
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, PROJECTOR, SEEN  # noqa: E402  (one definition of "drawn")
+
+SHAKESPEARE = ("Now is the winter of our discontent made glorious summer by this sun of York, and all the clouds "
+               "that loured upon our house in the deep bosom of the ocean buried. Now are our brows bound with "
+               "victorious wreaths, our bruised arms hung up for monuments, our stern alarums changed to merry "
+               "meetings, our dreadful marches to delightful measures. Grim-visaged war hath smooth'd his wrinkled "
+               "front, and now, instead of mounting barbed steeds to fright the souls of fearful adversaries, he "
+               "capers nimbly in a lady's chamber to the lascivious pleasing of a lute.")
+
+
+def text(i: int, words: int) -> str:
+    """A text of about `words` words that no earlier run of this benchmark typed (so no cache holds it)."""
+    base = SHAKESPEARE.split()
+    return " ".join(base[(i + k) % len(base)] for k in range(words)) + f" {i}"
+
+
+# action -> (tab, {input selector: text for run i}, button selector, selectors that must be filled, streamed)
+ACTIONS = {
+    "attention_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#attention-run",
+                      ["#attention-grid .js-plotly-plot"], False),
+    "masking_128": ("masking", {"#tab-masking textarea": lambda i: text(i, 110)}, "#masking-run",
+                    ["#masking-gallery .js-plotly-plot"], False),
+    "tokenize": ("tokens", {"#tab-tokens textarea": lambda i: text(i, 40)}, None, ["#tokens-chips .tok"], False),
+    "generate_80": ("generate", {"#tab-generate textarea": lambda i: f"ROMEO {i}:"}, "#generate-run",
+                    ["#generated-text .token"], True),
+    "classify": ("sentiment", {"#tab-sentiment textarea": lambda i: f"A moving film, {i} stars."},
+                 "#sentiment-run", ["#sentiment-tokens span"], False),
+    "translate": ("translate", {"#tab-translate textarea": lambda i: str(10 ** 7 + 7919 * i)[:9]},
+                  "#translate-run", ["#translate-attention .js-plotly-plot"], False),
+}
+
+
+class Network:
+    """Bytes one page receives from now on, chunk by chunk (streamed responses too), from Chrome DevTools."""
+
+    def __init__(self, page):
+        self.bytes = 0
+        self.session = page.context.new_cdp_session(page)
+        self.session.on("Network.dataReceived", lambda e: setattr(self, "bytes", self.bytes + e["encodedDataLength"]))
+        self.session.send("Network.enable")
+
+
+def drawn(page, tab: str, needs: list[str]) -> bool:
+    seen = page.evaluate(SEEN, tab)
+    return (seen["busy"] == 0 and not seen["blank"] and all(p["data"] > 0 or p["notes"] > 0 for p in seen["plots"])
+            and all(page.query_selector(sel) for sel in needs))
+
+
+def measure(browser, url: str, name: str, i: int) -> dict:
+    tab, inputs, button, needs, streamed = ACTIONS[name]
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}/?tab={tab}")  # a link without text runs the tab's default view: wait for it first
+    page.locator(f"#tab-{tab}").wait_for()
+    deadline = time.monotonic() + 120
+    while not drawn(page, tab, needs) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(500)
+    for selector, value in inputs.items():
+        page.locator(selector).first.fill(value(i))
+    network = Network(page)
+    if streamed:  # count the generated tokens already shown, to see the first new one
+        before = page.locator("#generated-text .token").count()
+    started = time.perf_counter()
+    if button:
+        page.locator(button).click()
+    else:  # tokenize runs as the text changes
+        page.locator(list(inputs)[0]).first.press("End")
+    first = None
+    page.wait_for_timeout(50)
+    while time.monotonic() < deadline:
+        if streamed and first is None and 1 < page.locator("#generated-text .token").count() != before:
+            first = time.perf_counter() - started
+        if drawn(page, tab, needs) and (not streamed or page.locator("#generated-text .token").count() >= 80):
+            break
+        page.wait_for_timeout(20)
+    seconds = time.perf_counter() - started
+    page.wait_for_timeout(300)  # let the last bytes land
+    result = {"s": seconds, "mb": network.bytes / 1e6}
+    if streamed:
+        result["first_token_s"] = first if first is not None else seconds
+        result["bytes_per_token"] = network.bytes / 80
+    context.close()
+    return result
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model-dir", default=None)
+    args = parser.parse_args(argv)
+
+    from playwright.sync_api import sync_playwright
+
+    models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
+    port = free_port()
+    process, startup_s = start_app(port, "--model-dir", str(models))
+    url = f"http://127.0.0.1:{port}"
+    runs: dict[str, list[dict]] = {name: [] for name in ACTIONS}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for r in range(args.repeats):
+                for k, name in enumerate(ACTIONS):
+                    runs[name].append(measure(browser, url, name, 1000 * r + 10 * k))
+                    print(name, {k: round(v, 3) for k, v in runs[name][-1].items()}, flush=True)
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+    result = {"startup_s": round(startup_s, 2), "repeats": args.repeats}
+    for name, values in runs.items():
+        result[f"{name}_s"] = round(statistics.median(v["s"] for v in values), 2)
+        result[f"{name}_mb"] = round(statistics.median(v["mb"] for v in values), 3)
+    result["generate_80_first_token_s"] = round(statistics.median(v["first_token_s"] for v in runs["generate_80"]), 2)
+    result["generate_80_bytes_per_token"] = round(statistics.median(v["bytes_per_token"] for v in runs["generate_80"]))
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
