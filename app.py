@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import logging
 import os
 import sys
 from pathlib import Path
@@ -274,8 +273,11 @@ def main(argv=None) -> None:
         store.set_model_dir(args.model_dir)
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
+    # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
+    # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     build_app().queue(max_size=QUEUE_MAX_SIZE).launch(
-        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD)
+        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
+        mcp_server=True)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ def measure(browser, url: str, name: str, i: int) -> dict:
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
+    network = Network(page)  # before the page opens its event stream, which later answers arrive on
     page.goto(f"{url}/?tab={tab}")  # a link without text runs the tab's default view: wait for it first
     page.locator(f"#tab-{tab}").wait_for()
     deadline = time.monotonic() + 120
@@ -87,7 +88,7 @@ def measure(browser, url: str, name: str, i: int) -> dict:
     page.wait_for_timeout(500)
     for selector, value in inputs.items():
         page.locator(selector).first.fill(value(i))
-    network = Network(page)
+    network.bytes = 0
     if streamed:  # count the generated tokens already shown, to see the first new one
         before = page.locator("#generated-text .token").count()
     started = time.perf_counter()

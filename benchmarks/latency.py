@@ -19,8 +19,9 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from transformer_core import DecoderLM, DecoderLMConfig, data, save_checkpoint
-from transformer_core.hub import read_config
+from transformer_core import DecoderLM, DecoderLMConfig, save_checkpoint
+from transformer_core.training import data
+from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer
 from ui import attention, masking, store
 from views.attention import layer_head_grid

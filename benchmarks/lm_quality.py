@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_core import data, load_model
+from transformer_core import load_model
+from transformer_core.training import data
 from transformer_core.tokenization import TextTokenizer
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "assets" / "shakespeare-lm"

@@ -30,8 +30,9 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer_core import data, load_model  # noqa: E402
-from transformer_core.sentiment import correct, special_ids  # noqa: E402
+from transformer_core import load_model  # noqa: E402
+from transformer_core.training import data  # noqa: E402
+from transformer_core.analysis.sentiment import correct, special_ids  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
 
 C_GRID = (0.3, 1, 3, 10, 30, 100)

@@ -23,10 +23,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_core import load_model  # noqa: E402
-from transformer_core.seq2seq import Codec, exact_match  # noqa: E402
-from transformer_core.tasks import TOY_TASKS, examples, get_task  # noqa: E402
+from transformer_core.decoding.seq2seq import Codec, exact_match  # noqa: E402
+from transformer_core.training.tasks import TOY_TASKS, examples, get_task  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
-from transformer_core.train_translate import (  # noqa: E402
+from transformer_core.training.train_translate import (  # noqa: E402
     LIVE_BATCH,
     TEST_SIZE,
     accuracy_by_length,

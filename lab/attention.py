@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from transformer_core import CheckpointError, attention_rollout, attention_while_generating, device_of
-from transformer_core.seq2seq import Codec, DecodingError, translate, traced
-from transformer_core.tasks import TASKS, examples
+from transformer_core.decoding.seq2seq import Codec, DecodingError, translate, traced
+from transformer_core.training.tasks import TASKS, examples
 
 from . import store
 from .cache import ViewCache

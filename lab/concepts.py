@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 
 from transformer_core import CheckpointError, EncoderClassifier
-from transformer_core import concepts as core
+from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
 
 from . import store
 from .policy import InputError, truncate
 
 LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
-SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.data.Review.label: 1 positive, 0 negative
+SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.training.data.Review.label: 1 positive, 0 negative
 MAX_WORDS = 40
 MAX_SENTENCE_CHARS = 400
 MAX_MATRIX_CHARS = 2000  # 8 rows of 8 numbers fit many times over

@@ -22,7 +22,7 @@ from transformer_core import (
     beam_search_lm,
     next_token_logits,
 )
-from transformer_core.beam import MAX_WIDTH
+from transformer_core.decoding.beam import MAX_WIDTH
 
 from . import store
 from .cache import ViewCache

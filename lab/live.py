@@ -19,9 +19,9 @@ import safetensors.torch
 import torch
 
 from transformer_core import EncoderDecoder, EncoderDecoderConfig, exact_match
-from transformer_core.seq2seq import Codec, char_tokenizer
-from transformer_core.tasks import TOY_TASKS, examples, get_task
-from transformer_core.train_translate import LIVE_BATCH, PRESETS, build_model, fit, live_config
+from transformer_core.decoding.seq2seq import Codec, char_tokenizer
+from transformer_core.training.tasks import TOY_TASKS, examples, get_task
+from transformer_core.training.train_translate import LIVE_BATCH, PRESETS, build_model, fit, live_config  # noqa: F401 -- PRESETS: the sizes the UI offers
 
 from .policy import InputError
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from transformer_core import CheckpointError, default_device, load_gpt2, load_model
-from transformer_core.hub import read_config
+from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"

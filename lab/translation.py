@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer_core import BeamResult, CheckpointError, Codec, translate
-from transformer_core.seq2seq import traced
-from transformer_core.tasks import TOY_LENGTHS, get_task
-from transformer_core.train_translate import accuracy_by_length
+from transformer_core.decoding.seq2seq import traced
+from transformer_core.training.tasks import TOY_LENGTHS, get_task
+from transformer_core.training.train_translate import accuracy_by_length
 
 from . import store
 from .attention import source_text

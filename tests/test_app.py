@@ -286,7 +286,7 @@ def test_a_space_gets_the_app_its_packages_and_checkpoints_and_nothing_else(tmp_
 def test_the_real_repository_uploads_every_module_the_app_imports():
     files = deploy.space_files()
     assert {"app.py", "README.md", "requirements.txt", "ui/common.py", "lab/store.py", "views/attention.py",
-            "transformer_core/attention.py", "lab/policy.py"} <= set(files)
+            "transformer_core/model/attention.py", "lab/policy.py"} <= set(files)
     assert "tools/deploy.py" not in files
     assert not [f for f in files if f.startswith(("tests/", "runs/", ".cache/", "benchmarks/", "test-artifacts/"))]
 

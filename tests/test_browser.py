@@ -384,3 +384,12 @@ def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser,
             assert visible >= 200, f"step {i + 1}: only {visible:.0f} px of {figure} on the first screen"
     visit.context.close()
     assert visit.errors == []
+
+
+def test_the_mcp_server_offers_the_main_endpoints_as_tools(server):
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server[0]}/gradio_api/mcp/schema", timeout=30) as response:
+        tools = {tool["name"]: tool for tool in json.loads(response.read())}
+    assert {"tokenize", "attention", "generate", "classify", "translate"} <= set(tools)
+    assert tools["classify"]["description"]  # the handler's docstring tells an agent what it does

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer_core as tc
-from transformer_core import concepts as core
+from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TextTokenizer
 from lab import concepts as use
 from ui import concepts as tab
@@ -213,9 +213,9 @@ def test_parameter_tab_lists_every_shipped_checkpoint(model_dir):
 
 SRC, TGT = torch.tensor([[1, 2, 3], [4, 3, 2]]), torch.tensor([[2, 3], [1, 4]])
 EXPECTED_SHAPES = {
-    "encoder.embed": (2, 3, 8), "encoder.0.self_attn.q": (2, 2, 3, 4), "encoder.0.self_attn.scores": (2, 2, 3, 3),
+    "src_embed": (2, 3, 8), "encoder.0.self_attn.q": (2, 2, 3, 4), "encoder.0.self_attn.scores": (2, 2, 3, 3),
     "encoder.0.self_attn.attn": (2, 2, 3, 3), "encoder.0.self_attn.weighted": (2, 2, 3, 4),
-    "encoder.0.self_attn.concat": (2, 3, 8), "encoder.0.ff.hidden": (2, 3, 32), "decoder.embed": (2, 2, 8),
+    "encoder.0.self_attn.concat": (2, 3, 8), "encoder.0.ff.hidden": (2, 3, 32), "tgt_embed": (2, 2, 8),
     "decoder.0.self_attn.scores": (2, 2, 2, 2), "decoder.0.cross_attn.scores": (2, 2, 2, 3),
     "decoder.0.cross_attn.attn": (2, 2, 2, 3), "logits": (2, 2, 5), "loss": (2, 2), "loss_smoothed": (2, 2),
 }
@@ -226,7 +226,7 @@ def test_traced_shapes_follow_the_textbook_list_in_order():
     shapes = {s.name: s.shape for s in run.steps}
     assert {name: shapes[name] for name in EXPECTED_SHAPES} == EXPECTED_SHAPES
     names = [s.name for s in run.steps]
-    order = ["encoder.embed", "encoder.0.self_attn.scores", "encoder.0.ff.hidden", "decoder.0.self_attn.scores",
+    order = ["src_embed", "encoder.0.self_attn.scores", "encoder.0.ff.hidden", "decoder.0.self_attn.scores",
              "decoder.0.cross_attn.scores", "logits", "loss", "loss_smoothed"]
     assert [names.index(n) for n in order] == sorted(names.index(n) for n in order)
 

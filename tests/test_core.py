@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import transformer_core as tc
-from transformer_core.attention import attend
+from transformer_core.model.attention import attend
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=128, dropout=0.0)
@@ -256,7 +256,7 @@ def test_unknown_arch_is_refused(tmp_path):
 def test_attention_parameters_do_not_depend_on_heads(n_head):
     d = 32
     config = tc.DecoderLMConfig(vocab_size=10, d_model=d, n_head=n_head, n_layer=1, d_ff=64)
-    attn = tc.MultiHeadAttention(config, "a", "decoder")
+    attn = tc.MultiHeadAttention(config)
     assert sum(p.numel() for p in attn.parameters()) == 3 * d * d + d * d + 4 * d  # Q,K,V + W_o (+ biases)
 
 
@@ -287,7 +287,7 @@ def test_trace_records_per_head_shapes():
 
 
 def test_tracing_is_off_by_default():
-    from transformer_core import trace
+    from transformer_core.model import trace
 
     assert trace.active() is None
 
@@ -326,7 +326,7 @@ def test_bad_config_raises_config_error():
     ("train_sentiment", ["--tokenizer", str(ASSETS / "sentiment"), "--pretrain-dropout", "-0.1"]),
 ])
 def test_training_commands_report_a_bad_config_without_a_traceback(command, argv, tmp_path):
-    main = importlib.import_module(f"transformer_core.{command}").main
+    main = importlib.import_module(f"transformer_core.training.{command}").main
     with pytest.raises(SystemExit, match=r"^error: (d_model=30 is not divisible|dropout must be)"):
         main(["--out", str(tmp_path / "out"), *argv])
     assert not (tmp_path / "out").exists()
@@ -337,7 +337,7 @@ def test_lm_command_trains_on_a_local_text_and_writes_its_card(tmp_path, monkeyp
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
     out = tmp_path / "out"
-    importlib.import_module("transformer_core.train_lm").main([
+    importlib.import_module("transformer_core.training.train_lm").main([
         "--out", str(out), "--tokenizer", str(ASSETS / "shakespeare-lm" / "tokenizer.json"), "--corpus", str(corpus),
         "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--context", "16", "--batch-size", "4",
         "--steps", "6", "--eval-every", "3"])
@@ -360,7 +360,7 @@ def test_a_bad_device_env_var_is_a_device_error_and_the_commands_say_so(value, m
     with pytest.raises(tc.DeviceError, match=message):
         tc.default_device()
     for command in ("train_lm", "train_sentiment"):
-        main = importlib.import_module(f"transformer_core.{command}").main
+        main = importlib.import_module(f"transformer_core.training.{command}").main
         with pytest.raises(SystemExit, match=f"^error: TRANSFORMER_CORE_DEVICE='{value}'"):
             main(["--out", str(tmp_path / "out"), "--tokenizer", str(ASSETS / "sentiment" / "tokenizer.json")])
     assert not (tmp_path / "out").exists()
@@ -369,3 +369,13 @@ def test_a_bad_device_env_var_is_a_device_error_and_the_commands_say_so(value, m
 def test_device_env_var_is_honoured(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", "cpu")
     assert tc.default_device().type == "cpu"
+
+
+def test_trace_points_are_named_by_module_path():
+    model = lm().eval()
+    _, trace = model.run_with_trace(torch.tensor([[1, 2, 3]]), keep_values=True)
+    paths = {name for name, _ in model.named_modules()}
+    for name in trace.shapes:
+        assert name == "logits" or name.rsplit(".", 1)[0] in paths or name in paths, name
+    assert "layers.1.self_attn.q" in trace.shapes and "layers.0.ff.hidden" in trace.shapes and "embed" in trace.shapes
+    assert len(trace.attention("decoder")) == len(model.layers)

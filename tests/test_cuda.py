@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import transformer_core as tc
-from transformer_core.concepts import order_experiment
-from transformer_core.seq2seq import Codec, traced
-from transformer_core.sentiment import special_ids
+from transformer_core.analysis.concepts import order_experiment
+from transformer_core.decoding.seq2seq import Codec, traced
+from transformer_core.analysis.sentiment import special_ids
 from transformer_core.tokenization import TextTokenizer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -206,7 +206,7 @@ def test_training_under_bf16_autocast_learns_and_saves(tmp_path):
 
 
 def test_sentiment_command_trains_on_the_gpu(tmp_path):
-    from transformer_core.train_sentiment import main as train_main
+    from transformer_core.training.train_sentiment import main as train_main
 
     out = tmp_path / "out"
     train_main(["--out", str(out), "--tokenizer", str(ASSETS / "sentiment" / "tokenizer.json"), "--d-model", "32",

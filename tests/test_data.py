@@ -1,4 +1,4 @@
-"""Tests for transformer_core.data: fixed splits, checksums, the cache, local and Hub text.
+"""Tests for transformer_core.training.data: fixed splits, checksums, the cache, local and Hub text.
 
 All but the last test build small fake sdists in tmp_path, so no network is used.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_core import data
+from transformer_core.training import data
 
 WORKS = ("hamlet", "macbeth", "tempest", "julius_caesar", "lear", "sonnets")
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from transformer_core import data, load_model, train_sentiment
-from transformer_core.bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
-from transformer_core.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
+from transformer_core import load_model
+from transformer_core.training import data, train_sentiment
+from transformer_core.weights.bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
+from transformer_core.training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 
 from test_sentiment import SHIPPED, _write_imdb
 
@@ -154,7 +155,7 @@ def test_training_command_fine_tunes_the_teacher_and_distils_it(tmp_path, monkey
                           "--max-len", "16", "--pretrain-steps", "0", "--steps", "4", "--batch-size", "8",
                           "--eval-every", "2", "--teacher-steps", "4", "--teacher-lr", "1e-3", "--transfer-copies", "2"])
     card = (out / "README.md").read_text()
-    assert "Teacher (`transformer_core.distill`)" in card and "probabilities for 108 texts" in card  # 36 x (1 + 2)
+    assert "Teacher (`transformer_core.training.distill`)" in card and "probabilities for 108 texts" in card  # 36 x (1 + 2)
     assert "taught by a larger pre-trained encoder" in card and "min teacher" in card
     assert load_model(out).config.d_model == 16  # the student ships, not the teacher
     assert not (out / "model.safetensors").stat().st_size > 2_000_000

@@ -114,7 +114,7 @@ def test_lm_command_under_torchrun_writes_one_checkpoint_like_one_process(tmp_pa
     card = (tmp_path / "two" / "README.md").read_text()
     assert "on 2 processes on 1 machine(s) (torchrun, DDP over gloo), each on 1 CPU thread(s)" in card
 
-    importlib.import_module("transformer_core.train_lm").main(["--out", str(tmp_path / "one"), *args])
+    importlib.import_module("transformer_core.training.train_lm").main(["--out", str(tmp_path / "one"), *args])
     two, one = (json.loads((tmp_path / name / "history.json").read_text()) for name in ("two", "one"))
     assert [row["step"] for row in two] == [row["step"] for row in one] == [3, 6]
     for a, b in zip(two, one):

@@ -96,7 +96,7 @@ def test_inspecting_a_step_draws_that_steps_candidates_with_the_chosen_token_mar
     chosen_row = record.candidates.index(record.chosen)
     assert fig.data[-1].marker.color[chosen_row] == "#f97316"
     # the repetition penalty is on, so its column is drawn: one bar trace per stage
-    assert len(fig.data) == len(tc.sampling.STAGES)
+    assert len(fig.data) == len(tc.decoding.sampling.STAGES)
 
 
 def test_greedy_mode_ignores_the_temperature_slider():

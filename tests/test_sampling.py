@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer_core as tc
-from transformer_core.beam import beam_search, beam_search_lm, encoder_decoder_step
-from transformer_core.sampling import (
+from transformer_core.decoding.beam import beam_search, beam_search_lm, encoder_decoder_step
+from transformer_core.decoding.sampling import (
     STAGES,
     Sampler,
     SamplingConfig,
@@ -278,7 +278,7 @@ def test_sliding_window_nll_gives_each_token_its_windowed_context():
 
 
 def test_a_vanishing_temperature_is_argmax_not_nan():
-    from transformer_core.sampling import apply_temperature
+    from transformer_core.decoding.sampling import apply_temperature
 
     logits = torch.tensor([1.0, 3.0, -2.0, 3.0 - 1e-3])
     probs = apply_temperature(logits, 1e-300)

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from transformer_core import (EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint,
-                              train_sentiment)
-from transformer_core.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
+from transformer_core import EncoderClassifier, EncoderClassifierConfig, load_model, save_checkpoint
+from transformer_core.training import data, train_sentiment
+from transformer_core.analysis.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
                                         special_ids)
 from transformer_core.tokenization import TextTokenizer
-from transformer_core.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
+from transformer_core.training.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
                                               mask_tokens)
 from ui import sentiment as tab
 from lab import store

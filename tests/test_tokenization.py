@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_core import train_tokenizer
+from transformer_core.training import train_tokenizer
 from transformer_core.tokenization import (
     CLASSIFIER_SPECIAL_TOKENS,
     END_OF_TEXT,

@@ -7,8 +7,8 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer_core.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
-from transformer_core.tasks import (
+from transformer_core.decoding.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
+from transformer_core.training.tasks import (
     SYMBOLS,
     TOY_LENGTHS,
     copy,
@@ -20,8 +20,8 @@ from transformer_core.tasks import (
     sort,
     word_pool,
 )
-from transformer_core.train_translate import build_model, fit
-from transformer_core.training import TrainConfig
+from transformer_core.training.train_translate import build_model, fit
+from transformer_core.training.loop import TrainConfig
 from lab import store
 from lab.live import LiveTraining
 from lab.policy import InputError
@@ -144,21 +144,21 @@ def test_shipped_copy_model_reads_the_diagonal():
                                                   ("sort", "5281933", "1233589"),
                                                   ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday.")])
 def test_tab_translates_with_the_shipped_models(task, source, target):
-    output, notice, rows, figure, _ = tab.translate_text(task, source, 1, "cross-attention", 1, "mean of heads")
+    output, notice, rows, figure, _ = tab.translate(task, source, 1, "cross-attention", 1, "mean of heads")
     assert output == target and notice == ""
     assert [r[1] for r in rows][-1] == "⟨/s⟩" and all(0 <= r[2] <= 1 for r in rows)
     assert len(figure.data[0].z) == len(target) + 1  # one row per written token, </s> included
 
 
 def test_tab_beam_search_and_bad_input():
-    output, *_ , tree = tab.translate_text("reverse", "9876", 4, "encoder self-attention", 0, "head 0")
+    output, *_ , tree = tab.translate("reverse", "9876", 4, "encoder self-attention", 0, "head 0")
     assert output == "6789" and len(tree.data) > 1
     with pytest.raises(gr.Error, match="'x'"):
-        tab.translate_text("copy", "12x", 1, "cross-attention", 0, "mean of heads")
-    output, notice, *_ = tab.translate_text("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
+        tab.translate("copy", "12x", 1, "cross-attention", 0, "mean of heads")
+    output, notice, *_ = tab.translate("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
     assert "reads at most 31" in notice and len(output) <= 31  # over-long input is cut, with a notice
     with pytest.raises(gr.Error, match="Type a source"):
-        tab.translate_text("pig_latin", "   ", 1, "cross-attention", 0, "mean of heads")
+        tab.translate("pig_latin", "   ", 1, "cross-attention", 0, "mean of heads")
 
 
 def _hold(slot: LiveTraining):

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_core.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
+from transformer_core.training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
 
 def test_cooccurrence_counts_pairs_within_the_window_both_ways_and_not_across_sequences():

@@ -23,7 +23,7 @@ from huggingface_hub import HfApi
 from huggingface_hub.hf_api import DEFAULT_IGNORE_PATTERNS
 from huggingface_hub.utils import filter_repo_objects
 
-from transformer_core.hub import CHECKPOINT_FILES
+from transformer_core.weights.hub import CHECKPOINT_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """transformer_core: one inspectable transformer that every Transformer Lab tab runs on."""
 
-from .analysis import (
+from .analysis.probes import (
     GenerationAttention,
     attention_rollout,
     attention_while_generating,
@@ -9,10 +9,11 @@ from .analysis import (
     token_losses,
     top_predictions,
 )
-from .attention import KVCache, LayerCache, MultiHeadAttention, attend
-from .beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
-from .bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
-from .data import (
+from .model.attention import MultiHeadAttention, attend
+from .model.cache import KVCache, LayerCache
+from .decoding.beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
+from .weights.bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
+from .training.data import (
     SPLITS,
     DataError,
     Review,
@@ -28,12 +29,12 @@ from .data import (
     split_text,
 )
 from .device import DeviceError, autocast, default_device, device_of
-from .distill import augment, teacher_probs, transfer_texts, wordpiece_ids
-from .generation import generate, greedy_choice, next_token_logits, stream
-from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
-from .hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
-from .layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
-from .masks import (
+from .training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
+from .decoding.generation import generate, greedy_choice, next_token_logits, stream
+from .weights.gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
+from .weights.hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
+from .model.layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
+from .model.masks import (
     MASK_KINDS,
     Mask,
     MaskError,
@@ -45,7 +46,7 @@ from .masks import (
     padding_mask,
     sliding_window_mask,
 )
-from .models import (
+from .model.models import (
     ConfigError,
     DecoderLM,
     DecoderLMConfig,
@@ -73,13 +74,13 @@ from .tokenization import (
     train_byte_level_bpe,
     train_char_level,
 )
-from .sampling import Sampler, SamplingConfig, SamplingError, StepRecord
-from .seq2seq import Codec, DecodingError, Translation, exact_match, translate
-from .tasks import TASKS, Task, TaskError, get_task, pig_latin
-from .sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
-from .trace import Trace, recording
-from .training import TrainConfig, evaluate, learning_rate, train
-from .word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
+from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecord
+from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
+from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
+from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
+from .model.trace import Trace, recording
+from .training.loop import TrainConfig, evaluate, learning_rate, train
+from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
 __all__ = [
     "BeamResult", "Sampler", "SamplingConfig", "SamplingError", "StepRecord", "beam_search", "beam_search_lm",

@@ -46,7 +46,17 @@ def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]
 @cached
 @handler
 def attention(label: str, text: str, group: str, layer: float, head: float, query: float):
-    """All figures for one text: grid, selected head, per-layer averages, one query's rows, rollout."""
+    """Every attention head of a shipped model on a text: (notice, layer x head grid, selected head,
+    head average per layer, one query's row in every head, attention rollout), as Plotly figures.
+
+    Args:
+        label: the model, as the picker names it, e.g. "shakespeare-lm (language model)"
+        text: the text to read (at most 128 tokens are drawn)
+        group: "encoder", "decoder" or "cross" attention (a model lacking it falls back, with a notice)
+        layer: the layer of the selected head
+        head: the head to draw large
+        query: the query position whose row is drawn in every head
+    """
     run = use.attention_run(label, text, group)
     n_layer, n_head, Tq, Tk = run.shape
     notices = [run.notice]

@@ -23,9 +23,10 @@ _stores: list = []
 
 
 def user_error(e: Exception) -> gr.Error:
-    """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback."""
-    log.info("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
-    return gr.Error(html.escape(str(e), quote=False))
+    """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback:
+    a refused input is the app working as meant, not a fault to debug."""
+    log.warning("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
+    return gr.Error(html.escape(str(e), quote=False), print_exception=False)
 
 
 @dataclass(frozen=True)

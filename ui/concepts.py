@@ -1,6 +1,6 @@
 """The Concepts tab: six textbook ideas, each a live experiment on transformer_core.
 
-Handlers validate, call `transformer_core.concepts`, and hand the result to
+Handlers validate, call `transformer_core.analysis.concepts`, and hand the result to
 `views.concepts`; every number on the page is computed when the button is pressed.
 """
 

@@ -102,7 +102,23 @@ def _request(model_label, *settings):
 @handler
 def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
              seed, width, length_penalty):
-    """Main endpoint: stream a sampled/greedy text token by token, or run beam search and draw its tree."""
+    """A language model continues a prompt: streamed token by token (sample, greedy) with each step's
+    candidates, or beam search with its tree.
+
+    Args:
+        model_label: "Shakespeare LM (shipped)" or GPT-2 (needs the Hugging Face Hub)
+        prompt: the text to continue
+        mode: "sample", "greedy" or "beam"
+        temperature: 0 = greedy; below 1 sharper, above 1 flatter
+        top_k: keep the k likeliest tokens (0 = off)
+        top_p: keep the fewest tokens whose probabilities add up to p (1 = off)
+        min_p: keep tokens at least min_p times as likely as the favourite (0 = off)
+        repetition_penalty: lower tokens already in the text (1 = off)
+        max_new_tokens: how many tokens to add (1-200; 1-40 for beam search)
+        seed: the random seed: the same seed gives the same text
+        width: beam width (beam search)
+        length_penalty: beam search's length penalty
+    """
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
     if mode == "beam":

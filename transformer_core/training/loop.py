@@ -19,9 +19,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from . import distributed
-from .device import autocast
-from .distributed import TermsFn
+from .. import distributed
+from ..device import autocast
+from ..distributed import TermsFn
 
 # get_batch(split, generator) -> batch; loss_fn(model, batch) -> scalar loss
 BatchFn = Callable[[str, torch.Generator], object]

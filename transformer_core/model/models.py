@@ -19,7 +19,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from . import trace
-from .attention import KVCache
+from .cache import KVCache
 from .layers import ACTIVATIONS, POSITIONS, Block, Embeddings, init_weights, scaled_init_residual
 from .masks import Mask, causal_mask, no_mask, padding_mask
 
@@ -121,11 +121,12 @@ class DecoderLM(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
     def __init__(self, config: DecoderLMConfig):
         super().__init__()
         self.config = config
-        self.embed = Embeddings(config.vocab_size, config, "decoder")
-        self.layers = nn.ModuleList(Block(config, f"decoder.{i}", "decoder") for i in range(config.n_layer))
+        self.embed = Embeddings(config.vocab_size, config)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.norm = _final_norm(config)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         _init(self, config)
+        trace.name_trace_points(self, {"": "decoder"})
         if config.tie_embeddings:  # one matrix reads tokens in and writes them out
             self.head.weight = self.embed.tok.weight
 
@@ -158,12 +159,13 @@ class EncoderClassifier(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB
     def __init__(self, config: EncoderClassifierConfig):
         super().__init__()
         self.config = config
-        self.embed = Embeddings(config.vocab_size, config, "encoder")
-        self.layers = nn.ModuleList(Block(config, f"encoder.{i}", "encoder") for i in range(config.n_layer))
+        self.embed = Embeddings(config.vocab_size, config)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.norm = _final_norm(config)
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_class)
         _init(self, config)
+        trace.name_trace_points(self, {"": "encoder"})
 
     def encode(self, idx, lengths: torch.Tensor | None = None, mask: Mask | None = None) -> torch.Tensor:
         """(B, T) ids -> (B, T, d_model) contextual vectors. `lengths` (B,) hides right padding."""
@@ -198,15 +200,14 @@ class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
     def __init__(self, config: EncoderDecoderConfig):
         super().__init__()
         self.config = config
-        self.src_embed = Embeddings(config.src_vocab_size, config, "encoder")
-        self.tgt_embed = Embeddings(config.tgt_vocab_size, config, "decoder")
-        self.encoder = nn.ModuleList(Block(config, f"encoder.{i}", "encoder") for i in range(config.n_layer))
-        self.decoder = nn.ModuleList(
-            Block(config, f"decoder.{i}", "decoder", cross=True) for i in range(config.n_layer)
-        )
+        self.src_embed = Embeddings(config.src_vocab_size, config)
+        self.tgt_embed = Embeddings(config.tgt_vocab_size, config)
+        self.encoder = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.decoder = nn.ModuleList(Block(config, cross=True) for _ in range(config.n_layer))
         self.encoder_norm, self.decoder_norm = _final_norm(config), _final_norm(config)
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         _init(self, config)
+        trace.name_trace_points(self, {"": "encoder", "tgt_embed": "decoder", "decoder": "decoder"})
 
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layer)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from .device import autocast
+from ..device import autocast
 
 # choose(logits (vocab,), ids so far) -> (chosen token id, whatever the caller wants to keep about the step)
 Chooser = Callable[[torch.Tensor, list[int]], tuple[int, object]]

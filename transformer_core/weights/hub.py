@@ -15,7 +15,7 @@ import torch
 from huggingface_hub import HfApi, snapshot_download
 from torch import nn
 
-from .models import MODEL_CLASSES
+from ..model.models import MODEL_CLASSES
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 

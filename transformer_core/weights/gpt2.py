@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .models import DecoderLM, DecoderLMConfig
+from ..model.models import DecoderLM, DecoderLMConfig
 
 
 class GPT2ImportError(ValueError):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .attention import KVCache
+from ..model.cache import KVCache
 
 StepFn = Callable[[torch.Tensor, KVCache], torch.Tensor]
 MAX_WIDTH = 8

@@ -21,7 +21,7 @@ import random
 import torch
 from tokenizers import Tokenizer
 
-from .sentiment import predict_proba
+from ..analysis.sentiment import predict_proba
 
 
 def augment(text: str, rng: random.Random, drop: float = 0.1, span: float = 0.25) -> str:

@@ -3,7 +3,7 @@
 Lesson: a tokenizer is trained, like a model, on text it will later read --
 only on the *train* split, so test text cannot shape the vocabulary.
 
-    python -m transformer_core.train_tokenizer --corpus shakespeare --vocab-size 4096 \\
+    python -m transformer_core.training.train_tokenizer --corpus shakespeare --vocab-size 4096 \\
         --out assets/shakespeare-bpe/tokenizer.json
 
 --corpus is `shakespeare` (train works), `reviews` (movie-review train
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 from tqdm import tqdm
 
-from transformer_core import data
-from transformer_core.cli import exit_on
+from transformer_core.training import data
+from transformer_core.training.cli import exit_on
 from transformer_core.tokenization import (
     CLASSIFIER_SPECIAL_TOKENS,
     LANGUAGE_MODEL_SPECIAL_TOKENS,
@@ -37,7 +37,7 @@ def corpus_texts(corpus: str) -> list[str]:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m transformer_core.train_tokenizer",
+    parser = argparse.ArgumentParser(prog="python -m transformer_core.training.train_tokenizer",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", required=True, help="shakespeare, reviews, or a .txt file / folder")
     parser.add_argument("--vocab-size", type=int, default=4096, help="byte-level BPE vocabulary size")

@@ -1,4 +1,4 @@
-"""Train a DecoderLM on Shakespeare (or your own text): `python -m transformer_core.train_lm --help`.
+"""Train a DecoderLM on Shakespeare (or your own text): `python -m transformer_core.training.train_lm --help`.
 
 Lesson: a language model learns by predicting every next token of random windows
 of the corpus at once; the causal mask is what makes that an honest exercise.
@@ -17,14 +17,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import data, distributed
+from . import data
+
+from .. import distributed
 from .cli import exit_on
-from .device import DeviceError, default_device, describe
-from .hub import save_checkpoint
-from .masks import no_mask
-from .models import ConfigError, DecoderLM, DecoderLMConfig
-from .tokenization import TextTokenizer
-from .training import TrainConfig, train
+from ..device import DeviceError, default_device, describe
+from ..weights.hub import save_checkpoint
+from ..model.masks import no_mask
+from ..model.models import ConfigError, DecoderLM, DecoderLMConfig
+from ..tokenization import TextTokenizer
+from .loop import TrainConfig, train
 
 
 def corpus_ids(tokenizer: TextTokenizer, corpus: str) -> dict[str, torch.Tensor]:
@@ -66,7 +68,7 @@ def model_card(args, config, history, params, seconds, device) -> str:
 A `DecoderLM` (GPT-style, pre-LN, learned positions, tied embeddings) trained by our own command on the
 {args.corpus} train split, with {'**no** causal mask (the cheating demo)' if args.mask == 'none' else 'the causal mask'}.
 
-- Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.train_lm', *sys.argv[1:]])}`
+- Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.training.train_lm', *sys.argv[1:]])}`
 - Data: train split for training, validation split for the validation loss
   (Shakespeare: test = Hamlet, Macbeth, The Tempest; validation = Julius Caesar; train = the other works).
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from .models import EncoderClassifier, EncoderClassifierConfig
+from ..model.models import EncoderClassifier, EncoderClassifierConfig
 
 
 class BertImportError(ValueError):

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .generation import Chooser, greedy_choice, next_token_logits
-from .masks import build_mask
-from .trace import recording
+from ..decoding.generation import Chooser, greedy_choice, next_token_logits
+from ..model.masks import build_mask
+from ..model.trace import recording
 
 
 def attention_rollout(attn: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from . import trace
-from .attention import LayerCache, MultiHeadAttention
+from .attention import MultiHeadAttention
+from .cache import LayerCache
 from .masks import Mask
 
 ACTIVATIONS = {
@@ -45,13 +46,13 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-class Embeddings(nn.Module):
+class Embeddings(nn.Module, trace.TracePoint):
     """Token embedding plus position information, then dropout: (B, T) ids -> (B, T, d_model)."""
 
-    def __init__(self, vocab_size: int, config, stack: str):
+    def __init__(self, vocab_size: int, config):
         super().__init__()
         self.tok = nn.Embedding(vocab_size, config.d_model)
-        self.kind, self.max_len, self.stack = config.positions, config.max_len, stack
+        self.kind, self.max_len = config.positions, config.max_len
         if self.kind == "learned":
             self.pos = nn.Embedding(config.max_len, config.d_model)
         elif self.kind == "sinusoidal":
@@ -79,47 +80,46 @@ class Embeddings(nn.Module):
         if pos is not None:
             x = x + pos
         x = self.drop(self.norm(x))
-        trace.record_hidden(self.stack, f"{self.stack}.embed", x)
+        trace.record_hidden(self.trace_stack, self.trace_name or "embed", x)
         return x
 
 
-class FeedForward(nn.Module):
+class FeedForward(nn.Module, trace.TracePoint):
     """Position-wise MLP d_model -> d_ff -> d_model, applied to each token separately."""
 
-    def __init__(self, config, name: str):
+    def __init__(self, config):
         super().__init__()
         self.w_1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
         self.act = ACTIVATIONS[config.activation]()
         self.w_2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
         self.drop = nn.Dropout(config.dropout)
-        self.name = name
 
     def forward(self, x):
         h = self.act(self.w_1(x))
-        trace.record(f"{self.name}.hidden", h)
+        trace.record(self.point("hidden"), h)
         return self.w_2(self.drop(h))
 
 
-class Block(nn.Module):
+class Block(nn.Module, trace.TracePoint):
     """One transformer layer: self-attention, optional cross-attention, feed-forward.
 
     Each sublayer is wrapped as `x + dropout(f(norm(x)))` (pre-LN, norm_first) or
     `norm(x + dropout(f(x)))` (post-LN).
     """
 
-    def __init__(self, config, name: str, group: str, cross: bool = False):
+    def __init__(self, config, cross: bool = False):
         super().__init__()
-        self.norm_first, self.name, self.stack = config.norm_first, name, group
+        self.norm_first = config.norm_first
         eps = config.layer_norm_eps
         self.norm_self = nn.LayerNorm(config.d_model, eps=eps)
-        self.self_attn = MultiHeadAttention(config, f"{name}.self_attn", group)
+        self.self_attn = MultiHeadAttention(config)
         if cross:
             self.norm_cross = nn.LayerNorm(config.d_model, eps=eps)
-            self.cross_attn = MultiHeadAttention(config, f"{name}.cross_attn", "cross")
+            self.cross_attn = MultiHeadAttention(config)
         else:
             self.cross_attn = None
         self.norm_ff = nn.LayerNorm(config.d_model, eps=eps)
-        self.ff = FeedForward(config, f"{name}.ff")
+        self.ff = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
 
     def _sublayer(self, x, norm, f):
@@ -143,7 +143,7 @@ class Block(nn.Module):
                 x, self.norm_cross, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache)
             )
         x = self._sublayer(x, self.norm_ff, self.ff)
-        trace.record_hidden(self.stack, f"{self.name}.out", x)
+        trace.record_hidden(self.trace_stack, self.point("out"), x)
         return x
 
 

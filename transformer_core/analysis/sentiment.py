@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .analysis import attention_rollout
-from .tokenization import MASK, PAD, TextTokenizer
+from .probes import attention_rollout
+from ..tokenization import MASK, PAD, TextTokenizer
 
 LABELS = ("negative", "positive")  # class index -> name; the classifier's n_class is 2
 

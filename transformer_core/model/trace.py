@@ -7,7 +7,11 @@ context-variable lookup, so tracing is free when off.
 
     logits, trace = model.run_with_trace(idx)
     trace.attention("decoder")      # (n_layer, B, n_head, Tq, Tk)
-    trace.shapes["decoder.0.self_attn.q"]  # (B, n_head, T, d_head)
+    trace.shapes["layers.0.self_attn.q"]  # (B, n_head, T, d_head)
+
+Each place is named by the module's path in the model (`layers.0.self_attn`, as in
+`model.named_modules()` and the state dict), set once by `name_trace_points`, so no
+constructor passes names by hand.
 
 Views are pure functions of a `Trace`; they never recompute model internals.
 """
@@ -19,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import torch
+from torch import nn
 
 from .masks import Mask
 
@@ -54,6 +59,29 @@ class Trace:
     @property
     def groups(self) -> list[str]:
         return list(self.attn)
+
+
+def name_trace_points(model: nn.Module, stacks: dict[str, str], root: str = "") -> None:
+    """Name every module's trace point by its path in `model` and tell it which stack it is in.
+
+    stacks: path prefix -> "encoder" or "decoder" (the longest matching prefix wins; "" matches
+    every path). A cross-attention layer's weights go to the group "cross" whatever its stack.
+    `root` names a module traced on its own (its path would be empty).
+    """
+    by_length = sorted(stacks.items(), key=lambda item: -len(item[0]))
+    for path, module in model.named_modules():
+        module.trace_name = ".".join(p for p in (root, path) if p)
+        module.trace_stack = next(stack for prefix, stack in by_length if path.startswith(prefix))
+
+
+class TracePoint:
+    """Mixin for the modules that announce tensors: `point("q")` is "<module path>.q"."""
+
+    trace_name = ""  # set by name_trace_points when the model is built
+    trace_stack = "encoder"
+
+    def point(self, part: str) -> str:
+        return f"{self.trace_name}.{part}" if self.trace_name else part
 
 
 def active() -> Trace | None:

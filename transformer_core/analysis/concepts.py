@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import trace
-from .attention import MultiHeadAttention, attend
-from .layers import sinusoidal_encoding
-from .models import EncoderClassifier, EncoderClassifierConfig, EncoderDecoder, EncoderDecoderConfig, TransformerConfig
+from ..model import trace
+from ..model.attention import MultiHeadAttention, attend
+from ..model.layers import sinusoidal_encoding
+from ..model.models import EncoderClassifier, EncoderClassifierConfig, EncoderDecoder, EncoderDecoderConfig, TransformerConfig
 
 
 class ConceptInputError(ValueError):
@@ -299,7 +299,7 @@ def head_parameter_counts(d_model: int, heads=(1, 2, 4, 8), bias: bool = True) -
     rows = []
     for n_head in heads:
         config = TransformerConfig(d_model=d_model, n_head=n_head, d_ff=d_model, bias=bias)
-        layer = MultiHeadAttention(config, "concept", "concept")
+        layer = MultiHeadAttention(config)
         rows.append(HeadCount(n_head, config.d_head, _numel(layer.w_q, layer.w_k, layer.w_v), _numel(layer.w_o),
                               _numel(layer)))
     return rows
@@ -348,6 +348,8 @@ BOS = 0  # the decoder reads BOS then the target shifted right (teacher forcing)
 # what each traced tensor is, by the end of its name
 STEP_MEANING = {
     "embed": "token embedding + position",
+    "src_embed": "source token embedding + position",
+    "tgt_embed": "target token embedding + position",
     "q": "queries, split into heads (B, H, T, d_head)",
     "k": "keys, split into heads",
     "v": "values, split into heads",

@@ -5,7 +5,7 @@ The decoder then writes the target one token at a time, starting from <s>:
 each step feeds only the newest token (its keys and values join the KV cache),
 reads the memory through cross-attention, and predicts the next token, until it
 writes </s>. Greedy decoding takes the most likely token at every step; beam
-search (`transformer_core.beam`, shared with the language model) keeps several.
+search (`transformer_core.decoding.beam`, shared with the language model) keeps several.
 
 Conventions, shared by training and decoding:
     source ids  = chars + [</s>]            positions 0..n
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .beam import BeamResult, beam_search, encoder_decoder_step
-from .tokenization import PAD, TextTokenizer, train_char_level
+from ..tokenization import PAD, TextTokenizer, train_char_level
 
 BOS, EOS = "<s>", "</s>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)

@@ -1,0 +1,44 @@
+"""The rooms keep their doors: who may import whom (text -> policy -> run -> figures -> tab)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports, relative imports resolved against its package."""
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", files("ui"), ids=lambda p: p.name)
+def test_ui_is_layout_and_adapters_it_imports_no_torch_and_no_core(path):
+    bad = {m for m in imports(path) if m.split(".")[0] in ("torch", "transformer_core")}
+    assert not bad, f"{path.name} imports {sorted(bad)}: that work belongs in lab/"
+
+
+@pytest.mark.parametrize("path", files("lab") + files("transformer_core"), ids=lambda p: p.name)
+def test_the_core_and_the_use_cases_never_import_gradio(path):
+    assert not {m for m in imports(path) if m.split(".")[0] in ("gradio", "ui")}
+
+
+@pytest.mark.parametrize("path", files("transformer_core/model"), ids=lambda p: p.name)
+def test_the_model_room_imports_nothing_else_from_the_package(path):
+    inside = {m for m in imports(path) if m.startswith("transformer_core")}
+    assert all(m.startswith("transformer_core.model") for m in inside), sorted(inside)
