@@ -132,6 +132,7 @@ def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
 def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private():
     from lab import store
 
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)  # forget what earlier tests loaded
     demo = app.build_app()
     assert store._models == {}  # models load on first use: the first page must not wait for them
     public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
