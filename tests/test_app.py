@@ -142,6 +142,66 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
 
 
+# --- starting with no network and no data --------------------------------------------------
+
+import inspect  # noqa: E402
+import socket  # noqa: E402
+
+import serving  # noqa: E402
+
+from transformer_core import data, tasks  # noqa: E402
+from ui import store  # noqa: E402
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+# sweeps that run a model dozens of times, on the same data-free paths as their tabs' main endpoints
+SLOW_ENDPOINTS = {"translate_lengths", "generate_temperatures"}
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """An empty data cache, no package index and no connection beyond this machine.
+
+    Yields the list of attempts to download or connect out; the app must make none."""
+    attempts = []
+
+    def refuse_download(package, dest):
+        attempts.append(package.filename)
+        raise data.DataError(f"offline: {package.filename} may not be downloaded")
+
+    real_connect = socket.socket.connect
+
+    def loopback_only(sock, address):
+        if isinstance(address, tuple) and address[0] not in LOOPBACK:
+            attempts.append(address[0])
+            raise OSError(f"offline: no connection to {address[0]}")
+        return real_connect(sock, address)
+
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setattr(data, "_download", refuse_download)
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    tasks.word_pool.cache_clear()  # an earlier test may have read the corpus
+    store.set_model_dir(serving.model_dir(tmp_path))
+    yield attempts
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+    tasks.word_pool.cache_clear()
+
+
+def test_the_app_starts_and_every_tab_answers_with_no_network_and_no_data(offline):
+    demo = app.build_app()
+    endpoints = [fn for fn in demo.fns.values() if fn.api_visibility == "public" and "train" not in fn.api_name
+                 and fn.api_name not in SLOW_ENDPOINTS]
+    assert {"tokenize", "attention", "masking", "generate", "classify", "translate"} <= {fn.api_name for fn in endpoints}
+    for fn in endpoints:  # each with the values the page opens with
+        try:
+            result = fn.fn(*(component.value for component in fn.inputs))
+            if inspect.isgenerator(result):
+                list(result)
+        except gr.Error:
+            pass  # a message for the person (e.g. "train a model first"), not a crash
+    assert offline == []
+
+
 # --- links and lecture presets ---------------------------------------------------------------
 
 def _tab_demo():

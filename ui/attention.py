@@ -19,7 +19,7 @@ from transformer_core import CheckpointError
 from transformer_core.analysis import attention_rollout, attention_while_generating
 from transformer_core.hub import read_config
 from transformer_core.seq2seq import Codec, DecodingError, translate, traced
-from transformer_core.tasks import TASKS, examples
+from transformer_core.tasks import TASKS
 from ui import store
 from ui.common import truncate
 from views import attention as views
@@ -74,12 +74,11 @@ def _arch(name: str) -> str:
 
 
 def example_text(name: str) -> str:
-    """A text the model can read: a translator gets a test source of its own task."""
+    """A text the model can read: a translator gets its own task's example source."""
     arch = _arch(name)
     if arch != "EncoderDecoder":
         return EXAMPLE_TEXT[arch]
-    task = next((t for t in TASKS if t.replace("_", "-") in name), "pig_latin")
-    return examples(task, "test", 1)[0][0]
+    return TASKS[next((t for t in TASKS if t.replace("_", "-") in name), "pig_latin")].example
 
 
 def _model(label: str):
