@@ -3,6 +3,7 @@
 import itertools
 
 import pytest
+import random_models
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -145,6 +146,40 @@ def test_step_records_agree_with_the_produced_text():
         for stage in STAGES[1:]:
             for cut in record.cut_at(stage):
                 assert cut != token
+        ids.append(token)
+
+
+# ---------------------------------------------------------------- one context policy
+
+
+@given(st.integers(1, 400), st.integers(1, 64))
+def test_the_context_window_fills_then_restarts_at_half_and_grows_one_token_a_step(n_tokens, max_len):
+    window = tc.context_window(n_tokens, max_len)
+    assert 1 <= window <= min(n_tokens, max_len)
+    if n_tokens <= max_len:
+        assert window == n_tokens
+    following = tc.context_window(n_tokens + 1, max_len)
+    # one more token: the window grows by it, or (full) restarts at half the context
+    assert following == window + 1 or (window == max_len and following == max(max_len // 2, 1))
+
+
+def test_cached_step_by_step_and_recomputed_generation_agree_past_the_context():
+    model = random_models.lm(max_len=16)
+    prompt = torch.randint(0, V, (20,), generator=torch.Generator().manual_seed(3)).tolist()  # overflows already
+    config = SamplingConfig(temperature=1.0, top_k=20, seed=3)
+    cached = tc.generate(model, prompt, 40, choose=Sampler(config))
+    recomputed = tc.generate(model, prompt, 40, choose=Sampler(config), use_cache=False)
+    one_at_a_time, sampler = list(prompt), Sampler(config)  # as the Generate tab's Step: a fresh cache each time
+    for _ in range(40):
+        logits, _ = tc.next_token_logits(model, one_at_a_time)
+        one_at_a_time.append(sampler(logits, one_at_a_time)[0])
+    assert cached == recomputed == one_at_a_time[len(prompt):]
+    ids, cache = list(prompt), None  # the same window, so the same logits, at every step
+    for token in cached:
+        logits, cache = tc.next_token_logits(model, ids, cache)
+        window = ids[-tc.context_window(len(ids), 16):]
+        with torch.no_grad():
+            assert torch.allclose(logits, model(torch.tensor([window]))[0, -1], atol=1e-5)
         ids.append(token)
 
 

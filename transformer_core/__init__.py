@@ -29,7 +29,7 @@ from .data import (
 )
 from .device import DeviceError, autocast, default_device
 from .distill import augment, teacher_probs, transfer_texts, wordpiece_ids
-from .generation import generate, greedy_choice, next_token_logits, stream
+from .generation import context_window, generate, greedy_choice, next_token_logits, stream
 from .gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
 from .hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
 from .layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
@@ -88,7 +88,7 @@ __all__ = [
     "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder", "EncoderDecoderConfig",
     "FeedForward", "GPT2ImportError", "KVCache", "LayerCache", "MASK_KINDS", "Mask", "MaskError",
     "MultiHeadAttention", "SequenceTooLongError", "Trace", "TransformerConfig", "attend", "autocast",
-    "build_mask", "causal_mask", "decoder_lm_from_gpt2", "default_device", "dilated_window_mask",
+    "build_mask", "causal_mask", "context_window", "decoder_lm_from_gpt2", "default_device", "dilated_window_mask",
     "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
     "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
