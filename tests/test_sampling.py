@@ -1,6 +1,7 @@
 """Properties of sampling (logit processors, seeded draws, step records) and beam search."""
 
 import itertools
+import math
 
 import pytest
 import random_models
@@ -231,6 +232,81 @@ def test_beam_search_over_two_steps_with_the_whole_vocabulary_is_exhaustive():
     result = beam_search_lm(model, [1], vocab, 2)
     best = max(itertools.product(range(vocab), repeat=2), key=lambda seq: _sequence_logprob(model, [1], list(seq)))
     assert result.best.tokens == list(best)
+
+
+EOS = 0
+
+
+def _table_logprobs(seed: int, prefix: tuple[int, ...], vocab: int) -> torch.Tensor:
+    """A made-up model's next-token log-probabilities: a random table over whole prefixes,
+    eos often the likeliest token early on (so short hypotheses finish and tempt an early stop)."""
+    generator = torch.Generator().manual_seed(hash((seed, *prefix)) % 2**62)
+    scale = 8 * torch.rand((), generator=generator)  # some steps near-certain, some near-uniform
+    return torch.log_softmax(scale * torch.randn(vocab, generator=generator), -1)
+
+
+class PrefixCache:
+    """Stands in for the KV cache: each row holds its beam's whole prefix, so a row that does
+    not follow its beam (a missing or wrong `reorder`) scores the wrong prefix."""
+
+    def __init__(self):
+        self.rows = None
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.rows = [self.rows[i] for i in index.tolist()]
+
+
+def _prefix_step(logprobs):
+    """A beam-search step function for a model given as prefix (tuple) -> log-probabilities (V,)."""
+
+    def step(tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+        new = [tuple(row) for row in tokens.tolist()]
+        cache.rows = new if cache.rows is None else [row + t for row, t in zip(cache.rows, new)]
+        return torch.stack([logprobs(row) for row in cache.rows])
+
+    return step
+
+
+def _brute_force(seed: int, prompt: list[int], vocab: int, max_new_tokens: int, length_penalty: float):
+    """Every hypothesis beam search could return (ended by eos, or max_new_tokens long), best first."""
+    hypotheses = []
+    for length in range(1, max_new_tokens + 1):
+        for tokens in itertools.product(range(vocab), repeat=length):
+            if EOS in tokens[:-1] or (tokens[-1] != EOS and length < max_new_tokens):
+                continue
+            logprob = sum(float(_table_logprobs(seed, tuple(prompt) + tokens[:i], vocab)[t])
+                          for i, t in enumerate(tokens))
+            hypotheses.append((list(tokens), logprob / length**length_penalty))
+    return sorted(hypotheses, key=lambda h: -h[1])
+
+
+# (vocabulary, width, new tokens) where fewer live extensions than `width` compete at every step
+# but the last, so nothing is pruned that could still rank: beam search is exact there and must
+# rank the best hypotheses as the brute force does
+EXHAUSTIVE = [(2, 2, 10), (3, 5, 3), (4, 4, 2)]
+
+
+@pytest.mark.parametrize("vocab, width, max_new_tokens", EXHAUSTIVE)
+@pytest.mark.parametrize("length_penalty", [0.0, 0.5, 1.0, 2.0])
+def test_beam_search_finds_what_brute_force_finds_with_and_without_a_length_penalty(vocab, width, max_new_tokens,
+                                                                                    length_penalty):
+    for seed in range(12):
+        step = _prefix_step(lambda prefix: _table_logprobs(seed, prefix, vocab))
+        result = beam_search(step, PrefixCache(), [1], width, max_new_tokens, length_penalty, eos_id=EOS)
+        expected = _brute_force(seed, [1], vocab, max_new_tokens, length_penalty)[:width]
+        assert [h.tokens for h in result.hypotheses] == [tokens for tokens, _ in expected], seed
+        assert [h.score for h in result.hypotheses] == pytest.approx([score for _, score in expected], abs=1e-5)
+
+
+def test_a_short_finished_hypothesis_does_not_stop_a_longer_one_that_scores_better():
+    # eos first (p 0.6), then a token that is followed by itself almost surely
+    def logprobs(prefix):
+        return torch.tensor([0.6, 0.4] if len(prefix) == 1 else [0.001, 0.999]).log()
+
+    result = beam_search(_prefix_step(logprobs), PrefixCache(), [1], 1, 10, length_penalty=1.0, eos_id=EOS)
+    assert result.best.tokens == [1] * 10
+    assert result.best.score == pytest.approx((math.log(0.4) + 9 * math.log(0.999)) / 10)
+    assert result.best.score > math.log(0.6)  # the [eos] the search used to stop at
 
 
 def test_finished_hypotheses_end_at_eos():
