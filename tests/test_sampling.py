@@ -75,6 +75,25 @@ def test_top_p_on_a_known_distribution():
     assert (top_p_filter(probs, 0.76) > 0).tolist() == [False, True, True, True]
 
 
+# (probabilities, p, how many tokens the nucleus holds): totals that reach p exactly, just
+# above it, and a p so small that only the most likely token can stay
+TOP_P_BOUNDARIES = [
+    ([0.7, 0.2, 0.1], 0.9, 2), ([0.7, 0.2, 0.1], 0.7, 1), ([0.7, 0.2, 0.1], 0.9001, 3),
+    ([0.5, 0.5], 0.5, 1), ([0.25] * 4, 0.75, 3), ([0.6, 0.3, 0.1], 0.9, 2), ([0.1, 0.2, 0.3, 0.4], 0.7, 2),
+    ([0.7, 0.2, 0.1], 1e-9, 1),
+]
+
+
+@pytest.mark.parametrize("probs, p, n_kept", TOP_P_BOUNDARIES)
+def test_top_p_at_exact_boundaries_keeps_what_transformers_keeps(probs, p, n_kept):
+    probs = torch.tensor(probs)
+    ours = top_p_filter(probs, p) > 0
+    assert int(ours.sum()) == n_kept and bool(ours[probs.argmax()])
+    transformers = pytest.importorskip("transformers")
+    theirs = transformers.generation.logits_process.TopPLogitsWarper(p)(None, probs.log()[None])[0]
+    assert int(torch.isfinite(theirs).sum()) == n_kept  # which of tied tokens stays differs: ours the lower id
+
+
 def test_min_p_keeps_tokens_relative_to_the_top_one():
     probs = torch.tensor([0.5, 0.3, 0.12, 0.08])
     assert (min_p_filter(probs, 0.2) > 0).tolist() == [True, True, True, False]
