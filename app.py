@@ -9,6 +9,8 @@ queue's limits, the GPU decorator, links to a view (`?tab=...&text=...`) and lec
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ import gradio as gr
 
 from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, generate, masking, sentiment, state, store, tokens, translate
+from views.attention import plain
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
@@ -165,6 +168,7 @@ def build_app() -> gr.Blocks:
                 None, current_tab, None, js=RUN_SELECTED_TAB, **shell)
         make_link.click(links.link, [current_tab, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
+        escape_errors(demo)
     return demo
 
 
@@ -196,6 +200,41 @@ def limit_concurrency(demo: gr.Blocks) -> None:
         limit, group = _endpoint_limit(name)
         fn.concurrency_limit = limit
         fn.concurrency_id = group or fn.concurrency_id
+
+
+def _escaped(error: gr.Error) -> gr.Error:
+    return gr.Error(plain(str(error.message)), duration=error.duration, visible=error.visible, title=error.title,
+                    print_exception=error.print_exception)
+
+
+def _escaping(handler):
+    """`handler`, raising its gr.Error messages HTML-escaped (a generator stays a generator)."""
+    if inspect.isgeneratorfunction(handler):
+        @functools.wraps(handler)
+        def streaming(*args, **kwargs):
+            try:
+                yield from handler(*args, **kwargs)
+            except gr.Error as error:
+                raise _escaped(error) from error
+
+        return streaming
+
+    @functools.wraps(handler)
+    def returning(*args, **kwargs):
+        try:
+            return handler(*args, **kwargs)
+        except gr.Error as error:
+            raise _escaped(error) from error
+
+    return returning
+
+
+def escape_errors(demo: gr.Blocks) -> None:
+    """Show every error message as the text it is: Gradio renders a gr.Error's message as HTML,
+    and messages quote what the user typed (`?global_token_positions=<img src=x>` would draw)."""
+    for fn in demo.fns.values():
+        if fn.fn is not None:
+            fn.fn = _escaping(fn.fn)
 
 
 def gpu_decorator():

@@ -202,6 +202,56 @@ def test_the_app_starts_and_every_tab_answers_with_no_network_and_no_data(offlin
     assert offline == []
 
 
+# --- messages show user text as text --------------------------------------------------------
+
+TAG = "<img src=x onerror=alert(1)>"
+
+
+def _endpoint(demo, api_name: str):
+    return next(fn for fn in demo.fns.values() if fn.api_name == api_name)
+
+
+def test_every_error_message_shows_user_text_as_text(offline):
+    demo = app.build_app()
+    masking = _endpoint(demo, "masking")  # ?tab=masking&global_token_positions=<img src=x>
+    args = [TAG if c.label == "Global token positions" else c.value for c in masking.inputs]
+    with pytest.raises(gr.Error) as error:
+        masking.fn(*args)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in error.value.message and "<img" not in error.value.message
+    assert all(fn.fn.__wrapped__ for fn in demo.fns.values() if fn.fn is not None)  # every handler, not one
+
+
+def test_escaping_keeps_a_streaming_handler_streaming_and_every_signature():
+    def stream(text, evt: gr.SelectData):
+        yield text
+        raise gr.Error(f"bad {text}", title="Oops")
+
+    def plain(text):
+        raise gr.Error(f"bad {text}")
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        box.select(stream, box, box)
+        box.submit(plain, box, box)
+    app.escape_errors(demo)
+    streaming, returning = (fn.fn for fn in demo.fns.values())
+    assert inspect.isgeneratorfunction(streaming) and inspect.signature(streaming) == inspect.signature(stream)
+    results = streaming("<b>", None)
+    assert next(results) == "<b>"  # what a handler returns is left alone: outputs escape what they draw
+    with pytest.raises(gr.Error) as error:
+        next(results)
+    assert (error.value.message, error.value.title) == ("bad &lt;b&gt;", "Oops")
+    with pytest.raises(gr.Error, match="bad &lt;b&gt;"):
+        returning("<b>")
+
+
+def test_markdown_notices_quote_user_text_and_model_output_as_text(offline):
+    from ui import masking
+
+    generations, _ = masking.cheating(f"KING {TAG} HENRY", 3)
+    assert "<img" not in generations and "&lt;img" in generations
+
+
 # --- links and lecture presets ---------------------------------------------------------------
 
 def _tab_demo():

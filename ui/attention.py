@@ -150,7 +150,7 @@ def run_attention(label: str, text: str, group: str) -> Attention:
     arch = type(model).__name__
     if group not in GROUPS[arch]:
         shown = GROUPS[arch][0]
-        notice = " ".join(x for x in (notice, f"This {KIND_NAMES[arch]} has no {group!r} attention; "
+        notice = " ".join(x for x in (notice, f"This {KIND_NAMES[arch]} has no {views.plain(repr(group))} attention; "
                                       f"showing its {GROUP_NAMES[shown]}.") if x)
         group = shown
     if arch == "EncoderDecoder":
@@ -222,7 +222,8 @@ def attention_generate(label: str, text: str, n_new: float, layer: float, head: 
     step_fig = views.query_rows_heatmap(gen.rows[step], labels[: gen.rows[step].shape[-1]],
                                         f"Step {step}: choosing {views.plain(repr(chosen))}, every layer and head")
     notice = " ".join(x for x in (notice, cut) if x)
-    continuation = f"**Continuation:** {tokenizer.decode(gen.generated)!r}" + (f"  \n{notice}" if notice else "")
+    continuation = (f"**Continuation:** {views.plain(repr(tokenizer.decode(gen.generated)))}"
+                    + (f"  \n{notice}" if notice else ""))
     return continuation, staircase, step_fig
 
 

@@ -172,7 +172,8 @@ def cheating(prompt: str, n_new: float):
         continuation = tokenizer.decode(greedy_with_mask(model, ids, max(1, min(int(n_new or 1), 60)), mask_kind))
         honest = mean_loss(model, ids)  # causal mask: no peeking (the tiny models read 16 tokens at most)
         lines.append(f"**{title}** (final training loss {histories[title][-1]['train_loss']:.2f}; loss on your "
-                     f"text without peeking {honest:.2f} nats/token)  \n{prompt!r} → **{continuation!r}**")
+                     f"text without peeking {honest:.2f} nats/token)  \n{attention_views.plain(repr(prompt))} → "
+                     f"**{attention_views.plain(repr(continuation))}**")
     return "\n\n".join(lines + ([notice] if notice else [])), views.training_curves(histories)
 
 
