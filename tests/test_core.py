@@ -3,6 +3,7 @@
 import importlib
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,36 @@ def test_missing_files_name_the_path(tmp_path):
         tc.load_model(tmp_path)
     with pytest.raises(tc.CheckpointError, match="no checkpoint folder"):
         tc.load_model(tmp_path / "absent")
+
+
+LOCAL_LOOKING = ["assets/sentiment", "sentiment", "./assets/sentiment", "../assets/sentiment", "~/no/such/folder"]
+
+
+def test_a_path_that_looks_local_never_goes_to_the_hub_and_the_error_names_it(tmp_path, monkeypatch):
+    from transformer_core import hub
+
+    monkeypatch.chdir(tmp_path)  # "assets/sentiment" asked for from another working directory
+    asked = []
+    monkeypatch.setattr(hub, "snapshot_download", lambda repo_id, **kwargs: asked.append(repo_id))
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", lambda repo_id, *args, **kwargs: asked.append(repo_id))
+    for name in [*LOCAL_LOOKING, str(tmp_path / "assets" / "sentiment"), Path("assets/sentiment")]:
+        looked_in = str(Path(name).expanduser().absolute())
+        with pytest.raises(tc.CheckpointError) as error:
+            tc.load_model(name)
+        assert looked_in in str(error.value) and "hf://" in str(error.value)
+        with pytest.raises(tc.GPT2ImportError, match=re.escape(looked_in)):
+            tc.load_gpt2(name)
+    assert asked == []
+
+
+def test_a_hub_repo_is_asked_for_as_hf_namespace_name(tmp_path, monkeypatch):
+    from transformer_core import hub
+
+    tc.save_checkpoint(lm(), tmp_path / "download")
+    asked = []
+    monkeypatch.setattr(hub, "snapshot_download",
+                        lambda repo_id, **kwargs: asked.append(repo_id) or str(tmp_path / "download"))
+    assert isinstance(tc.load_model("hf://someone/lm"), tc.DecoderLM) and asked == ["someone/lm"]
 
 
 def test_unknown_arch_is_refused(tmp_path):
