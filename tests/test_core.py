@@ -1,9 +1,11 @@
 """Properties of transformer_core that every view relies on."""
 
+import doctest
 import importlib
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,6 +313,12 @@ def test_mask_builders_have_the_documented_patterns():
     assert g[0].all() and g[:, 0].all() and not g[5, 2]
     p = tc.padding_mask([3, 2]).allowed
     assert p.shape == (2, 3, 3) and not p[1, :, 2].any() and p[0].all()
+
+
+def test_the_dilated_window_docstring_example_is_what_the_mask_does():
+    masks = sys.modules[tc.dilated_window_mask.__module__]
+    results = doctest.testmod(masks)
+    assert results.attempted >= 1 and results.failed == 0
 
 
 @pytest.mark.parametrize("bad", [lambda: tc.sliding_window_mask(4, 0), lambda: tc.causal_mask(0),

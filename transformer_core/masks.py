@@ -105,10 +105,16 @@ def sliding_window_mask(n: int, w: int, causal: bool = False) -> Mask:
 
 
 def dilated_window_mask(n: int, w: int, dilation: int, causal: bool = False) -> Mask:
-    """Like a sliding window of w steps, but each step skips `dilation` positions.
+    """Like a sliding window of w steps, but each step is `dilation` positions long: a query
+    sees the keys 0, dilation, 2 * dilation, ..., w * dilation positions away, skipping the
+    dilation - 1 positions between two of them (dilation 1 is the plain sliding window).
 
     The receptive field grows to w * dilation at the same cost (Longformer's dilated
-    windows).
+    windows). With w = 2 and dilation = 3, query 4 of 9 sees keys 1, 4 and 7 (the next
+    ones, -2 and 10, lie outside the text):
+
+    >>> dilated_window_mask(9, w=2, dilation=3).allowed[4].int().tolist()
+    [0, 1, 0, 0, 1, 0, 0, 1, 0]
     """
     _check_len(n)
     if w < 1 or dilation < 1:
