@@ -9,25 +9,41 @@ import sys
 from pathlib import Path
 
 import pytest
+import random_models
 import torch
 
 import transformer_core as tc
 from transformer_core.attention import attend
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=128, dropout=0.0)
+CONTEXT = 128
 
 
+# random models whose outputs depend on the whole context (see random_models)
 def lm(**kw):
-    return tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+    return random_models.lm(**{"max_len": CONTEXT, **kw})
 
 
 def encdec(**kw):
-    return tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **{**SMALL, **kw})).eval()
+    return random_models.encdec(**{"max_len": CONTEXT, **kw})
 
 
 def classifier(**kw):
-    return tc.EncoderClassifier(tc.EncoderClassifierConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+    return random_models.classifier(**{"max_len": CONTEXT, **kw})
+
+
+def test_the_test_models_read_their_whole_context():
+    ids = torch.randint(0, 40, (30,)).tolist()
+    assert random_models.depends_on_context(lm(), ids) > 0.05  # the first token moves the 30th prediction
+    assert random_models.depends_on_context(lm(), ids) > 1e3 * random_models.depends_on_context(_last_token_lm(), ids)
+
+
+def _last_token_lm():
+    """The test model these tests used before: tied embeddings x 50 (repeats the last token, reads nothing else)."""
+    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**random_models.SMALL, "max_len": CONTEXT})).eval()
+    with torch.no_grad():
+        model.embed.tok.weight.mul_(50)
+    return model
 
 
 # 1. causality -------------------------------------------------------------------------
@@ -76,8 +92,6 @@ def test_encoder_without_positions_is_permutation_equivariant_and_classifier_inv
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
 def test_encoder_with_positions_depends_on_order(positions):
     model = classifier(positions=positions)
-    if positions == "learned":  # N(0, 0.02) positions barely move an untrained model: make them count
-        torch.nn.init.normal_(model.embed.pos.weight, std=1.0)
     x = torch.randint(0, 40, (1, 10))
     perm = torch.arange(9, -1, -1)
     assert not torch.allclose(model.encode(x)[:, perm], model.encode(x[:, perm]), atol=1e-4)
@@ -271,7 +285,7 @@ def test_attention_parameters_do_not_depend_on_heads(n_head):
 
 def test_decoder_lm_parameter_count_has_closed_form():
     V, d, L, f, T = 40, 32, 2, 64, 128
-    model = lm()
+    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=V, d_model=d, n_layer=L, n_head=4, d_ff=f, max_len=T))
     per_layer = (4 * d * d + 4 * d) + (d * f + f + f * d + d) + 2 * (2 * d)
     expected = V * d + T * d + L * per_layer + 2 * d  # head tied to the embedding
     assert sum(p.numel() for p in model.parameters()) == expected

@@ -24,14 +24,11 @@ from transformer_core.sampling import (
 )
 
 V = 40
-SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=64, dropout=0.0)
 
 
-def lm(vocab_size=V, sharpen=50.0):
-    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=vocab_size, **SMALL)).eval()
-    with torch.no_grad():  # sharper than an untrained N(0, 0.02) model, so greedy choices are not near-ties
-        model.embed.tok.weight.mul_(sharpen)
-    return model
+def lm(vocab_size=V):
+    """A random model whose every prediction depends on the whole context (see random_models)."""
+    return random_models.lm(vocab_size)
 
 
 probabilities = st.lists(st.floats(0.0, 1.0), min_size=2, max_size=30).filter(lambda xs: sum(xs) > 1e-3).map(
@@ -136,7 +133,7 @@ def test_settings_outside_their_range_raise_sampling_error(bad):
 # ---------------------------------------------------------------- seeded generation and records
 
 def test_the_same_seed_gives_the_same_text_and_another_seed_another():
-    model = lm(sharpen=1.0)  # nearly uniform: two seeds must part ways
+    model = lm()
     config = SamplingConfig(temperature=1.2, seed=7)
     first = tc.generate(model, [4], 30, choose=Sampler(config))
     assert tc.generate(model, [4], 30, choose=Sampler(config)) == first
@@ -330,12 +327,12 @@ def test_a_short_finished_hypothesis_does_not_stop_a_longer_one_that_scores_bett
 
 def test_finished_hypotheses_end_at_eos():
     model = lm()
-    greedy = tc.generate(model, [3], 10)
-    eos = greedy[2]  # the third greedy token will end some hypothesis
-    result = beam_search_lm(model, [3], 3, 10, eos_id=eos)
-    finished = [h for h in result.hypotheses if h.tokens[-1] == eos]
-    assert finished and all(eos not in h.tokens[:-1] for h in finished)
-    assert any(c.status == "finished" for step in result.steps for c in step)
+    eos = tc.generate(model, [3], 1)[0]  # the likeliest first token ends a hypothesis at once
+    result = beam_search_lm(model, [3], 3, 10, length_penalty=0.0, eos_id=eos)
+    ended = [c for step in result.steps for c in step if c.status == "finished"]
+    assert ended and all(c.token == eos for c in ended)
+    assert [eos] in [h.tokens for h in result.hypotheses]  # one token at log p > any 10-token beam's
+    assert all(eos not in h.tokens[:-1] for h in result.hypotheses)  # nothing runs on past an eos
 
 
 def test_beam_search_rejects_bad_width_and_too_long_requests():
@@ -348,9 +345,7 @@ def test_beam_search_rejects_bad_width_and_too_long_requests():
 
 
 def test_beam_search_drives_an_encoder_decoder_through_the_same_interface():
-    model = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **SMALL)).eval()
-    with torch.no_grad():
-        model.tgt_embed.tok.weight.mul_(50)
+    model = random_models.encdec()
     src, lengths = torch.randint(0, 30, (1, 9)), torch.tensor([7])
     # greedy translation by full recomputation
     memory, tgt = model.encode(src, lengths), [0]
