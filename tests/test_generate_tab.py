@@ -170,8 +170,8 @@ def test_step_refuses_beam_search_plainly():
 
 
 def test_gpt2_offline_says_it_needs_the_hub_and_stays_on_the_shipped_model(monkeypatch):
-    monkeypatch.setattr(tab, "_hub", tab._Hub())
-    monkeypatch.setattr(tab, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(store, "_gpt2", None)
+    monkeypatch.setattr(store, "_hub_reachable", lambda timeout=3.0: False)
 
     def offline(repo_id, local_files_only=False, **kwargs):
         assert local_files_only, "offline, only the local cache may be asked"
@@ -190,8 +190,8 @@ def test_gpt2_from_a_downloaded_copy_runs_in_our_decoder(monkeypatch, tmp_path):
                                                               vocab_size=tokenizer.vocab_size))
     hf.save_pretrained(tmp_path)
     tokenizer.save(tmp_path / "tokenizer.json")
-    monkeypatch.setattr(tab, "_hub", tab._Hub())
-    monkeypatch.setattr(tab, "_hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr(store, "_gpt2", None)
+    monkeypatch.setattr(store, "_hub_reachable", lambda timeout=3.0: True)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, **kwargs: str(tmp_path))
     model, _, notice = tab.load(tab.GPT2)
     assert notice == "" and model.config.n_layer == 1 and model.config.max_len == 64

@@ -33,6 +33,7 @@ GROUP_CHOICES = [("encoder self-attention", "encoder"), ("decoder masked self-at
 GROUP_NAMES = {value: name for name, value in GROUP_CHOICES}
 GROUPS = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
 KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
+GPT2_LABEL = "gpt2 (GPT-2 small, downloaded from the Hugging Face Hub on first use)"
 EXAMPLE_TEXT = {
     "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
     "EncoderClassifier": "The plot was thin, but the acting was wonderful and I was not bored for a minute.",
@@ -69,8 +70,13 @@ def checkpoints() -> dict[str, str]:
     return {label: name for _, name, label in sorted(found)}  # language models first
 
 
+def models() -> dict[str, str]:
+    """What the model list offers: the shipped checkpoints, then GPT-2 (nothing is downloaded until it is used)."""
+    return {**checkpoints(), GPT2_LABEL: store.GPT2_REPO}
+
+
 def _arch(name: str) -> str:
-    return read_config(store.model_dir() / name)["arch"]
+    return "DecoderLM" if name == store.GPT2_REPO else read_config(store.model_dir() / name)["arch"]
 
 
 def example_text(name: str) -> str:
@@ -82,11 +88,13 @@ def example_text(name: str) -> str:
 
 
 def _model(label: str):
-    names = checkpoints()
+    names = models()
     if label not in names:
         raise gr.Error(f"No model {label!r} in {store.model_dir()}; pick one from the list.")
     name = names[label]
     try:
+        if name == store.GPT2_REPO:
+            return (name, *store.gpt2())
         return name, store.model(name), store.tokenizer(name)
     except CheckpointError as e:
         raise gr.Error(str(e)) from e
@@ -228,11 +236,17 @@ def attention_generate(label: str, text: str, n_new: float, layer: float, head: 
 
 
 def _model_changed(label: str):
-    """New model: size the layer/head sliders to it."""
-    names = checkpoints()
+    """New model: size the layer/head sliders to it (GPT-2 is loaded to read its size)."""
+    names = models()
     if label not in names:
         return gr.Slider(), gr.Slider()
-    config = read_config(store.model_dir() / names[label])
+    if names[label] == store.GPT2_REPO:
+        try:
+            config = vars(store.gpt2()[0].config)
+        except CheckpointError:
+            return gr.Slider(), gr.Slider()  # the button will say why
+    else:
+        config = read_config(store.model_dir() / names[label])
     return gr.Slider(maximum=config["n_layer"] - 1), gr.Slider(maximum=config["n_head"] - 1)
 
 
@@ -241,20 +255,20 @@ def _model_changed(label: str):
 
 def build() -> None:
     with gr.Tab("Attention", id="attention"):
-        models = checkpoints()
-        if not models:
+        shipped = checkpoints()
+        if not shipped:
             gr.Markdown(f"No trained model found in `{store.model_dir()}`: train or download one first.")
             return
-        labels = list(models)
-        first = read_config(store.model_dir() / models[labels[0]])
+        labels = list(shipped)
+        first = read_config(store.model_dir() / shipped[labels[0]])
         with gr.Row():
-            model = gr.Dropdown(labels, value=labels[0], label="Model")
+            model = gr.Dropdown([*labels, GPT2_LABEL], value=labels[0], label="Model")
             group = gr.Radio(GROUP_CHOICES, value=GROUPS[first["arch"]][0], label="Attention",
                              info="a language model has only masked self-attention, a classifier only encoder "
                                   "self-attention, a translator all three")
-        text = gr.Textbox(example_text(models[labels[0]]), label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
+        text = gr.Textbox(example_text(shipped[labels[0]]), label=f"Text (up to {MAX_TOKENS} tokens are drawn)", lines=2)
         run = gr.Button("Show attention", variant="primary")
-        gr.Examples([[lab, example_text(models[lab]), GROUPS[_arch(models[lab])][-1]] for lab in labels],
+        gr.Examples([[lab, example_text(shipped[lab]), GROUPS[_arch(shipped[lab])][-1]] for lab in labels],
                     [model, text, group])
         with gr.Accordion("What am I looking at?", open=False):
             gr.Markdown(EXPLAINER)

@@ -9,10 +9,7 @@ here can be opened to see the distribution before and after every cut.
 
 from __future__ import annotations
 
-import socket
-import threading
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 import gradio as gr
 
@@ -23,7 +20,6 @@ from transformer_core import (
     SamplingError,
     StepRecord,
     beam_search_lm,
-    load_gpt2,
     next_token_logits,
 )
 from transformer_core.beam import MAX_WIDTH
@@ -34,7 +30,7 @@ from views import sampling as views
 
 SHIPPED = "Shakespeare LM (shipped)"
 GPT2 = "GPT-2 (downloads from the Hugging Face Hub)"
-MODELS = {SHIPPED: "shakespeare-lm", GPT2: "gpt2"}
+MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2_REPO}
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
@@ -72,52 +68,15 @@ in orange, next to a sampled text for the same prompt.
 # ---------------------------------------------------------------- models
 
 
-@dataclass
-class _Hub:
-    """GPT-2, loaded once on first request (only if the Hub or the local HF cache has it)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    loaded: tuple | None = None
-
-
-_hub = _Hub()
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Can we open a connection to the Hub at all? (A quick check: downloads retry for a minute.)"""
-    from huggingface_hub import constants
-
-    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
-def _load_gpt2() -> tuple[object, TextTokenizer]:
-    """GPT-2 from the Hub (or the local Hugging Face cache when offline) into our DecoderLM."""
-    from huggingface_hub import snapshot_download
-
-    with _hub.lock:
-        if _hub.loaded is None:
-            files = ["config.json", "model.safetensors", "tokenizer.json"]
-            folder = snapshot_download("gpt2", allow_patterns=files, local_files_only=not _hub_reachable())
-            _hub.loaded = (load_gpt2(folder), TextTokenizer.load(f"{folder}/tokenizer.json"))
-        return _hub.loaded
-
-
 def load(label: str) -> tuple[object, TextTokenizer, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     if label == GPT2:
         try:
-            model, tokenizer = _load_gpt2()
+            model, tokenizer = store.gpt2()
             return model, tokenizer, ""
-        except Exception as e:  # offline and not cached, or unreadable: say so, keep working
-            notice = (f"GPT-2 needs the Hugging Face Hub (or a copy in the local Hugging Face cache), and "
-                      f"neither could be reached ({type(e).__name__}). Using the shipped Shakespeare model.")
+        except CheckpointError as e:  # offline and not cached, or unreadable: say so, keep working
             model, tokenizer, _ = load(SHIPPED)
-            return model, tokenizer, notice
+            return model, tokenizer, f"{e} Using the shipped Shakespeare model."
     if label not in MODELS:
         raise gr.Error(f"Unknown model {label!r}; pick one of: {', '.join(MODELS)}.")
     try:
