@@ -1,9 +1,10 @@
-"""Wall time of the tabs' handlers, the way a click runs them: `python -m benchmarks.latency`.
+"""Wall time of the Attention and Masking tabs' handlers, the way a click runs them: `python -m benchmarks.latency`.
 
-Each handler is timed end to end (validation, forward pass with trace, every figure
-built), then the figures' JSON encoding (what Gradio sends) separately. The text is
-Shakespeare's validation play cut to an exact token count. Prints median and p95 per
-case; the last line is one JSON object. Other tabs: add a case to CASES.
+Only those two tabs are timed (and the attention grid figure alone). Each handler is
+timed end to end (validation, forward pass with trace, every figure built), then the
+figures' JSON encoding (what Gradio sends) separately. The text is Shakespeare's
+validation play cut to an exact token count. Prints median and p95 per case; the last
+line is one JSON object. Another tab: add a case to `cases` in `main`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import torch
 
 from transformer_core import CheckpointError, attention_rollout, attention_while_generating, device_of
 from transformer_core.decoding.seq2seq import Codec, DecodingError, translate, traced
-from transformer_core.training.tasks import TASKS, examples
 
 from . import store
 from .cache import ViewCache
@@ -62,18 +61,31 @@ class AttentionRun:
         return query, self.attn[:, :, query]
 
 
+# a source each translator can read, written out: drawing one from the task's word pool would need
+# the Shakespeare corpus, and the app must start with no data and no network
+TRANSLATOR_EXAMPLES = {"copy": "31415926", "reverse": "123456789", "sort": "52819330", "pig_latin": "She pet the dog."}
+
+
 def example_text(name: str) -> str:
-    """A text the model can read: a translator gets a test source of its own task."""
+    """A text the model can read: a translator gets a source of its own task."""
     kind = store.arch(name)
     if kind != "EncoderDecoder":
         return EXAMPLE_TEXT[kind]
-    task = next((t for t in TASKS if t.replace("_", "-") in name), "pig_latin")
-    return examples(task, "test", 1)[0][0]
+    task = next((t for t in TRANSLATOR_EXAMPLES if t.replace("_", "-") in name), "pig_latin")
+    return TRANSLATOR_EXAMPLES[task]
+
+
+GPT2_LABEL = "gpt2 (GPT-2 from the Hugging Face Hub)"
+
+
+def models() -> dict[str, str]:
+    """Picker label -> checkpoint name: every shipped checkpoint, then GPT-2 (downloaded on first use)."""
+    return {**store.checkpoints(), GPT2_LABEL: store.GPT2}
 
 
 def resolve(label_or_name: str) -> str:
     """A checkpoint folder name from a picker label ("sentiment (classifier)") or the name itself."""
-    names = store.checkpoints()
+    names = models()
     if label_or_name in names:
         return names[label_or_name]
     if label_or_name in names.values():

@@ -31,10 +31,14 @@ def truncate(text: str | None, limit: int = MAX_CHARS) -> tuple[str, str]:
     Lone surrogates (a browser can send them JSON-escaped) are repaired first: no
     tokenizer, link or log line can encode them.
     """
-    text = sanitize(text or "")
+    raw = text or ""
+    text = sanitize(raw)
+    repaired = sum(a != b for a, b in zip(raw, text)) if text != raw else 0
+    fixed = (f"Your text had {repaired} lone surrogate(s) (half of a UTF-16 pair, which no text can encode); "
+             "each is read as �.") if repaired else ""
     if len(text) <= limit:
-        return text, ""
-    return text[:limit], f"Your text has {len(text):,} characters; only the first {limit:,} are used."
+        return text, fixed
+    return text[:limit], notice(fixed, f"Your text has {len(text):,} characters; only the first {limit:,} are used.")
 
 
 def clamp(value, low: int, high: int, name: str, notices: list[str] | None = None) -> int:

@@ -62,12 +62,15 @@ def tokenizer(name: str) -> TextTokenizer:
 
 
 def config(name: str) -> dict:
-    """A checkpoint's config.json, read without loading its weights (sizes for sliders, the arch)."""
+    """A checkpoint's config.json, read without loading its weights (sizes for sliders, the arch);
+    GPT-2's from the loaded model (it is not in the model folder)."""
+    if name == GPT2:
+        return {**vars(_gpt2()[0].config), "arch": "DecoderLM"}
     return read_config(_model_dir / name)
 
 
 def arch(name: str) -> str:
-    return config(name)["arch"]
+    return "DecoderLM" if name == GPT2 else config(name)["arch"]
 
 
 def checkpoints(include_cheats: bool = False) -> dict[str, str]:
@@ -86,6 +89,11 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
             continue
         found.append((list(KIND_NAMES).index(kind), folder.name, f"{folder.name} ({KIND_NAMES[kind]})"))
     return {label: name for _, name, label in sorted(found)}
+
+
+def gpt2() -> tuple[object, TextTokenizer]:
+    """GPT-2 (model, tokenizer), downloaded once; CheckpointError when neither the Hub nor the cache has it."""
+    return _gpt2()
 
 
 def load(name: str) -> tuple[object, TextTokenizer]:

@@ -143,6 +143,114 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
 
 
+# --- starting with no network and no data --------------------------------------------------
+
+import inspect  # noqa: E402
+import socket  # noqa: E402
+
+import serving  # noqa: E402
+
+from transformer_core.training import data, tasks  # noqa: E402
+from lab import store  # noqa: E402
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+# sweeps that run a model dozens of times, on the same data-free paths as their tabs' main endpoints
+SLOW_ENDPOINTS = {"translate_lengths", "generate_temperatures"}
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """An empty data cache, no package index and no connection beyond this machine.
+
+    Yields the list of attempts to download or connect out; the app must make none."""
+    attempts = []
+
+    def refuse_download(package, dest):
+        attempts.append(package.filename)
+        raise data.DataError(f"offline: {package.filename} may not be downloaded")
+
+    real_connect = socket.socket.connect
+
+    def loopback_only(sock, address):
+        if isinstance(address, tuple) and address[0] not in LOOPBACK:
+            attempts.append(address[0])
+            raise OSError(f"offline: no connection to {address[0]}")
+        return real_connect(sock, address)
+
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setattr(data, "_download", refuse_download)
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    tasks.word_pool.cache_clear()  # an earlier test may have read the corpus
+    store.set_model_dir(serving.model_dir(tmp_path))
+    yield attempts
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+    tasks.word_pool.cache_clear()
+
+
+def test_the_app_starts_and_every_tab_answers_with_no_network_and_no_data(offline):
+    demo = app.build_app()
+    endpoints = [fn for fn in demo.fns.values() if fn.api_visibility == "public" and "train" not in fn.api_name
+                 and fn.api_name not in SLOW_ENDPOINTS]
+    assert {"tokenize", "attention", "masking", "generate", "classify", "translate"} <= {fn.api_name for fn in endpoints}
+    for fn in endpoints:  # each with the values the page opens with
+        try:
+            result = fn.fn(*(component.value for component in fn.inputs))
+            if inspect.isgenerator(result):
+                list(result)
+        except gr.Error:
+            pass  # a message for the person (e.g. "train a model first"), not a crash
+    assert offline == []
+
+
+# --- messages show user text as text --------------------------------------------------------
+
+TAG = "<img src=x onerror=alert(1)>"
+
+
+def _endpoint(demo, api_name: str):
+    return next(fn for fn in demo.fns.values() if fn.api_name == api_name)
+
+
+def test_every_error_message_shows_user_text_as_text(offline):
+    demo = app.build_app()
+    masking = _endpoint(demo, "masking")  # ?tab=masking&global_token_positions=<img src=x>
+    args = [TAG if c.elem_id == "global_token_positions" else c.value for c in masking.inputs]
+    with pytest.raises(gr.Error) as error:
+        masking.fn(*args)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in error.value.message and "<img" not in error.value.message
+
+
+def test_the_handler_adapter_escapes_refusals_keeps_streams_and_signatures(caplog):
+    from lab import InputError
+    from ui.common import handler
+
+    def stream(text, evt: gr.SelectData):
+        yield text
+        raise InputError(f"bad {text}")
+
+    def returning(text):
+        raise InputError(f"bad {text}")
+
+    streaming = handler(stream)
+    assert inspect.isgeneratorfunction(streaming) and inspect.signature(streaming) == inspect.signature(stream)
+    results = streaming("<b>", None)
+    assert next(results) == "<b>"  # what a handler returns is left alone: outputs escape what they draw
+    with pytest.raises(gr.Error) as error:
+        next(results)
+    assert error.value.message == "bad &lt;b&gt;" and not error.value.print_exception  # one log line, no traceback
+    with caplog.at_level("WARNING", logger="transformer_lab"), pytest.raises(gr.Error, match="bad &lt;b&gt;"):
+        handler(returning)("<b>")
+    assert [r.getMessage() for r in caplog.records][-1] == "input refused: bad <b>"
+
+
+def test_markdown_notices_quote_user_text_and_model_output_as_text(offline):
+    from ui import masking
+
+    generations, _ = masking.cheating(f"KING {TAG} HENRY", 3)
+    assert "<img" not in generations and "&lt;img" in generations
+
+
 # --- links and lecture presets ---------------------------------------------------------------
 
 def _tab_demo():

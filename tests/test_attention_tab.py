@@ -53,7 +53,8 @@ def label_of(name):
 
 
 def test_only_real_checkpoints_are_offered(model_dir):
-    assert sorted(tab.checkpoints().values()) == ["lm", "sentiment", "translate-test"]
+    assert sorted(store.checkpoints().values()) == ["lm", "sentiment", "translate-test"]
+    assert list(tab.checkpoints().values())[-1] == "gpt2"  # offered too, downloaded on first use
 
 
 def test_grid_has_one_heatmap_per_layer_and_head_with_the_trace_weights():

@@ -1,30 +1,49 @@
 """Properties of transformer_core that every view relies on."""
 
+import doctest
 import importlib
 import json
 import math
+import re
+import sys
 from pathlib import Path
 
 import pytest
+import random_models
 import torch
 
 import transformer_core as tc
 from transformer_core.model.attention import attend
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=128, dropout=0.0)
+CONTEXT = 128
 
 
+# random models whose outputs depend on the whole context (see random_models)
 def lm(**kw):
-    return tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+    return random_models.lm(**{"max_len": CONTEXT, **kw})
 
 
 def encdec(**kw):
-    return tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **{**SMALL, **kw})).eval()
+    return random_models.encdec(**{"max_len": CONTEXT, **kw})
 
 
 def classifier(**kw):
-    return tc.EncoderClassifier(tc.EncoderClassifierConfig(vocab_size=40, **{**SMALL, **kw})).eval()
+    return random_models.classifier(**{"max_len": CONTEXT, **kw})
+
+
+def test_the_test_models_read_their_whole_context():
+    ids = torch.randint(0, 40, (30,)).tolist()
+    assert random_models.depends_on_context(lm(), ids) > 0.05  # the first token moves the 30th prediction
+    assert random_models.depends_on_context(lm(), ids) > 1e3 * random_models.depends_on_context(_last_token_lm(), ids)
+
+
+def _last_token_lm():
+    """The test model these tests used before: tied embeddings x 50 (repeats the last token, reads nothing else)."""
+    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=40, **{**random_models.SMALL, "max_len": CONTEXT})).eval()
+    with torch.no_grad():
+        model.embed.tok.weight.mul_(50)
+    return model
 
 
 # 1. causality -------------------------------------------------------------------------
@@ -73,8 +92,6 @@ def test_encoder_without_positions_is_permutation_equivariant_and_classifier_inv
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
 def test_encoder_with_positions_depends_on_order(positions):
     model = classifier(positions=positions)
-    if positions == "learned":  # N(0, 0.02) positions barely move an untrained model: make them count
-        torch.nn.init.normal_(model.embed.pos.weight, std=1.0)
     x = torch.randint(0, 40, (1, 10))
     perm = torch.arange(9, -1, -1)
     assert not torch.allclose(model.encode(x)[:, perm], model.encode(x[:, perm]), atol=1e-4)
@@ -243,6 +260,36 @@ def test_missing_files_name_the_path(tmp_path):
         tc.load_model(tmp_path / "absent")
 
 
+LOCAL_LOOKING = ["assets/sentiment", "sentiment", "./assets/sentiment", "../assets/sentiment", "~/no/such/folder"]
+
+
+def test_a_path_that_looks_local_never_goes_to_the_hub_and_the_error_names_it(tmp_path, monkeypatch):
+    from transformer_core.weights import hub
+
+    monkeypatch.chdir(tmp_path)  # "assets/sentiment" asked for from another working directory
+    asked = []
+    monkeypatch.setattr(hub, "snapshot_download", lambda repo_id, **kwargs: asked.append(repo_id))
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", lambda repo_id, *args, **kwargs: asked.append(repo_id))
+    for name in [*LOCAL_LOOKING, str(tmp_path / "assets" / "sentiment"), Path("assets/sentiment")]:
+        looked_in = str(Path(name).expanduser().absolute())
+        with pytest.raises(tc.CheckpointError) as error:
+            tc.load_model(name)
+        assert looked_in in str(error.value) and "hf://" in str(error.value)
+        with pytest.raises(tc.GPT2ImportError, match=re.escape(looked_in)):
+            tc.load_gpt2(name)
+    assert asked == []
+
+
+def test_a_hub_repo_is_asked_for_as_hf_namespace_name(tmp_path, monkeypatch):
+    from transformer_core.weights import hub
+
+    tc.save_checkpoint(lm(), tmp_path / "download")
+    asked = []
+    monkeypatch.setattr(hub, "snapshot_download",
+                        lambda repo_id, **kwargs: asked.append(repo_id) or str(tmp_path / "download"))
+    assert isinstance(tc.load_model("hf://someone/lm"), tc.DecoderLM) and asked == ["someone/lm"]
+
+
 def test_unknown_arch_is_refused(tmp_path):
     tc.save_checkpoint(lm(), tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"arch": "Banana"}))
@@ -262,7 +309,7 @@ def test_attention_parameters_do_not_depend_on_heads(n_head):
 
 def test_decoder_lm_parameter_count_has_closed_form():
     V, d, L, f, T = 40, 32, 2, 64, 128
-    model = lm()
+    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=V, d_model=d, n_layer=L, n_head=4, d_ff=f, max_len=T))
     per_layer = (4 * d * d + 4 * d) + (d * f + f + f * d + d) + 2 * (2 * d)
     expected = V * d + T * d + L * per_layer + 2 * d  # head tied to the embedding
     assert sum(p.numel() for p in model.parameters()) == expected
@@ -304,6 +351,12 @@ def test_mask_builders_have_the_documented_patterns():
     assert g[0].all() and g[:, 0].all() and not g[5, 2]
     p = tc.padding_mask([3, 2]).allowed
     assert p.shape == (2, 3, 3) and not p[1, :, 2].any() and p[0].all()
+
+
+def test_the_dilated_window_docstring_example_is_what_the_mask_does():
+    masks = sys.modules[tc.dilated_window_mask.__module__]
+    results = doctest.testmod(masks)
+    assert results.attempted >= 1 and results.failed == 0
 
 
 @pytest.mark.parametrize("bad", [lambda: tc.sliding_window_mask(4, 0), lambda: tc.causal_mask(0),

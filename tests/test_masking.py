@@ -1,6 +1,6 @@
 """Masking tab: the gallery draws the masks the model applies; masks change a trained model as taught."""
 
-import json
+import math
 from pathlib import Path
 
 import gradio as gr
@@ -115,18 +115,18 @@ def test_per_token_loss_is_next_token_cross_entropy():
     torch.testing.assert_close(loss.mean(), torch.nn.functional.cross_entropy(logits[:-1], ids[1:]))
 
 
-@pytest.mark.parametrize("name, text, causal_loss", [
-    ("shakespeare-lm", tab.FRIENDS, 4.16),  # measured: 4.16 -> 5.85 nats/token
-    ("cheat-causal", TEXT, 4.58),  # measured: 4.58 -> 5.11 (its context is 16 tokens)
+@pytest.mark.parametrize("name, text", [
+    ("shakespeare-lm", tab.FRIENDS),  # measured: 4.16 -> 5.85 nats/token
+    ("cheat-causal", TEXT),  # measured: 4.58 -> 5.11 (its context is 16 tokens)
 ])
 @torch.no_grad()
-def test_a_causal_model_gets_worse_when_it_may_look_ahead(name, text, causal_loss):
-    model = load_model(ASSETS / name)
-    ids = torch.tensor([TextTokenizer.load(BPE).encode(text)])
+def test_a_causal_model_gets_worse_when_it_may_look_ahead(name, text):
+    model, bpe = load_model(ASSETS / name), TextTokenizer.load(BPE)
+    ids = torch.tensor([bpe.encode(text)])
     n = ids.shape[1]
     causal = mean_loss(model, ids[0].tolist())
     look_ahead = token_losses(model(ids, mask=build_mask("none", n))[0], ids[0]).mean()
-    assert causal == pytest.approx(causal_loss, abs=0.01)  # the shipped weights, not a stand-in
+    assert causal < 0.6 * math.log(bpe.vocab_size)  # trained weights: far better than a uniform guess
     assert look_ahead > causal + 0.25
 
 
@@ -135,10 +135,15 @@ def test_mean_loss_needs_two_tokens():
         mean_loss(load_model(ASSETS / "cheat-causal"), [5])
 
 
-def test_the_model_trained_without_a_mask_cheats_its_loss_down():
-    final = {name: json.loads((ASSETS / name / "history.json").read_text())[-1]["train_loss"]
-             for name in ("cheat-causal", "cheat-nomask")}
-    assert final["cheat-nomask"] < final["cheat-causal"] / 2
+@torch.no_grad()
+def test_the_model_trained_without_a_mask_copies_the_answer_and_cannot_predict_it():
+    cheat, honest = load_model(ASSETS / "cheat-nomask"), load_model(ASSETS / "cheat-causal")
+    bpe = TextTokenizer.load(BPE)
+    ids = bpe.encode(tab.FRIENDS)[: cheat.config.max_len]  # the validation play: never trained on
+    peeking = token_losses(cheat(torch.tensor([ids]), mask=build_mask("none", len(ids)))[0], torch.tensor(ids))
+    assert peeking.mean() < 0.1  # it reads each next token from its input
+    # made to predict (the causal mask), it does worse than a uniform guess; the honest model does far better
+    assert mean_loss(cheat, ids) > math.log(bpe.vocab_size) > mean_loss(honest, ids)
 
 
 @pytest.mark.parametrize("name", ["cheat-causal", "cheat-nomask"])

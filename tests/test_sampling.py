@@ -1,8 +1,10 @@
 """Properties of sampling (logit processors, seeded draws, step records) and beam search."""
 
 import itertools
+import math
 
 import pytest
+import random_models
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,14 +24,11 @@ from transformer_core.decoding.sampling import (
 )
 
 V = 40
-SMALL = dict(d_model=32, n_head=4, n_layer=2, d_ff=64, max_len=64, dropout=0.0)
 
 
-def lm(vocab_size=V, sharpen=50.0):
-    model = tc.DecoderLM(tc.DecoderLMConfig(vocab_size=vocab_size, **SMALL)).eval()
-    with torch.no_grad():  # sharper than an untrained N(0, 0.02) model, so greedy choices are not near-ties
-        model.embed.tok.weight.mul_(sharpen)
-    return model
+def lm(vocab_size=V):
+    """A random model whose every prediction depends on the whole context (see random_models)."""
+    return random_models.lm(vocab_size)
 
 
 probabilities = st.lists(st.floats(0.0, 1.0), min_size=2, max_size=30).filter(lambda xs: sum(xs) > 1e-3).map(
@@ -71,6 +70,25 @@ def test_top_p_on_a_known_distribution():
     probs = torch.tensor([0.1, 0.5, 0.15, 0.25])
     assert (top_p_filter(probs, 0.7) > 0).tolist() == [False, True, False, True]
     assert (top_p_filter(probs, 0.76) > 0).tolist() == [False, True, True, True]
+
+
+# (probabilities, p, how many tokens the nucleus holds): totals that reach p exactly, just
+# above it, and a p so small that only the most likely token can stay
+TOP_P_BOUNDARIES = [
+    ([0.7, 0.2, 0.1], 0.9, 2), ([0.7, 0.2, 0.1], 0.7, 1), ([0.7, 0.2, 0.1], 0.9001, 3),
+    ([0.5, 0.5], 0.5, 1), ([0.25] * 4, 0.75, 3), ([0.6, 0.3, 0.1], 0.9, 2), ([0.1, 0.2, 0.3, 0.4], 0.7, 2),
+    ([0.7, 0.2, 0.1], 1e-9, 1),
+]
+
+
+@pytest.mark.parametrize("probs, p, n_kept", TOP_P_BOUNDARIES)
+def test_top_p_at_exact_boundaries_keeps_what_transformers_keeps(probs, p, n_kept):
+    probs = torch.tensor(probs)
+    ours = top_p_filter(probs, p) > 0
+    assert int(ours.sum()) == n_kept and bool(ours[probs.argmax()])
+    transformers = pytest.importorskip("transformers")
+    theirs = transformers.generation.logits_process.TopPLogitsWarper(p)(None, probs.log()[None])[0]
+    assert int(torch.isfinite(theirs).sum()) == n_kept  # which of tied tokens stays differs: ours the lower id
 
 
 def test_min_p_keeps_tokens_relative_to_the_top_one():
@@ -115,7 +133,7 @@ def test_settings_outside_their_range_raise_sampling_error(bad):
 # ---------------------------------------------------------------- seeded generation and records
 
 def test_the_same_seed_gives_the_same_text_and_another_seed_another():
-    model = lm(sharpen=1.0)  # nearly uniform: two seeds must part ways
+    model = lm()
     config = SamplingConfig(temperature=1.2, seed=7)
     first = tc.generate(model, [4], 30, choose=Sampler(config))
     assert tc.generate(model, [4], 30, choose=Sampler(config)) == first
@@ -145,6 +163,40 @@ def test_step_records_agree_with_the_produced_text():
         for stage in STAGES[1:]:
             for cut in record.cut_at(stage):
                 assert cut != token
+        ids.append(token)
+
+
+# ---------------------------------------------------------------- one context policy
+
+
+@given(st.integers(1, 400), st.integers(1, 64))
+def test_the_context_window_fills_then_restarts_at_half_and_grows_one_token_a_step(n_tokens, max_len):
+    window = tc.context_window(n_tokens, max_len)
+    assert 1 <= window <= min(n_tokens, max_len)
+    if n_tokens <= max_len:
+        assert window == n_tokens
+    following = tc.context_window(n_tokens + 1, max_len)
+    # one more token: the window grows by it, or (full) restarts at half the context
+    assert following == window + 1 or (window == max_len and following == max(max_len // 2, 1))
+
+
+def test_cached_step_by_step_and_recomputed_generation_agree_past_the_context():
+    model = random_models.lm(max_len=16)
+    prompt = torch.randint(0, V, (20,), generator=torch.Generator().manual_seed(3)).tolist()  # overflows already
+    config = SamplingConfig(temperature=1.0, top_k=20, seed=3)
+    cached = tc.generate(model, prompt, 40, choose=Sampler(config))
+    recomputed = tc.generate(model, prompt, 40, choose=Sampler(config), use_cache=False)
+    one_at_a_time, sampler = list(prompt), Sampler(config)  # as the Generate tab's Step: a fresh cache each time
+    for _ in range(40):
+        logits, _ = tc.next_token_logits(model, one_at_a_time)
+        one_at_a_time.append(sampler(logits, one_at_a_time)[0])
+    assert cached == recomputed == one_at_a_time[len(prompt):]
+    ids, cache = list(prompt), None  # the same window, so the same logits, at every step
+    for token in cached:
+        logits, cache = tc.next_token_logits(model, ids, cache)
+        window = ids[-tc.context_window(len(ids), 16):]
+        with torch.no_grad():
+            assert torch.allclose(logits, model(torch.tensor([window]))[0, -1], atol=1e-5)
         ids.append(token)
 
 
@@ -198,14 +250,89 @@ def test_beam_search_over_two_steps_with_the_whole_vocabulary_is_exhaustive():
     assert result.best.tokens == list(best)
 
 
+EOS = 0
+
+
+def _table_logprobs(seed: int, prefix: tuple[int, ...], vocab: int) -> torch.Tensor:
+    """A made-up model's next-token log-probabilities: a random table over whole prefixes,
+    eos often the likeliest token early on (so short hypotheses finish and tempt an early stop)."""
+    generator = torch.Generator().manual_seed(hash((seed, *prefix)) % 2**62)
+    scale = 8 * torch.rand((), generator=generator)  # some steps near-certain, some near-uniform
+    return torch.log_softmax(scale * torch.randn(vocab, generator=generator), -1)
+
+
+class PrefixCache:
+    """Stands in for the KV cache: each row holds its beam's whole prefix, so a row that does
+    not follow its beam (a missing or wrong `reorder`) scores the wrong prefix."""
+
+    def __init__(self):
+        self.rows = None
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.rows = [self.rows[i] for i in index.tolist()]
+
+
+def _prefix_step(logprobs):
+    """A beam-search step function for a model given as prefix (tuple) -> log-probabilities (V,)."""
+
+    def step(tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+        new = [tuple(row) for row in tokens.tolist()]
+        cache.rows = new if cache.rows is None else [row + t for row, t in zip(cache.rows, new)]
+        return torch.stack([logprobs(row) for row in cache.rows])
+
+    return step
+
+
+def _brute_force(seed: int, prompt: list[int], vocab: int, max_new_tokens: int, length_penalty: float):
+    """Every hypothesis beam search could return (ended by eos, or max_new_tokens long), best first."""
+    hypotheses = []
+    for length in range(1, max_new_tokens + 1):
+        for tokens in itertools.product(range(vocab), repeat=length):
+            if EOS in tokens[:-1] or (tokens[-1] != EOS and length < max_new_tokens):
+                continue
+            logprob = sum(float(_table_logprobs(seed, tuple(prompt) + tokens[:i], vocab)[t])
+                          for i, t in enumerate(tokens))
+            hypotheses.append((list(tokens), logprob / length**length_penalty))
+    return sorted(hypotheses, key=lambda h: -h[1])
+
+
+# (vocabulary, width, new tokens) where fewer live extensions than `width` compete at every step
+# but the last, so nothing is pruned that could still rank: beam search is exact there and must
+# rank the best hypotheses as the brute force does
+EXHAUSTIVE = [(2, 2, 10), (3, 5, 3), (4, 4, 2)]
+
+
+@pytest.mark.parametrize("vocab, width, max_new_tokens", EXHAUSTIVE)
+@pytest.mark.parametrize("length_penalty", [0.0, 0.5, 1.0, 2.0])
+def test_beam_search_finds_what_brute_force_finds_with_and_without_a_length_penalty(vocab, width, max_new_tokens,
+                                                                                    length_penalty):
+    for seed in range(12):
+        step = _prefix_step(lambda prefix: _table_logprobs(seed, prefix, vocab))
+        result = beam_search(step, PrefixCache(), [1], width, max_new_tokens, length_penalty, eos_id=EOS)
+        expected = _brute_force(seed, [1], vocab, max_new_tokens, length_penalty)[:width]
+        assert [h.tokens for h in result.hypotheses] == [tokens for tokens, _ in expected], seed
+        assert [h.score for h in result.hypotheses] == pytest.approx([score for _, score in expected], abs=1e-5)
+
+
+def test_a_short_finished_hypothesis_does_not_stop_a_longer_one_that_scores_better():
+    # eos first (p 0.6), then a token that is followed by itself almost surely
+    def logprobs(prefix):
+        return torch.tensor([0.6, 0.4] if len(prefix) == 1 else [0.001, 0.999]).log()
+
+    result = beam_search(_prefix_step(logprobs), PrefixCache(), [1], 1, 10, length_penalty=1.0, eos_id=EOS)
+    assert result.best.tokens == [1] * 10
+    assert result.best.score == pytest.approx((math.log(0.4) + 9 * math.log(0.999)) / 10)
+    assert result.best.score > math.log(0.6)  # the [eos] the search used to stop at
+
+
 def test_finished_hypotheses_end_at_eos():
     model = lm()
-    greedy = tc.generate(model, [3], 10)
-    eos = greedy[2]  # the third greedy token will end some hypothesis
-    result = beam_search_lm(model, [3], 3, 10, eos_id=eos)
-    finished = [h for h in result.hypotheses if h.tokens[-1] == eos]
-    assert finished and all(eos not in h.tokens[:-1] for h in finished)
-    assert any(c.status == "finished" for step in result.steps for c in step)
+    eos = tc.generate(model, [3], 1)[0]  # the likeliest first token ends a hypothesis at once
+    result = beam_search_lm(model, [3], 3, 10, length_penalty=0.0, eos_id=eos)
+    ended = [c for step in result.steps for c in step if c.status == "finished"]
+    assert ended and all(c.token == eos for c in ended)
+    assert [eos] in [h.tokens for h in result.hypotheses]  # one token at log p > any 10-token beam's
+    assert all(eos not in h.tokens[:-1] for h in result.hypotheses)  # nothing runs on past an eos
 
 
 def test_beam_search_rejects_bad_width_and_too_long_requests():
@@ -218,9 +345,7 @@ def test_beam_search_rejects_bad_width_and_too_long_requests():
 
 
 def test_beam_search_drives_an_encoder_decoder_through_the_same_interface():
-    model = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=30, tgt_vocab_size=25, **SMALL)).eval()
-    with torch.no_grad():
-        model.tgt_embed.tok.weight.mul_(50)
+    model = random_models.encdec()
     src, lengths = torch.randint(0, 30, (1, 9)), torch.tensor([7])
     # greedy translation by full recomputation
     memory, tgt = model.encode(src, lengths), [0]

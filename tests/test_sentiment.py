@@ -100,8 +100,8 @@ def test_empty_text_is_refused_with_a_typed_error(shipped):
         explain(*shipped, "")
 
 
-def test_review_splits_are_disjoint_and_fixed_by_id():
-    splits = {s: {r.id for r in data.movie_reviews(s)} for s in data.SPLITS}
+def test_review_splits_are_disjoint_and_fixed_by_id(corpus):
+    splits = {s: {r.id for r in corpus(data.movie_reviews, s)} for s in data.SPLITS}
     assert all(i % 10 == 0 for i in splits["test"]) and all(i % 10 == 1 for i in splits["validation"])
     assert not splits["train"] & splits["test"] and not splits["train"] & splits["validation"]
 

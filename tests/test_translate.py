@@ -65,10 +65,10 @@ def test_toy_tasks_give_the_right_targets_on_lengths_1_to_10():
     assert examples("sort", "test", 50) != examples("sort", "validation", 50)
 
 
-def test_pig_latin_sentences_use_train_words_and_the_unseen_split_holds_new_ones():
+def test_pig_latin_sentences_use_train_words_and_the_unseen_split_holds_new_ones(corpus):
     import random
 
-    pool = word_pool()
+    pool = corpus(word_pool)
     assert set(pool.seen).isdisjoint(pool.unseen) and len(pool.unseen) > 1000
     seen, unseen = set(pool.seen), set(pool.unseen)
     rng = random.Random(0)

@@ -30,8 +30,8 @@ triangular; an encoder's are full; cross-attention shows which source token each
 
 
 def checkpoints() -> dict[str, str]:
-    """Picker label -> checkpoint name, for the shipped checkpoints this tab can show."""
-    return store.checkpoints()
+    """Picker label -> checkpoint name: the shipped checkpoints, then GPT-2."""
+    return use.models()
 
 
 def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]):
@@ -93,7 +93,7 @@ def attention_generate(label: str, text: str, n_new: float, layer: float, head: 
     step_fig = views.query_rows_heatmap(gen.rows[step], gen.labels[: gen.rows[step].shape[-1]],
                                         f"Step {step}: choosing {views.plain(repr(chosen))}, every layer and head")
     cut = notice(*notices)
-    continuation = f"**Continuation:** {gen.continuation!r}" + (f"  \n{cut}" if cut else "")
+    continuation = f"**Continuation:** {views.plain(repr(gen.continuation))}" + (f"  \n{cut}" if cut else "")
     return continuation, staircase, step_fig
 
 
@@ -125,7 +125,7 @@ def build() -> View | None:
             run = gr.Button("Show attention", variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
-                         for name in labels], [model, text, group])
+                         for name in store.checkpoints()], [model, text, group])
             with gr.Accordion("What am I looking at?", open=False):
                 gr.Markdown(EXPLAINER)
         notice_box = gr.Markdown()

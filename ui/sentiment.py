@@ -64,7 +64,7 @@ def classify(text: str | None, method: str, model: str | None = None):
     Args:
         text: a sentence about a movie
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
-        model: which classifier, e.g. "trained from scratch (5.8M)" (default: the first installed)
+        model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
     """
     run = use.classify(text, model)
     scores, signed = _scores(run, method)
@@ -115,13 +115,16 @@ def build() -> View:
             grid = gr.Plot()
         with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(EXPLAINER)
-        inputs, outputs = [text, method, model], [probs, notices, tokens, bars, grid, link]
+        # the chosen classifier travels as session state, so the API keeps classify(text, method)
+        chosen = gr.State(installed[0] if installed else None)
+        inputs, outputs = [text, method, chosen], [probs, notices, tokens, bars, grid, link]
         button.click(classify, inputs, outputs, api_name="classify")
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
         examples.load_input_event.then(classify, inputs, outputs, api_name=False)
         text.submit(classify, inputs, outputs, api_name=False)
-        for control in (method, model):
-            control.input(classify, inputs, outputs, api_name=False)
+        method.input(classify, inputs, outputs, api_name=False)
+        model.change(lambda name: name, model, chosen, api_name=False, queue=False).then(
+            classify, inputs, outputs, api_name=False)
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
         if len(installed) > 1:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..decoding.generation import Chooser, greedy_choice, next_token_logits
+from ..decoding.generation import Chooser, context_window, greedy_choice, next_token_logits
 from ..model.masks import build_mask
 from ..model.trace import recording
 
@@ -73,11 +73,12 @@ def greedy_with_mask(model, prompt: list[int], max_new_tokens: int, mask_kind: s
     """Greedy continuation recomputing the whole window each step under one mask kind.
 
     For models trained with an unusual mask (the cheating demo's "none"), this runs
-    them the way they were trained; the KV cache assumes a causal model.
+    them the way they were trained; the KV cache assumes a causal model. The window is
+    the one every decoding path reads (`generation.context_window`).
     """
     ids, device = list(prompt), next(model.parameters()).device
     for _ in range(max_new_tokens):
-        window = ids[-model.config.max_len:]
+        window = ids[-context_window(len(ids), model.config.max_len):]
         logits = model(torch.tensor([window], device=device), mask=build_mask(mask_kind, len(window)))
         ids.append(int(logits[0, -1].argmax()))
     return ids[len(prompt):]

@@ -130,7 +130,7 @@ def beam_search(
             candidates.append(Candidate(b, token, float(logprobs[b, token]), cumulative, status, slot))
         steps.append(candidates)
         beams, scores = next_beams, next_scores
-        if not beams or _done(finished, scores, len(beams[0]), width, length_penalty):
+        if not beams or _done(finished, scores, len(beams[0]), max_new_tokens, width, length_penalty):
             break
         while len(beams) < width:  # fewer live beams than rows: fill with dead copies
             parents.append(parents[0])
@@ -144,12 +144,21 @@ def beam_search(
     return BeamResult(hypotheses, steps)
 
 
-def _done(finished: list[Hypothesis], scores: list[float], length: int, width: int, length_penalty: float) -> bool:
-    """Stop once `width` hypotheses have finished and no live beam scores better than the worst of them."""
+def _done(finished: list[Hypothesis], scores: list[float], length: int, max_length: int, width: int,
+          length_penalty: float) -> bool:
+    """Stop once `width` hypotheses have finished and no live beam can still beat the worst of them.
+
+    Exact, not a guess: every further token adds a log-probability <= 0, so a live beam's
+    final log-probability is at most today's, and its best possible score is today's
+    log-probability over the largest length**length_penalty it can still reach. With a
+    positive penalty a longer hypothesis divides its (negative) log-probability by more,
+    so that is `max_length`; otherwise the current length.
+    """
     if len(finished) < width:
         return False
     worst_kept = sorted(h.score for h in finished)[-width]
-    return max(_score(s, length, length_penalty) for s in scores) <= worst_kept
+    best_length = max_length if length_penalty > 0 else length
+    return max(_score(s, best_length, length_penalty) for s in scores) <= worst_kept
 
 
 def decoder_lm_step(model) -> StepFn:

@@ -22,6 +22,22 @@ def greedy_choice(logits: torch.Tensor, ids: list[int]) -> tuple[int, None]:
     return int(torch.argmax(logits)), None
 
 
+def context_window(n_tokens: int, max_len: int) -> int:
+    """How many of the last `n_tokens` tokens the model reads to predict the next one.
+
+    The one context policy of every decoding path (cached, step by step, recomputed):
+    all of them until the context of `max_len` is full; then the window restarts at the
+    last max_len // 2 tokens and grows by one token per step until it is full again.
+    A KV cache is then refilled once per max_len - max_len // 2 + 1 tokens instead of a
+    full recomputation per token, and because the window depends only on the length,
+    a generation continued from any point reads exactly what one uninterrupted run reads.
+    """
+    if n_tokens <= max_len:
+        return n_tokens
+    restart = max(max_len // 2, 1)
+    return restart + (n_tokens - max_len - 1) % (max_len - restart + 1)
+
+
 def _head_by_columns(model) -> torch.Tensor:
     """The LM head's weight laid out (d_model, vocab), copied once and again only when the weight changes.
 
@@ -49,20 +65,18 @@ def _last_logits(model, idx: torch.Tensor, cache=None) -> torch.Tensor:
 def next_token_logits(model, ids: list[int], cache=None, use_cache: bool = True):
     """Logits (vocab,) for the token after `ids`, and the cache to pass next time.
 
-    With the cache, only tokens not yet cached are fed. When the context window is
-    full, the cache is rebuilt from the last half window, so long generations cost
-    one re-fill every max_len/2 tokens instead of a full recomputation per token.
+    The model reads the last `context_window(len(ids), max_len)` tokens. With the cache,
+    only the newest token is fed while the window grows; when the window restarts (or on
+    the first call) the cache is refilled from the window.
     """
-    max_len = model.config.max_len
+    window = context_window(len(ids), model.config.max_len)
     device = next(model.parameters()).device
     with autocast(device):
         if not use_cache:
-            window = torch.tensor([ids[-max_len:]], device=device)
-            return _last_logits(model, window), None
-        if cache is None or cache.length + 1 > max_len:
-            keep = max_len if cache is None else max_len // 2
+            return _last_logits(model, torch.tensor([ids[-window:]], device=device)), None
+        if cache is None or cache.length + 1 != window:
             cache = model.new_cache()
-            logits = _last_logits(model, torch.tensor([ids[-keep:]], device=device), cache)
+            logits = _last_logits(model, torch.tensor([ids[-window:]], device=device), cache)
         else:
             logits = _last_logits(model, torch.tensor([ids[-1:]], device=device), cache)
     return logits, cache

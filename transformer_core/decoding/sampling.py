@@ -24,6 +24,8 @@ import torch
 
 # The stages a distribution passes through, in order; a record keeps each one.
 STAGES = ("raw", "penalty", "temperature", "top-k", "top-p", "min-p")
+# float32 probabilities carry rounding errors of ~1e-7; top-p counts a total this close to p as reaching it
+TOP_P_TOLERANCE = 1e-6
 
 
 class SamplingError(ValueError):
@@ -105,14 +107,20 @@ def top_k_filter(probs: torch.Tensor, k: int) -> torch.Tensor:
 
 def top_p_filter(probs: torch.Tensor, p: float) -> torch.Tensor:
     """probs (V,) restricted to the nucleus: the shortest run of most likely tokens whose
-    total probability reaches p, renormalised. p = 1 keeps all."""
+    total probability reaches p, renormalised; the most likely token always stays. p = 1 keeps all.
+
+    "Reaches" allows for rounding: a run whose total is within TOP_P_TOLERANCE of p has
+    reached it, so [0.7, 0.2, 0.1] with p = 0.9 keeps two tokens (as transformers' top-p
+    does), although 0.7 + 0.2 is 0.8999999762 in float32."""
     if p >= 1:
         return probs
     order = _descending(probs)
     sorted_probs = probs[order].double()
     mass_before = torch.cumsum(sorted_probs, 0) - sorted_probs  # probability of the tokens ranked above
+    needed = mass_before < p - TOP_P_TOLERANCE  # a token is needed while the mass so far is short of p
+    needed[0] = True
     keep = torch.zeros_like(probs, dtype=torch.bool)
-    keep[order[mass_before < p]] = True  # a token is needed while the mass so far is still short of p
+    keep[order[needed]] = True
     return _renormalised(probs, keep)
 
 

@@ -48,8 +48,8 @@ class Mask:
 
     def for_heads(self, device: torch.device | None = None) -> torch.Tensor:
         """The matrix broadcastable against attention scores of shape (B, H, Tq, Tk)."""
-        allowed = self.allowed if device is None else self.allowed.to(device)
-        return allowed.unsqueeze(0).unsqueeze(0) if allowed.dim() == 2 else allowed.unsqueeze(1)
+        allowed = self.allowed.to(device)  # device None: stays where it is
+        return allowed[None, None] if allowed.dim() == 2 else allowed[:, None]
 
     def rows(self, start: int, stop: int) -> Mask:
         """The mask for queries start..stop-1 only (used when decoding with a KV cache)."""
@@ -105,10 +105,16 @@ def sliding_window_mask(n: int, w: int, causal: bool = False) -> Mask:
 
 
 def dilated_window_mask(n: int, w: int, dilation: int, causal: bool = False) -> Mask:
-    """Like a sliding window of w steps, but each step skips `dilation` positions.
+    """Like a sliding window of w steps, but each step is `dilation` positions long: a query
+    sees the keys 0, dilation, 2 * dilation, ..., w * dilation positions away, skipping the
+    dilation - 1 positions between two of them (dilation 1 is the plain sliding window).
 
     The receptive field grows to w * dilation at the same cost (Longformer's dilated
-    windows).
+    windows). With w = 2 and dilation = 3, query 4 of 9 sees keys 1, 4 and 7 (the next
+    ones, -2 and 10, lie outside the text):
+
+    >>> dilated_window_mask(9, w=2, dilation=3).allowed[4].int().tolist()
+    [0, 1, 0, 0, 1, 0, 0, 1, 0]
     """
     _check_len(n)
     if w < 1 or dilation < 1:
@@ -121,7 +127,7 @@ def dilated_window_mask(n: int, w: int, dilation: int, causal: bool = False) -> 
 
 def global_window_mask(n: int, w: int, global_tokens: list[int], causal: bool = False) -> Mask:
     """A sliding window plus a few global tokens that see, and are seen by, everyone."""
-    window = sliding_window_mask(n, w, causal).allowed
+    window = sliding_window_mask(n, w).allowed  # made causal below, with the global rows and columns
     if any(g < 0 or g >= n for g in global_tokens):
         raise MaskError(f"global token positions must lie in 0..{n - 1}, got {global_tokens}")
     g = torch.zeros(n, dtype=torch.bool)

@@ -1,4 +1,4 @@
-"""What the `python -m transformer_core.train_*` commands share: bad input ends in one line, not a traceback."""
+"""What the `python -m transformer_core.training.train_*` commands share: bad input ends in one line, not a traceback."""
 
 from __future__ import annotations
 

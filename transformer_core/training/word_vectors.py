@@ -50,15 +50,20 @@ def ppmi(counts: torch.Tensor) -> torch.Tensor:
                                    check_invariants=True).coalesce()
 
 
+def check_settings(vocab_size: int, dim: int, window: int, std: float) -> None:
+    """Raise WordVectorError unless `ppmi_vectors` can take these settings (callers check before reading text)."""
+    if window < 1 or std <= 0 or not 1 <= dim <= vocab_size:
+        raise WordVectorError(f"need window >= 1, std > 0 and 1 <= dim <= vocab_size ({vocab_size}); "
+                              f"got window={window}, std={std}, dim={dim}")
+
+
 def ppmi_vectors(sequences: list[list[int]], vocab_size: int, dim: int, window: int = 4,
                  std: float = 0.05, seed: int = 0) -> torch.Tensor:
     """(V, dim) word vectors U sqrt(S) of the PPMI matrix, scaled to standard deviation `std`.
 
     Tokens that never occur get zero vectors. The randomised SVD is seeded, so the result is fixed.
     """
-    if window < 1 or std <= 0 or not 1 <= dim <= vocab_size:
-        raise WordVectorError(f"need window >= 1, std > 0 and 1 <= dim <= vocab_size ({vocab_size}); "
-                              f"got window={window}, std={std}, dim={dim}")
+    check_settings(vocab_size, dim, window, std)
     matrix = ppmi(cooccurrence(sequences, vocab_size, window))
     if matrix.values().numel() == 0:
         raise WordVectorError("the text has no token pair seen more often than chance: nothing to count")

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from ..model.models import DecoderLM, DecoderLMConfig
+from .hub import hub_repo, missing_folder
 
 
 class GPT2ImportError(ValueError):
@@ -73,18 +74,21 @@ def decoder_lm_from_gpt2(state_dict: dict[str, torch.Tensor], hf_config: dict) -
     return model.eval()
 
 
-def load_gpt2(name_or_path: str | Path = "gpt2") -> DecoderLM:
-    """GPT-2 from a local folder (config.json + model.safetensors) or a Hub repo id."""
+def load_gpt2(name_or_path: str | Path = "hf://gpt2") -> DecoderLM:
+    """GPT-2 from a local folder (config.json + model.safetensors) or a Hub repo written hf://name."""
     from safetensors.torch import load_file
 
-    path = Path(name_or_path)
-    if path.is_dir():
+    repo_id = hub_repo(name_or_path)
+    if repo_id is None:
+        path = Path(name_or_path).expanduser()
+        if not path.is_dir():
+            raise GPT2ImportError(missing_folder(name_or_path, "GPT-2"))
         config_file, weights = path / "config.json", path / "model.safetensors"
     else:
         from huggingface_hub import hf_hub_download
 
-        config_file = Path(hf_hub_download(str(name_or_path), "config.json"))
-        weights = Path(hf_hub_download(str(name_or_path), "model.safetensors"))
+        config_file = Path(hf_hub_download(repo_id, "config.json"))
+        weights = Path(hf_hub_download(repo_id, "model.safetensors"))
     if not config_file.is_file() or not weights.is_file():
-        raise GPT2ImportError(f"{path} needs config.json and model.safetensors")
+        raise GPT2ImportError(f"{config_file.parent.absolute()} needs config.json and model.safetensors")
     return decoder_lm_from_gpt2(load_file(str(weights)), json.loads(config_file.read_text()))

@@ -3,7 +3,9 @@
 A checkpoint folder holds `model.safetensors`, `config.json` (the model's frozen
 config, with `arch` naming its class), `tokenizer.json` and a `README.md` model
 card. Loading goes through huggingface_hub's `PyTorchModelHubMixin`, so the same
-call takes a local folder or a Hub repo id. No pickle anywhere.
+call takes a local folder or a Hub repo, written `hf://namespace/name`: any other
+name is a local path, because "assets/sentiment" is also a valid repo id and a
+folder missing here must be reported missing, not looked up online. No pickle anywhere.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from torch import nn
 from ..model.models import MODEL_CLASSES
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
+HUB_PREFIX = "hf://"  # as huggingface_hub's file system writes Hub paths
 
 
 class CheckpointError(Exception):
@@ -35,18 +38,33 @@ def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: 
     return folder
 
 
+def hub_repo(name_or_path: str | Path) -> str | None:
+    """The Hub repo id that `hf://namespace/name` asks for; None for anything else (a local path)."""
+    if isinstance(name_or_path, str) and name_or_path.startswith(HUB_PREFIX):
+        return name_or_path.removeprefix(HUB_PREFIX)
+    return None
+
+
+def missing_folder(name_or_path: str | Path, what: str) -> str:
+    """The message for a local path that is not a folder: the absolute path looked in, and how to ask the Hub."""
+    path = Path(name_or_path).expanduser()
+    return (f"no {what} folder at {path.absolute()} (from {str(name_or_path)!r}, working directory {Path.cwd()}); "
+            f"for a Hugging Face Hub repo, write {HUB_PREFIX}namespace/name")
+
+
 def resolve(name_or_path: str | Path) -> Path:
-    """A local checkpoint folder, downloading a Hub repo's checkpoint files if needed."""
-    path = Path(name_or_path)
-    if path.is_dir():
+    """A local checkpoint folder; for `hf://namespace/name`, that Hub repo's checkpoint files, downloaded."""
+    repo_id = hub_repo(name_or_path)
+    if repo_id is None:
+        path = Path(name_or_path).expanduser()
+        if not path.is_dir():
+            raise CheckpointError(missing_folder(name_or_path, "checkpoint"))
         return path
-    if path.exists() or str(name_or_path).startswith((".", "/")):
-        raise CheckpointError(f"no checkpoint folder at {path}")
     try:
-        return Path(snapshot_download(str(name_or_path), allow_patterns=list(CHECKPOINT_FILES)))
+        return Path(snapshot_download(repo_id, allow_patterns=list(CHECKPOINT_FILES)))
     except Exception as e:  # offline, unknown repo, auth: all mean "cannot get it"
         raise CheckpointError(
-            f"could not fetch {name_or_path!r} from the Hugging Face Hub ({type(e).__name__}: {e}). "
+            f"could not fetch {repo_id!r} from the Hugging Face Hub ({type(e).__name__}: {e}). "
             "Loading from the Hub needs a network connection; pass a local folder instead."
         ) from e
 
@@ -67,7 +85,7 @@ def read_config(folder: Path) -> dict:
 
 
 def load_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> nn.Module:
-    """Load a DecoderLM / EncoderClassifier / EncoderDecoder from a folder or Hub repo id, in eval mode."""
+    """Load a DecoderLM / EncoderClassifier / EncoderDecoder from a folder or `hf://` Hub repo, in eval mode."""
     folder = resolve(name_or_path)
     cls = MODEL_CLASSES[read_config(folder)["arch"]]
     weights = folder / "model.safetensors"
