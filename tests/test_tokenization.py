@@ -1,5 +1,6 @@
 """Tests for transformer_core.tokenization: offsets, merge replay, BPE from scratch, bad input."""
 
+import json
 import re
 from pathlib import Path
 
@@ -148,6 +149,29 @@ def test_save_load_and_json_round_trip(bpe, tmp_path):
     assert TextTokenizer.load(path).encode(text) == bpe.encode(text)
     assert TextTokenizer.load(path.parent).encode(text) == bpe.encode(text)
     assert TextTokenizer.from_tokenizer_json(bpe.to_tokenizer_json()).encode(text) == bpe.encode(text)
+
+
+def test_a_bert_wordpiece_file_that_pads_and_truncates_gives_only_the_texts_own_tokens(tmp_path):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##watch", "##able",
+                                         "film", "didn", "'", "t"])}
+    wordpiece = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    wordpiece.normalizer = normalizers.BertNormalizer(lowercase=True)
+    wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wordpiece.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    wordpiece.enable_padding(length=16)  # as all-MiniLM-L6-v2's file is set up (there: 128)
+    wordpiece.enable_truncation(3)
+    wordpiece.save(str(tmp_path / "tokenizer.json"))
+    tokenizer = TextTokenizer.load(tmp_path)
+    text = "Unwatchable FILM, didn't 🙂"
+    spans = tokenizer.tokens(text)
+    assert [s.text for s in spans] == ["un", "##watch", "##able", "film", "[UNK]", "didn", "'", "t", "[UNK]"]
+    assert [text[s.start:s.end] for s in spans] == ["Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂"]
+    assert tokenizer.encode(text) == [s.id for s in spans]
+    saved = json.loads(tokenizer.to_tokenizer_json())
+    assert saved["padding"] is None and saved["truncation"] is None  # a file it saves reads the same anywhere
 
 
 def test_missing_or_corrupt_tokenizer_file_names_the_path(tmp_path):

@@ -9,8 +9,10 @@ merge list *is* the tokenizer. This module shows that three ways:
   with the vocabulary growing and then shrinking (pure Python, for teaching);
 * `TextTokenizer.tokens_after_merges` -- replay the first k merges of a real
   trained tokenizer and watch a sentence go from bytes to words;
-* `TextTokenizer` -- the real thing (Hugging Face `tokenizers`), byte-level BPE
-  or character-level, with every token mapped back to its characters and bytes.
+* `TextTokenizer` -- the real thing (Hugging Face `tokenizers`), byte-level BPE,
+  character-level, or a pre-trained BERT's WordPiece ("playing" -> "playing",
+  "unwatchable" -> "un" "##watch" "##able"), with every token mapped back to
+  its characters and bytes.
 
 Input text is used as given except for one repair: lone UTF-16 surrogates
 (e.g. "\\ud800", which can't be encoded as UTF-8 and which `tokenizers`
@@ -95,6 +97,10 @@ class TextTokenizer:
     """A trained `tokenizers.Tokenizer` with offsets that map back to the original text."""
 
     def __init__(self, tokenizer: HFTokenizer):
+        # spans are the text's own tokens: a file that pads (BERT's pads to 128 with [PAD]) or truncates
+        # would add tokens that are not in the text, or hide the ones a model cuts and reports itself
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
         self._tokenizer = tokenizer
         spec = json.loads(tokenizer.to_str())
         self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
