@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from transformer_core import EncoderClassifier, EncoderClassifierConfig, data, load_model, save_checkpoint
 from transformer_core import train_pretrained
 from transformer_core.bert import load_bert
-from transformer_core.sentiment import explain
+from transformer_core.sentiment import EmptyTextError, explain
 from transformer_core.tokenization import TextTokenizer
 
 from test_distill import _tiny_bert
@@ -49,12 +49,19 @@ def _train(tmp_path, monkeypatch, *flags):
 
 
 def test_training_command_fine_tunes_the_pretrained_encoder_into_a_checkpoint_the_app_can_load(tmp_path, monkeypatch):
+    seen = []
+    finetune = train_pretrained.finetune
+    monkeypatch.setattr(train_pretrained, "finetune", lambda model, args, examples, *rest:
+                        seen.extend(examples["train"][0]) or finetune(model, args, examples, *rest))
     out = _train(tmp_path, monkeypatch)
+    assert all(ids[0] == 2 and ids[-1] == 3 for ids in seen)  # trained on [CLS] ... [SEP], as it is served
     model, tokenizer = load_model(out), TextTokenizer.load(out)
     assert model.config.d_model == 16 and model.config.vocab_size == 15  # the imported encoder, not a new one
     verdict = explain(model, tokenizer, "I loved it")
-    assert [s.text for s in verdict.tokens] == ["i", "loved", "it"]  # no [CLS] / [SEP] / [PAD]: the text's tokens
-    assert verdict.attn.shape == (1, 2, 3, 3)
+    assert [s.text for s in verdict.tokens] == ["[CLS]", "i", "loved", "it", "[SEP]"]  # as in pre-training; no [PAD]
+    assert verdict.attn.shape == (1, 2, 5, 5)
+    with pytest.raises(EmptyTextError):  # [CLS] and [SEP] alone are no text to classify
+        explain(model, tokenizer, "  ")
     history = json.loads((out / "history.json").read_text())["finetune"]
     assert [c["step"] for c in history] == [2, 4]
     card = (out / "README.md").read_text()

@@ -151,7 +151,7 @@ def test_save_load_and_json_round_trip(bpe, tmp_path):
     assert TextTokenizer.from_tokenizer_json(bpe.to_tokenizer_json()).encode(text) == bpe.encode(text)
 
 
-def test_a_bert_wordpiece_file_that_pads_and_truncates_gives_only_the_texts_own_tokens(tmp_path):
+def test_a_bert_wordpiece_file_gives_the_texts_tokens_between_cls_and_sep_unpadded_and_uncut(tmp_path):
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##watch", "##able",
@@ -167,9 +167,12 @@ def test_a_bert_wordpiece_file_that_pads_and_truncates_gives_only_the_texts_own_
     tokenizer = TextTokenizer.load(tmp_path)
     text = "Unwatchable FILM, didn't 🙂"
     spans = tokenizer.tokens(text)
-    assert [s.text for s in spans] == ["un", "##watch", "##able", "film", "[UNK]", "didn", "'", "t", "[UNK]"]
-    assert [text[s.start:s.end] for s in spans] == ["Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂"]
+    assert [s.text for s in spans] == ["[CLS]", "un", "##watch", "##able", "film", "[UNK]", "didn", "'", "t", "[UNK]",
+                                       "[SEP]"]
+    assert [text[s.start:s.end] for s in spans] == ["", "Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂", ""]
+    assert (spans[0].start, spans[-1].start, spans[-1].byte_start) == (0, len(text), len(text.encode()))
     assert tokenizer.encode(text) == [s.id for s in spans]
+    assert [s.text for s in tokenizer.tokens("")] == ["[CLS]", "[SEP]"]
     saved = json.loads(tokenizer.to_tokenizer_json())
     assert saved["padding"] is None and saved["truncation"] is None  # a file it saves reads the same anywhere
 
