@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer_core import data
+from transformer_core import CheckpointError, data, save_checkpoint
 from transformer_core.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
 from transformer_core.tasks import (
     SYMBOLS,
@@ -24,7 +24,14 @@ from transformer_core.tasks import (
     sort,
     word_pool,
 )
-from transformer_core.train_translate import OneAtATime, TrainingBusyError, build_model, fit
+from transformer_core.train_translate import (
+    PER_TOKEN,
+    OneAtATime,
+    TrainingBusyError,
+    build_model,
+    fit,
+    warm_start,
+)
 from transformer_core.training import TrainConfig
 from ui import store
 from ui import translate as tab
@@ -101,6 +108,24 @@ def test_play_lines_are_the_spoken_lines_of_the_test_plays_the_model_takes(monke
     works = {"test": {"hamlet": play}, "train": {"other": "Ber.\nTrain text stays out."}}
     monkeypatch.setattr(data, "shakespeare_works", lambda split: works[split])
     assert play_lines("test") == ["Who's there?", "Nay, answer me: stand--and unfold yourself.", "Long live the king!"]
+
+
+def test_warm_start_copies_every_weight_and_the_rows_of_the_tokens_both_vocabularies_hold(tmp_path):
+    torch.manual_seed(0)
+    old, old_codec = build_model(get_task("copy"), "tiny", max_len=160)  # digits only
+    save_checkpoint(old, tmp_path / "old", old_codec.tokenizer)
+    new, codec = build_model(get_task("pig_latin"), "tiny")
+    fresh = {k: v.clone() for k, v in new.state_dict().items()}
+    assert set(warm_start(new, codec, tmp_path / "old")) == set(get_task("pig_latin").symbols) - set(SYMBOLS)
+    state, old_state = new.state_dict(), old.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in old_state.items() if k not in PER_TOKEN)
+    for token in ["7", "</s>", "<s>", "a", "'"]:  # shared tokens keep their old rows (ids differ), new ones their own
+        new_id, old_id = codec.tokenizer.token_to_id(token), old_codec.tokenizer.token_to_id(token)
+        expected = fresh if old_id is None else old_state
+        row = new_id if old_id is None else old_id
+        assert all(torch.equal(state[k][new_id], expected[k][row]) for k in PER_TOKEN)
+    with pytest.raises(CheckpointError, match="choose its --preset"):
+        warm_start(build_model(get_task("pig_latin"), "small")[0], codec, tmp_path / "old")
 
 
 def test_batches_follow_the_bos_eos_convention():

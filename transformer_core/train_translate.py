@@ -23,9 +23,10 @@ import torch
 import torch.nn.functional as F
 
 from .cli import exit_on
-from .hub import save_checkpoint
+from .hub import CheckpointError, load_model, save_checkpoint
 from .models import ConfigError, EncoderDecoder, EncoderDecoderConfig
 from .seq2seq import IGNORE, Codec, char_tokenizer, exact_match
+from .tokenization import TextTokenizer, TokenizerError
 from .tasks import PIG_LATIN_WORDS, TASKS, TOY_LENGTHS, Task, examples, get_task, play_lines, random_symbols
 from .training import TrainConfig, train
 
@@ -56,6 +57,32 @@ def build_model(task: Task, preset: str, positions: str = "learned", dropout: fl
                                   n_layer=n_layer, d_ff=d_ff, dropout=dropout, positions=positions,
                                   max_len=max_len or max_len_for(task))
     return EncoderDecoder(config), codec
+
+
+PER_TOKEN = ("src_embed.tok.weight", "tgt_embed.tok.weight", "generator.weight", "generator.bias")  # a row per token
+
+
+def warm_start(model: EncoderDecoder, codec: Codec, folder: str | Path) -> list[str]:
+    """Start `model` from a trained checkpoint of the same shape whose vocabulary may lack some tokens.
+
+    Every weight is copied; of the per-token tables, the rows of the tokens both vocabularies hold
+    (matched by the token, not the id: a larger alphabet renumbers). Returns the new tokens, whose
+    rows stay as initialised. Fine-tuning then teaches what is new (a model that knows pig latin
+    learns to copy apostrophes and digits far faster than a fresh one learns the whole rule)."""
+    old, old_tokens = load_model(folder), TextTokenizer.load(Path(folder) / "tokenizer.json")
+    state = model.state_dict()
+    if any(state[k].shape != v.shape for k, v in old.state_dict().items() if k not in PER_TOKEN):
+        raise CheckpointError(f"{folder} is not shaped like this model ({model.config}); choose its --preset")
+    tokens = [codec.tokenizer.id_to_token(i) for i in range(codec.tokenizer.vocab_size)]
+    rows = [(new, old_tokens.token_to_id(t)) for new, t in enumerate(tokens) if old_tokens.token_to_id(t) is not None]
+    new_ids, old_ids = (torch.tensor(ids) for ids in zip(*rows))
+    for name, weight in old.state_dict().items():
+        if name in PER_TOKEN:
+            state[name][new_ids] = weight[old_ids]
+        else:
+            state[name] = weight
+    model.load_state_dict(state)
+    return [t for t in tokens if old_tokens.token_to_id(t) is None]
 
 
 def pair_batches(task: Task, codec: Codec, batch_size: int, device):
@@ -165,10 +192,12 @@ def model_card(args, model, history, scores) -> str:
         data = (f"random strings of the symbols 0-9, length {TOY_LENGTHS[0]}-{TOY_LENGTHS[1]}, "
                 f"and their {task.name} (e.g. 3141592 -> {task.transform('3141592')})")
         figures = f"- Exact-match accuracy (greedy) on 1,000 held-out sources: {scores['test']:.4f}"
+    origin = (f"fine-tuned from the checkpoint `{args.init_from}` (all its weights, and the rows of the tokens it "
+              "already had; its card says how it was trained)" if args.init_from else "trained from scratch")
     return f"""# {Path(args.out).name}
 
 An `EncoderDecoder` (the original transformer: encoder, masked decoder, cross-attention; pre-LN,
-{c.positions} positions) trained from scratch by our own command on the **{task.name}** task,
+{c.positions} positions) {origin} by our own command on the **{task.name}** task,
 character by character.
 
 - Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.train_translate', *sys.argv[1:]])}`
@@ -201,6 +230,8 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1, help="CPU threads (the machine is shared)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", default=None, help="resume state file (written at every evaluation)")
+    p.add_argument("--init-from", default=None, metavar="CHECKPOINT",
+                   help="start from this trained checkpoint of the same preset (new tokens start random)")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -208,6 +239,10 @@ def main(argv=None) -> None:
     task = get_task(args.task)
     with exit_on(ConfigError):
         model, codec = build_model(task, args.preset, args.positions, args.dropout)
+    if args.init_from:
+        with exit_on(CheckpointError, TokenizerError):
+            new_tokens = warm_start(model, codec, args.init_from)
+        print(f"started from {args.init_from}; new tokens: {''.join(new_tokens)!r}", flush=True)
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=args.warmup,
                       eval_every=args.eval_every, eval_batches=5, seed=args.seed,
                       time_budget_s=None if args.minutes is None else 60 * args.minutes)
