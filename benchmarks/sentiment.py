@@ -1,25 +1,33 @@
-"""Sentiment test accuracy: our transformer beside a lexicon rule and a bag-of-words classifier.
+"""Sentiment test accuracy: our two transformers beside a lexicon rule and a bag-of-words classifier.
 
     pip install -r benchmarks/requirements.txt
-    python benchmarks/sentiment.py [--checkpoint assets/sentiment]
+    python benchmarks/sentiment.py [--checkpoint assets/sentiment] [--pretrained assets/sentiment-pretrained]
 
-All three read the same test split of the movie-review snippets (review id % 10 == 0):
-* ours: the shipped `EncoderClassifier`, argmax of its two classes;
+All four read the same test split of the movie-review snippets (review id % 10 == 0):
+* from scratch: the shipped `EncoderClassifier` trained by us (`assets/sentiment`), argmax of its two classes;
+* pre-trained: all-MiniLM-L6-v2 fine-tuned by us on the same train split (`assets/sentiment-pretrained`);
 * VADER: the lexicon-and-rules scorer, positive when its compound score is >= 0;
 * TF-IDF + LR: unigram+bigram TF-IDF features and logistic regression fitted on the train
   split, its regularisation C chosen on the validation split (never on test).
-The line before the last gives 95% bootstrap intervals (resampling the test sentences): for our
-accuracy, and for its difference from TF-IDF + LR on the same sentences (paired), so that a gap of
-a point or two can be read against the noise of a 1,054-sentence test set.
-Last line: {"accuracy": ..., "vader": ..., "tfidf_lr": ...}.
+Then all four label the minimal pairs of `benchmarks/minimal_pairs.tsv`: 50 pairs of sentences written
+for this benchmark (before any model read them) that differ only in a negation, the order of a contrast
+("X but Y" and "Y but X"), an intensifier or downtoner, or a sarcasm marker; the score is the share of
+the 100 sentences labelled right (the pairs where both are right are printed too).
+The lines before the last give 95% bootstrap intervals (resampling the test sentences): for each
+transformer's accuracy, and for its difference from TF-IDF + LR on the same sentences (paired), so that
+a gap of a point or two can be read against the noise of a 1,054-sentence test set.
+Last line: {"accuracy": from scratch, "pretrained_accuracy": ..., "vader": ..., "tfidf_lr": ...,
+"minimal_pairs": {"from_scratch": ..., "pretrained": ..., "vader": ..., "tfidf_lr": ...}}.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,42 +39,54 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_core import load_model  # noqa: E402
+from transformer_core.analysis.sentiment import LABELS, predict_proba, special_ids  # noqa: E402
 from transformer_core.training import data  # noqa: E402
-from transformer_core.analysis.sentiment import correct, special_ids  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
 
 C_GRID = (0.3, 1, 3, 10, 30, 100)
 RESAMPLES = 2000
+PAIRS = Path(__file__).resolve().parent / "minimal_pairs.tsv"
+
+# Each model is a predictor: texts -> labels (0 negative, 1 positive).
+Predictor = Callable[[list[str]], np.ndarray]
 
 
-# Each scorer returns one bool per review (right or wrong), so that intervals can resample them.
-
-
-def ours(checkpoint: Path, reviews: list[data.Review]) -> np.ndarray:
+def transformer(checkpoint: Path) -> Predictor:
     model, tokenizer = load_model(checkpoint), TextTokenizer.load(checkpoint)
     pad_id, _ = special_ids(tokenizer)
-    ids = [tokenizer.encode(r.text)[: model.config.max_len] for r in reviews]
-    return correct(model, ids, [r.label for r in reviews], pad_id).numpy()
+
+    def predict(texts: list[str]) -> np.ndarray:
+        ids = [tokenizer.encode(t)[: model.config.max_len] for t in texts]
+        return predict_proba(model, ids, pad_id).argmax(-1).numpy()
+
+    return predict
 
 
-def vader(reviews: list[data.Review]) -> np.ndarray:
+def vader() -> Predictor:
     analyzer = SentimentIntensityAnalyzer()
-    return np.array([(analyzer.polarity_scores(r.text)["compound"] >= 0) == bool(r.label) for r in reviews])
+    return lambda texts: np.array([int(analyzer.polarity_scores(t)["compound"] >= 0) for t in texts])
 
 
-def tfidf_lr(train: list[data.Review], validation: list[data.Review], test: list[data.Review]) -> tuple[np.ndarray, float]:
-    """(right or wrong per test review, the C picked on validation)."""
+def tfidf_lr(train: list[data.Review], validation: list[data.Review]) -> tuple[Predictor, float]:
+    """(the classifier fitted on train with the C that does best on validation, that C)."""
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
     x_train = vectorizer.fit_transform([r.text for r in train])
 
     def fit(c):
-        return LogisticRegression(C=c, max_iter=2000).fit(x_train, [r.label for r in train])
+        model = LogisticRegression(C=c, max_iter=2000).fit(x_train, [r.label for r in train])
+        return lambda texts: model.predict(vectorizer.transform(texts))
 
-    def right(model, reviews):
-        return model.predict(vectorizer.transform([r.text for r in reviews])) == np.array([r.label for r in reviews])
+    def right(predict):
+        return (predict([r.text for r in validation]) == np.array([r.label for r in validation])).mean()
 
-    best_c = max(C_GRID, key=lambda c: right(fit(c), validation).mean())
-    return right(fit(best_c), test), best_c
+    best_c = max(C_GRID, key=lambda c: right(fit(c)))
+    return fit(best_c), best_c
+
+
+def minimal_pairs(path: Path = PAIRS) -> list[dict]:
+    """Rows of the pairs file: category, text_a, label_a, text_b, label_b (labels as LABELS names)."""
+    with path.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
 
 
 def interval(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
@@ -77,21 +97,47 @@ def interval(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--checkpoint", default="assets/sentiment")
+    p.add_argument("--checkpoint", default="assets/sentiment", help="the classifier trained from scratch")
+    p.add_argument("--pretrained", default="assets/sentiment-pretrained", help="the pre-trained + fine-tuned one")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     train, validation, test = (data.movie_reviews(s) for s in data.SPLITS)
-    t0 = time.perf_counter()
-    right = {"accuracy": ours(Path(args.checkpoint), test)}
-    seconds = time.perf_counter() - t0
-    right["vader"] = vader(test)
-    right["tfidf_lr"], c = tfidf_lr(train, validation, test)
-    print(f"test sentences: {len(test)}; ours took {seconds:.1f}s; TF-IDF+LR used C={c} (picked on validation)")
-    ours_low, ours_high = interval(right["accuracy"].astype(float))
-    gap_low, gap_high = interval(right["accuracy"].astype(float) - right["tfidf_lr"])
-    print(f"95% bootstrap intervals: ours {ours_low:.3f}-{ours_high:.3f}; "
-          f"ours minus TF-IDF+LR {gap_low:+.3f} to {gap_high:+.3f} (paired, {RESAMPLES} resamples)")
-    print(json.dumps({k: round(float(v.mean()), 4) for k, v in right.items()}))
+    predictors, seconds = {}, {}
+    for name, checkpoint in (("from_scratch", args.checkpoint), ("pretrained", args.pretrained)):
+        predictors[name] = transformer(Path(checkpoint))
+    predictors["vader"] = vader()
+    predictors["tfidf_lr"], c = tfidf_lr(train, validation)
+
+    labels = np.array([r.label for r in test])
+    right = {}
+    for name, predict in predictors.items():
+        t0 = time.perf_counter()
+        right[name] = predict([r.text for r in test]) == labels
+        seconds[name] = time.perf_counter() - t0
+    print(f"test sentences: {len(test)}; seconds per model: "
+          f"{', '.join(f'{k} {v:.1f}' for k, v in seconds.items())}; TF-IDF+LR used C={c} (picked on validation)")
+    for name in ("from_scratch", "pretrained"):
+        low, high = interval(right[name].astype(float))
+        gap_low, gap_high = interval(right[name].astype(float) - right["tfidf_lr"])
+        print(f"95% bootstrap intervals, {name}: {low:.3f}-{high:.3f}; minus TF-IDF+LR {gap_low:+.3f} to "
+              f"{gap_high:+.3f} (paired, {RESAMPLES} resamples)")
+
+    rows = minimal_pairs()
+    texts = [r[f"text_{side}"] for r in rows for side in "ab"]
+    expected = np.array([LABELS.index(r[f"label_{side}"]) for r in rows for side in "ab"])
+    categories = np.array([r["category"] for r in rows for _ in "ab"])
+    pair_scores = {}
+    for name, predict in predictors.items():
+        hit = predict(texts) == expected
+        pair_scores[name] = round(float(hit.mean()), 4)
+        by_category = {c: round(float(hit[categories == c].mean()), 3) for c in dict.fromkeys(categories)}
+        both = float(hit.reshape(-1, 2).all(axis=1).mean())
+        print(json.dumps({"minimal_pairs": name, "sentences": len(texts), "by_category": by_category,
+                          "pairs_both_right": round(both, 3)}))
+
+    result = {"accuracy": right["from_scratch"], "pretrained_accuracy": right["pretrained"],
+              "vader": right["vader"], "tfidf_lr": right["tfidf_lr"]}
+    print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Tests for transformer_core.tokenization: offsets, merge replay, BPE from scratch, bad input."""
 
+import json
 import re
 from pathlib import Path
 
@@ -148,6 +149,32 @@ def test_save_load_and_json_round_trip(bpe, tmp_path):
     assert TextTokenizer.load(path).encode(text) == bpe.encode(text)
     assert TextTokenizer.load(path.parent).encode(text) == bpe.encode(text)
     assert TextTokenizer.from_tokenizer_json(bpe.to_tokenizer_json()).encode(text) == bpe.encode(text)
+
+
+def test_a_bert_wordpiece_file_gives_the_texts_tokens_between_cls_and_sep_unpadded_and_uncut(tmp_path):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##watch", "##able",
+                                         "film", "didn", "'", "t"])}
+    wordpiece = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    wordpiece.normalizer = normalizers.BertNormalizer(lowercase=True)
+    wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wordpiece.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    wordpiece.enable_padding(length=16)  # as all-MiniLM-L6-v2's file is set up (there: 128)
+    wordpiece.enable_truncation(3)
+    wordpiece.save(str(tmp_path / "tokenizer.json"))
+    tokenizer = TextTokenizer.load(tmp_path)
+    text = "Unwatchable FILM, didn't 🙂"
+    spans = tokenizer.tokens(text)
+    assert [s.text for s in spans] == ["[CLS]", "un", "##watch", "##able", "film", "[UNK]", "didn", "'", "t", "[UNK]",
+                                       "[SEP]"]
+    assert [text[s.start:s.end] for s in spans] == ["", "Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂", ""]
+    assert (spans[0].start, spans[-1].start, spans[-1].byte_start) == (0, len(text), len(text.encode()))
+    assert tokenizer.encode(text) == [s.id for s in spans]
+    assert [s.text for s in tokenizer.tokens("")] == ["[CLS]", "[SEP]"]
+    saved = json.loads(tokenizer.to_tokenizer_json())
+    assert saved["padding"] is None and saved["truncation"] is None  # a file it saves reads the same anywhere
 
 
 def test_missing_or_corrupt_tokenizer_file_names_the_path(tmp_path):

@@ -1,5 +1,6 @@
 """Translate tab: task data, decoding, a short training run, the shipped models' attention, live training."""
 
+import re
 import time
 from pathlib import Path
 
@@ -7,7 +8,9 @@ import gradio as gr
 import pytest
 import torch
 
+from transformer_core import CheckpointError, save_checkpoint
 from transformer_core.decoding.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
+from transformer_core.training import data
 from transformer_core.training.tasks import (
     SYMBOLS,
     TOY_LENGTHS,
@@ -15,12 +18,13 @@ from transformer_core.training.tasks import (
     examples,
     get_task,
     pig_latin,
+    play_lines,
     random_sentence,
     reverse,
     sort,
     word_pool,
 )
-from transformer_core.training.train_translate import build_model, fit
+from transformer_core.training.train_translate import PER_TOKEN, build_model, fit, warm_start
 from transformer_core.training.loop import TrainConfig
 from lab import store
 from lab.live import LiveTraining
@@ -49,6 +53,8 @@ def _one_thread():
     ("hmm", "hmmay"),  # no vowel at all
     ("School", "Oolschay"), ("I", "Iway"), ("NASA", "ASANAY"), ("McBeth", "Ethmcbay"),  # capitals
     ("Dog, cat!", "Ogday, atcay!"), ("don't", "onday'tay"), ("Hello?  World.", "Ellohay?  Orldway."),  # punctuation
+    ("didn't", "idnday'tay"), ("'Tis", "'Istay"), ("sea-change", "easay-angechay"),  # apostrophes, hyphens
+    ("3rd of 1599", "3rday ofway 1599"), ("stay,--and", "aystay,--andway"),  # digits, dashes
 ])
 def test_pig_latin_rules_on_tricky_words(source, target):
     assert pig_latin(source) == target
@@ -65,6 +71,10 @@ def test_toy_tasks_give_the_right_targets_on_lengths_1_to_10():
     assert examples("sort", "test", 50) != examples("sort", "validation", 50)
 
 
+def _letter_runs(text: str) -> set[str]:
+    return set(re.findall("[a-z]+", text.lower()))
+
+
 def test_pig_latin_sentences_use_train_words_and_the_unseen_split_holds_new_ones(corpus):
     import random
 
@@ -72,12 +82,45 @@ def test_pig_latin_sentences_use_train_words_and_the_unseen_split_holds_new_ones
     assert set(pool.seen).isdisjoint(pool.unseen) and len(pool.unseen) > 1000
     seen, unseen = set(pool.seen), set(pool.unseen)
     rng = random.Random(0)
-    for _ in range(200):
-        words = [w.strip(",;:.!?").lower() for w in random_sentence(rng).split()]
-        assert 2 <= len(words) <= 8 and set(words) <= seen
+    sentences = [random_sentence(rng) for _ in range(500)]
+    for sentence in sentences:  # contractions add train words ("s", "t", ...): no letter run is an unseen word
+        drawn = re.findall("[a-z0-9']+", sentence.lower())  # one per word drawn, however it is joined or typed
+        assert 1 <= len(drawn) <= 10 and _letter_runs(sentence) <= seen
+    text = "".join(sentences)
+    # what people type is in the training stream: apostrophes, hyphens, digits, any mark mid-sentence
+    assert all(mark in text for mark in ["'", "-", "--", "! ", "? ", ". "]) and re.search("[0-9]", text)
+    assert {s[-1] for s in sentences} >= {",", ";", ":", "!", "?", "."}  # a line may end on any mark
     for source, target in examples("pig_latin", "unseen", 100):
-        assert {w.strip(",;:.!?").lower() for w in source.split()} & unseen
+        assert _letter_runs(source) & unseen
         assert target == pig_latin(source)
+
+
+def test_play_lines_are_the_spoken_lines_of_the_test_plays_the_model_takes(monkeypatch):
+    play = ("HAMLET\n\nACT I.\n\nScene I. Elsinore.\n\n[Enter Bernardo\nand Francisco,\nwith torches.]\n\nBer.\n"
+            "Who's there?\nNay, answer me: stand--and unfold yourself.\n[Aside.] Not this one.\nLong live the king!\n"
+            "Long live the king!\nA line too long to take, of eleven words, all of them.\nSCENE 2\nO, [brackets] no.\n"
+            "Under the 2 moons & stars.\n")
+    works = {"test": {"hamlet": play}, "train": {"other": "Ber.\nTrain text stays out."}}
+    monkeypatch.setattr(data, "shakespeare_works", lambda split: works[split])
+    assert play_lines("test") == ["Who's there?", "Nay, answer me: stand--and unfold yourself.", "Long live the king!"]
+
+
+def test_warm_start_copies_every_weight_and_the_rows_of_the_tokens_both_vocabularies_hold(tmp_path):
+    torch.manual_seed(0)
+    old, old_codec = build_model(get_task("copy"), "tiny", max_len=160)  # digits only
+    save_checkpoint(old, tmp_path / "old", old_codec.tokenizer)
+    new, codec = build_model(get_task("pig_latin"), "tiny")
+    fresh = {k: v.clone() for k, v in new.state_dict().items()}
+    assert set(warm_start(new, codec, tmp_path / "old")) == set(get_task("pig_latin").symbols) - set(SYMBOLS)
+    state, old_state = new.state_dict(), old.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in old_state.items() if k not in PER_TOKEN)
+    for token in ["7", "</s>", "<s>", "a", "'"]:  # shared tokens keep their old rows (ids differ), new ones their own
+        new_id, old_id = codec.tokenizer.token_to_id(token), old_codec.tokenizer.token_to_id(token)
+        expected = fresh if old_id is None else old_state
+        row = new_id if old_id is None else old_id
+        assert all(torch.equal(state[k][new_id], expected[k][row]) for k in PER_TOKEN)
+    with pytest.raises(CheckpointError, match="choose its --preset"):
+        warm_start(build_model(get_task("pig_latin"), "small")[0], codec, tmp_path / "old")
 
 
 def test_batches_follow_the_bos_eos_convention():

@@ -9,8 +9,10 @@ merge list *is* the tokenizer. This module shows that three ways:
   with the vocabulary growing and then shrinking (pure Python, for teaching);
 * `TextTokenizer.tokens_after_merges` -- replay the first k merges of a real
   trained tokenizer and watch a sentence go from bytes to words;
-* `TextTokenizer` -- the real thing (Hugging Face `tokenizers`), byte-level BPE
-  or character-level, with every token mapped back to its characters and bytes.
+* `TextTokenizer` -- the real thing (Hugging Face `tokenizers`), byte-level BPE,
+  character-level, or a pre-trained BERT's WordPiece ("playing" -> "playing",
+  "unwatchable" -> "un" "##watch" "##able"), with every token mapped back to
+  its characters and bytes.
 
 Input text is used as given except for one repair: lone UTF-16 surrogates
 (e.g. "\\ud800", which can't be encoded as UTF-8 and which `tokenizers`
@@ -95,6 +97,10 @@ class TextTokenizer:
     """A trained `tokenizers.Tokenizer` with offsets that map back to the original text."""
 
     def __init__(self, tokenizer: HFTokenizer):
+        # spans are the text's own tokens: a file that pads (BERT's pads to 128 with [PAD]) or truncates
+        # would add tokens that are not in the text, or hide the ones a model cuts and reports itself
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
         self._tokenizer = tokenizer
         spec = json.loads(tokenizer.to_str())
         self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
@@ -144,15 +150,18 @@ class TextTokenizer:
     # -- encoding
 
     def encode(self, text: str) -> list[int]:
-        return self._tokenizer.encode(sanitize(text), add_special_tokens=False).ids
+        """The ids a model reads: the text's tokens, inside any its file adds around them (a BERT
+        WordPiece file: [CLS] ... [SEP], as in pre-training; our own tokenizers add none)."""
+        return self._tokenizer.encode(sanitize(text)).ids
 
     def decode(self, ids: list[int]) -> str:
         return self._tokenizer.decode(list(ids), skip_special_tokens=False)
 
     def tokens(self, text: str) -> list[TokenSpan]:
-        """Every token of `text` with its character and byte offsets."""
+        """Every token `encode` gives, with its character and byte offsets; one the file adds
+        around the text ([CLS], [SEP]) is an empty span where it stands (start == end)."""
         clean = sanitize(text)
-        encoding = self._tokenizer.encode(clean, add_special_tokens=False)
+        encoding = self._tokenizer.encode(clean)
         if self.is_byte_level:
             return _spans_from_pieces(clean, encoding.ids, [self._token_bytes(t) for t in encoding.tokens])
         return _spans_from_char_offsets(clean, encoding.ids, encoding.tokens, encoding.offsets)
@@ -244,8 +253,13 @@ def _spans_from_pieces(text: str, ids: list[int], pieces: list[bytes]) -> list[T
 
 def _spans_from_char_offsets(text, ids, tokens, offsets) -> list[TokenSpan]:
     byte_starts = _byte_starts(text)
-    return [TokenSpan(token_id, token, start, end, byte_starts[start], byte_starts[end])
-            for token_id, token, (start, end) in zip(ids, tokens, offsets)]
+    spans, position = [], 0
+    for token_id, token, (start, end) in zip(ids, tokens, offsets):
+        if start == end:  # added, not read ([CLS], [SEP] come as (0, 0)): no characters, where it stands
+            start = end = position
+        spans.append(TokenSpan(token_id, token, start, end, byte_starts[start], byte_starts[end]))
+        position = end
+    return spans
 
 
 def train_byte_level_bpe(texts: Iterable[str], vocab_size: int,

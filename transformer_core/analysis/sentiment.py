@@ -112,7 +112,7 @@ def gradient_x_input(model, idx: torch.Tensor) -> torch.Tensor:
 def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
     """Classify `text` and score each token by gradient x input and by attention rollout."""
     spans = tokenizer.tokens(text)
-    if not spans:
+    if all(s.start == s.end for s in spans):  # nothing, or only the [CLS] and [SEP] a BERT tokenizer adds
         raise EmptyTextError("the text has no tokens")
     max_len = model.config.max_len
     truncated = max(0, len(spans) - max_len)

@@ -11,8 +11,9 @@ Every task maps a source string to a target string; `Task.pair` gives both and
 
 Pig latin rules (`pig_latin_word`), chosen to be checkable by hand:
 * A word is a maximal run of ASCII letters; everything else (spaces, digits,
-  punctuation, apostrophes) is copied through unchanged and in place, so
-  "dog!" -> "ogday!" and "don't" -> "onday'tay".
+  punctuation, apostrophes, hyphens) is copied through unchanged and in place,
+  so "dog!" -> "ogday!", "don't" -> "onday'tay", "sea-change" ->
+  "easay-angechay" and "3rd" -> "3rday".
 * Vowels are a, e, i, o, u. A word starting with a vowel gets "way":
   "apple" -> "appleway".
 * Otherwise the leading consonant cluster moves to the end, then "ay":
@@ -39,8 +40,10 @@ from functools import lru_cache
 
 SYMBOLS = "0123456789"  # the toy tasks' 10 symbols (as in the Annotated Transformer's copy task)
 PUNCTUATION = " ,;:.!?"  # what pig latin sentences hold besides letters
+TYPED = "'-0123456789"  # and what people type too: apostrophes, hyphens, digits (all copied through)
+CONTRACTIONS = ("s", "t", "d", "ll", "re", "ve", "st", "em")  # after an apostrophe: dog's, do't, prov'd, know'st
 TOY_LENGTHS = (1, 10)  # source lengths the toy models are trained on
-PIG_LATIN_WORDS = (2, 8)  # words per pig latin sentence
+PIG_LATIN_WORDS = (1, 10)  # words per pig latin sentence
 MAX_WORD_LETTERS = 12  # longer Shakespeare words are left out of the pig latin data
 UNSEEN_EVERY = 10  # one distinct word in ten never appears in training sentences
 
@@ -133,8 +136,27 @@ def word_pool() -> WordPool:
     )
 
 
+def _typed(word: str, rng: random.Random) -> str:
+    """Now and then a word as people type it: with an apostrophe, or with or as a number.
+
+    Contractions append a train-split word ("s", "t", ...), never split one, so no letter run
+    of a training sentence is a word kept unseen."""
+    r = rng.random()
+    if r < 0.04:
+        return f"{word}'{rng.choice(CONTRACTIONS)}"
+    if r < 0.06:
+        return rng.choice(["'" + word, word + "'"])  # 'tis, lovers'
+    if r < 0.09:
+        number = str(rng.randint(0, 10 ** rng.randint(1, 4) - 1))
+        return rng.choice([number, number, number + word, word + number])  # 1599, 3rd
+    return word
+
+
 def _styled(words: list[str], rng: random.Random) -> str:
-    """Join words into a sentence with some capitals and punctuation, as real text has."""
+    """Join words into a sentence with some capitals, punctuation, apostrophes, hyphens and numbers, as real text has.
+
+    Any mark may come between words or at the end ("Holla! Bernardo!", a verse line ending in a
+    comma): a model that only saw "!" last stops translating at the first one."""
     out = []
     for i, word in enumerate(words):
         r = rng.random()
@@ -142,10 +164,12 @@ def _styled(words: list[str], rng: random.Random) -> str:
             word = word.upper()
         elif (i == 0 and r < 0.5) or r < 0.1:
             word = word.capitalize()
-        if i < len(words) - 1 and rng.random() < 0.08:
-            word += rng.choice(",;:")
-        out.append(word)
-    return " ".join(out) + rng.choice(["", "", ".", ".", "!", "?"])
+        out.append(_typed(word, rng))
+        if i < len(words) - 1:
+            mark = rng.choice(",;:,;:.!?") if rng.random() < 0.12 else ""
+            # sea-change, Shakespeare's "tables,--meet", a typed " - "
+            out.append(mark + (rng.choice(["-", "-", "--", " - "]) if rng.random() < 0.06 else " "))
+    return "".join(out) + rng.choice(["", "", ".", ".", "!", "?", ",", ";", ":", "--"])
 
 
 def random_sentence(rng: random.Random, unseen: bool = False, n_words: tuple[int, int] = PIG_LATIN_WORDS) -> str:
@@ -188,7 +212,7 @@ TASKS = {
     "reverse": _toy("reverse", reverse),
     "sort": _toy("sort", sort),
     "pig_latin": Task("pig_latin", pig_latin, lambda rng, split: random_sentence(rng, unseen=split == "unseen"),
-                      string.ascii_letters + PUNCTUATION, "Quiet, the school rhythm is an apple!"),
+                      string.ascii_letters + PUNCTUATION + TYPED, "Quiet, the school rhythm is an apple!"),
 }
 TOY_TASKS = ("copy", "reverse", "sort")
 
@@ -210,3 +234,25 @@ def examples(task: Task | str, split: str, n: int, seed: int = 0) -> list[tuple[
         raise TaskError(f"unknown split {split!r}; choose one of {', '.join(_SPLIT_SEEDS)}")
     rng = random.Random(f"{task.name}/{split}/{seed}")
     return [task.pair(task.sample(rng, split)) for _ in range(n)]
+
+
+def play_lines(split: str = "test") -> list[str]:
+    """Distinct spoken lines of a split's Shakespeare plays that the pig latin task takes, in order.
+
+    Real text, never drawn from the word pool: lines of 1-10 words (PIG_LATIN_WORDS) using only the
+    task's characters.
+    The first line after a blank one (a speaker's name or a heading), all-capital lines and stage
+    directions ([...], over several lines too) are left out."""
+    from . import data
+
+    alphabet, lines = set(TASKS["pig_latin"].symbols), {}
+    for text in data.shakespeare_works(split).values():
+        previous, direction = "", False
+        for line in (raw.strip() for raw in text.splitlines()):
+            direction = direction or "[" in line
+            if (previous and not direction and not line.isupper() and set(line) <= alphabet
+                    and PIG_LATIN_WORDS[0] <= len(line.split()) <= PIG_LATIN_WORDS[1]):
+                lines[line] = None
+            direction = direction and "]" not in line
+            previous = line
+    return list(lines)

@@ -10,6 +10,7 @@ folder missing here must be reported missing, not looked up online. No pickle an
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -27,10 +28,14 @@ class CheckpointError(Exception):
     """A checkpoint is missing, unreachable, corrupted or does not fit its config."""
 
 
-def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: str | None = None) -> Path:
-    """Write model weights + config (+ tokenizer.json, + model card) into `folder`."""
+def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: str | None = None,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write model weights + config (+ tokenizer.json, + model card) into `folder`.
+
+    With `dtype` (e.g. torch.float16, half the file) the weights are stored in it; `load_model`
+    reads them back into the model's own float32 parameters. `model` itself is not changed."""
     folder = Path(folder)
-    model.save_pretrained(folder)
+    (copy.deepcopy(model).to(dtype) if dtype is not None else model).save_pretrained(folder)
     if tokenizer is not None:
         tokenizer.save(str(folder / "tokenizer.json"))
     if card is not None:

@@ -1,0 +1,70 @@
+"""Sentiment latency on the server, per classifier: `python -m benchmarks.classify_latency`.
+
+For a review sentence cut to exactly 40 tokens of each model's tokenizer, times
+* `explain`: the core call (a traced forward pass, attention rollout, gradient x input);
+* `classify`: the Sentiment tab's whole handler (`ui.sentiment.classify`: input policy, explain, the
+  three figures), with the checkpoint served as the tab's model from a folder laid out like assets/
+  (what `app.py --model-dir` reads), so the pre-trained model runs through the same code as the other.
+Prints median and p95 per case; the last line is one JSON object. The issue's bar: classify p95 <= 300 ms
+for the pre-trained model (22.6M parameters, 6 layers x 12 heads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import torch
+
+from benchmarks.latency import measure
+from transformer_core.training import data
+from transformer_core.analysis.sentiment import explain
+from ui import sentiment, store
+
+CLASSIFIERS = {"from_scratch": "sentiment", "pretrained": "sentiment-pretrained"}
+TOKENS = 40
+
+
+def sentence_of(tokenizer, n: int) -> str:
+    """The first validation review of at least n tokens, cut after its n-th token."""
+    for review in data.movie_reviews("validation"):
+        spans = tokenizer.tokens(review.text)
+        if len(spans) >= n:
+            return review.text[: spans[n - 1].end]
+    raise ValueError(f"no validation review has {n} tokens")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=40)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's own choice, as the app runs); 1 on a busy machine")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    summary = {}
+    for key, name in CLASSIFIERS.items():
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / sentiment.MODEL).symlink_to(store.DEFAULT_MODEL_DIR / name, target_is_directory=True)
+            store.set_model_dir(folder)
+            model, tokenizer = store.model(sentiment.MODEL), store.tokenizer(sentiment.MODEL)
+            text = sentence_of(tokenizer, TOKENS)
+            assert len(explain(model, tokenizer, text).tokens) == TOKENS
+            cases = {"explain": lambda: explain(model, tokenizer, text),
+                     "classify": lambda: sentiment.classify(text, sentiment.METHODS[0])}
+            for case, fn in cases.items():
+                r = measure(fn, args.repeats)
+                summary[f"{key}_{case}_p95_ms"] = round(r["p95_ms"], 1)
+                summary[f"{key}_{case}_median_ms"] = round(r["median_ms"], 1)
+                print(f"{key:12s} {case:8s} median {r['median_ms']:7.1f} ms   p95 {r['p95_ms']:7.1f} ms   "
+                      f"(+ figure JSON {r['json_median_ms']:.1f} ms)", flush=True)
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+    summary.update(tokens=TOKENS, torch_threads=torch.get_num_threads(), repeats=args.repeats)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
