@@ -21,9 +21,11 @@ import torch
 from benchmarks.latency import measure
 from transformer_core.training import data
 from transformer_core.analysis.sentiment import explain
-from ui import sentiment, store
+from lab import store
+from ui import sentiment
 
 CLASSIFIERS = {"from_scratch": "sentiment", "pretrained": "sentiment-pretrained"}
+SLOT = "sentiment"  # the folder name the tab classifies with by default; each model is linked there in turn
 TOKENS = 40
 
 
@@ -48,9 +50,9 @@ def main(argv=None) -> None:
     summary = {}
     for key, name in CLASSIFIERS.items():
         with tempfile.TemporaryDirectory() as folder:
-            (Path(folder) / sentiment.MODEL).symlink_to(store.DEFAULT_MODEL_DIR / name, target_is_directory=True)
+            (Path(folder) / SLOT).symlink_to(store.DEFAULT_MODEL_DIR / name, target_is_directory=True)
             store.set_model_dir(folder)
-            model, tokenizer = store.model(sentiment.MODEL), store.tokenizer(sentiment.MODEL)
+            model, tokenizer = store.model(SLOT), store.tokenizer(SLOT)
             text = sentence_of(tokenizer, TOKENS)
             assert len(explain(model, tokenizer, text).tokens) == TOKENS
             cases = {"explain": lambda: explain(model, tokenizer, text),
