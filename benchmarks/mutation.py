@@ -40,10 +40,11 @@ MODULES = (
     "transformer_core/beam.py",
     "transformer_core/generation.py",
 )
-# A focused, fast selection: the tests of the numeric core, without the training commands
-# (they call the same functions at many times the cost).
+# A focused, fast selection: the tests of the numeric core, without the training commands and
+# the comparisons with transformers (they call the same functions at many times the cost, and
+# each mutant's test process would import transformers again).
 TESTS = ("tests/test_core.py", "tests/test_sampling.py", "tests/test_mask_builders.py")
-DESELECT = "not command"
+DESELECT = "not command and not gpt2 and not transformers"
 COPIED = ("transformer_core", "tests", "benchmarks")  # what the tests import
 # `mutmut results` statuses, and how the score counts them
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
