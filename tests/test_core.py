@@ -148,6 +148,47 @@ def test_mask_override_is_what_the_trace_records():
     assert torch.all(trace.attention("decoder")[..., ~mask.allowed] == 0)
 
 
+def test_attention_dropout_acts_only_in_training_on_both_paths_and_the_weights_are_kept_before_it():
+    q, k, v = (torch.randn(1, 2, 6, 8) for _ in range(3))
+    causal = tc.causal_mask(6).for_heads()
+    for allowed in (None, causal):
+        plain, weights = attend(q, k, v, allowed, need_weights=True)
+        assert not torch.allclose(attend(q, k, v, allowed, dropout_p=0.5)[0], plain)
+        dropped, kept = attend(q, k, v, allowed, dropout_p=0.5, need_weights=True)
+        assert not torch.allclose(dropped, plain) and torch.equal(kept, weights)
+    model = lm(dropout=0.5)
+    x = torch.randint(0, 40, (1, 10))
+    assert torch.equal(model(x), model(x))  # eval mode: no dropout anywhere
+    assert not torch.allclose(model.train()(x), model(x))
+
+
+def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_the_last():
+    model = lm()
+    x = torch.randint(0, 40, (2, 7))
+    logits, trace = model.run_with_trace(x)
+    hidden = trace.hidden["decoder"]
+    assert len(hidden) == model.config.n_layer + 1 and all(h.shape == (2, 7, 32) for h in hidden)
+    assert torch.allclose(hidden[0], model.embed.tok.weight[x] + model.embed.pos.weight[:7])
+    with torch.no_grad():
+        assert torch.allclose(model.head(model.norm(hidden[-1])), logits, atol=1e-5)
+        assert torch.allclose(hidden[1], model.layers[0](hidden[0], tc.causal_mask(7)), atol=1e-5)
+    assert torch.equal(trace.logits, logits) and trace.groups == ["decoder"]
+    assert list(trace.shapes)[:2] == ["decoder.embed", "decoder.0.self_attn.q"]  # in the order computed
+
+
+def test_kv_cache_rows_follow_reorder_in_self_and_cross_attention():
+    cache = tc.KVCache(2)
+    assert cache.length == 0
+    rows = torch.arange(3.0)[:, None, None, None].expand(3, 2, 5, 4)
+    cache.self_attn[0].k = cache.self_attn[0].v = rows
+    cache.cross_attn[1].k = cache.cross_attn[1].v = rows + 10
+    assert cache.length == 5
+    cache.reorder(torch.tensor([2, 2, 0]))
+    assert cache.self_attn[0].k[:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0]
+    assert cache.cross_attn[1].v[:, 0, 0, 0].tolist() == [12.0, 12.0, 10.0]
+    assert cache.self_attn[1].k is None and cache.cross_attn[0].k is None  # empty layers stay empty
+
+
 # 4. KV cache -------------------------------------------------------------------------------
 
 def test_kv_cache_decoding_equals_full_recomputation_for_decoder_lm():
@@ -333,10 +374,14 @@ def test_trace_records_per_head_shapes():
     assert torch.allclose(s, q @ k.transpose(-1, -2) / math.sqrt(4), atol=1e-6)
 
 
-def test_tracing_is_off_by_default():
+def test_tracing_is_off_by_default_and_keeps_shapes_not_values_unless_asked():
     from transformer_core.model import trace
 
     assert trace.active() is None
+    _, recorded = lm().run_with_trace(torch.randint(0, 40, (1, 5)))
+    assert recorded.shapes["logits"] == (1, 5, 40) and recorded.values == {}
+    with pytest.raises(KeyError, match=r"no attention recorded for 'cross'; recorded groups: \['decoder'\]"):
+        recorded.attention("cross")
 
 
 # masks ---------------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer_core as tc
-from transformer_core.decoding.beam import beam_search, beam_search_lm, encoder_decoder_step
+from transformer_core.decoding.beam import beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
 from transformer_core.decoding.sampling import (
     STAGES,
+    TOP_P_TOLERANCE,
     Sampler,
     SamplingConfig,
     SamplingError,
@@ -48,7 +49,7 @@ def test_top_k_keeps_exactly_k_candidates(probs, k):
 
 
 def test_top_k_breaks_ties_towards_the_lower_id():
-    probs = torch.full((10,), 0.1)
+    probs = torch.full((100,), 0.01)  # long enough for an unstable sort to shuffle ties
     kept = top_k_filter(probs, 3)
     assert (kept > 0).nonzero().flatten().tolist() == [0, 1, 2]
 
@@ -82,12 +83,22 @@ TOP_P_BOUNDARIES = [
 
 
 @pytest.mark.parametrize("probs, p, n_kept", TOP_P_BOUNDARIES)
-def test_top_p_at_exact_boundaries_keeps_what_transformers_keeps(probs, p, n_kept):
+def test_top_p_at_exact_boundaries_keeps_the_shortest_run_that_reaches_p(probs, p, n_kept):
     probs = torch.tensor(probs)
-    ours = top_p_filter(probs, p) > 0
-    assert int(ours.sum()) == n_kept and bool(ours[probs.argmax()])
+    kept = top_p_filter(probs, p) > 0
+    assert int(kept.sum()) == n_kept and bool(kept[probs.argmax()])
+
+
+def test_top_p_counts_a_run_short_of_p_by_the_tolerance_as_reaching_it():
+    probs = torch.tensor([0.5, 0.5])
+    assert int((top_p_filter(probs, 0.5 + TOP_P_TOLERANCE) > 0).sum()) == 1
+    assert int((top_p_filter(probs, 0.5 + 2 * TOP_P_TOLERANCE) > 0).sum()) == 2
+
+
+@pytest.mark.parametrize("probs, p, n_kept", TOP_P_BOUNDARIES)
+def test_top_p_boundaries_agree_with_transformers(probs, p, n_kept):
     transformers = pytest.importorskip("transformers")
-    theirs = transformers.generation.logits_process.TopPLogitsWarper(p)(None, probs.log()[None])[0]
+    theirs = transformers.generation.logits_process.TopPLogitsWarper(p)(None, torch.tensor(probs).log()[None])[0]
     assert int(torch.isfinite(theirs).sum()) == n_kept  # which of tied tokens stays differs: ours the lower id
 
 
@@ -98,8 +109,8 @@ def test_min_p_keeps_tokens_relative_to_the_top_one():
 
 def test_repetition_penalty_makes_seen_tokens_less_likely():
     logits = torch.tensor([2.0, -1.0, 0.5, 1.0])
-    out = apply_repetition_penalty(logits, [0, 1, 1], 2.0)
-    assert out.tolist() == [1.0, -2.0, 0.5, 1.0]
+    out = apply_repetition_penalty(logits, [0, 1, 1, 2], 2.0)
+    assert out.tolist() == [1.0, -2.0, 0.25, 1.0] and logits.tolist() == [2.0, -1.0, 0.5, 1.0]
 
 
 @settings(max_examples=40)
@@ -126,8 +137,90 @@ def test_temperature_zero_is_argmax():
 @pytest.mark.parametrize("bad", [dict(temperature=-0.1), dict(top_k=-1), dict(top_p=0.0), dict(top_p=1.5),
                                  dict(min_p=-0.1), dict(repetition_penalty=0.0)])
 def test_settings_outside_their_range_raise_sampling_error(bad):
-    with pytest.raises(SamplingError):
+    (name, value), = bad.items()
+    with pytest.raises(SamplingError, match=rf"^{name} must be .*, got {value}$"):
         SamplingConfig(**bad)
+    assert SamplingConfig(temperature=0).greedy and not SamplingConfig(temperature=0.5).greedy
+
+
+def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
+    logits = torch.tensor([2.0, -1.0, 0.5, 1.0])
+    probs = torch.softmax(logits, -1)
+    assert apply_repetition_penalty(logits, [0, 2], 1.0) is logits and apply_repetition_penalty(logits, [], 1.5) is logits
+    assert top_k_filter(probs, 0) is probs and top_k_filter(probs, 4) is probs
+    tail = torch.tensor([1 - 1e-7, 1e-7])  # p = 1 keeps even a token the tolerance would drop
+    assert top_p_filter(tail, 1.0) is tail
+    assert min_p_filter(probs, 0.0) is probs
+
+
+def test_temperature_divides_the_logits_and_zero_is_argmax_with_ties_to_the_lower_id():
+    from transformer_core.sampling import apply_temperature
+
+    logits = torch.tensor([1.0, 3.0, 3.0, -2.0])
+    assert apply_temperature(logits, 0).tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert torch.allclose(apply_temperature(logits, 2.0), torch.softmax(logits / 2, -1))
+    assert tc.greedy_choice(logits, []) == (1, None)
+
+
+def test_min_p_keeps_a_token_exactly_at_its_threshold():
+    probs = torch.tensor([0.5, 0.25, 0.125, 0.125])
+    assert (min_p_filter(probs, 0.25) > 0).tolist() == [True, True, True, True]  # 0.25 x 0.5 = 0.125 stays
+    assert torch.allclose(min_p_filter(probs, 0.5), torch.tensor([2 / 3, 1 / 3, 0, 0]))
+
+
+def test_the_stages_come_in_order_and_a_record_keeps_the_chosen_token_even_when_it_ranks_low():
+    from transformer_core.sampling import record_step
+
+    logits = torch.tensor([3.0, 2.0, 1.0, 0.0, -1.0])
+    # penalised [1.5, 2, 1, 0, -1]; at T = 0.5 about [.24, .66, .09, .012, .002]: top-k cuts token 4,
+    # top-p (0.9) token 3, min-p (0.2 x the top) token 2
+    config = SamplingConfig(temperature=0.5, top_k=4, top_p=0.9, min_p=0.2, repetition_penalty=2.0)
+    stages = process(logits, [0], config)
+    assert list(stages) == list(STAGES)
+    record = record_step(7, stages, chosen=4, n_candidates=2)
+    assert record.step == 7 and record.candidates == [1, 0, 4]  # the penalty put token 1 first
+    assert record.probs["raw"] == pytest.approx(torch.softmax(logits, -1)[[1, 0, 4]].tolist())
+    assert record.kept == {"raw": 5, "penalty": 5, "temperature": 5, "top-k": 4, "top-p": 3, "min-p": 2}
+    assert record.chosen == 4 and record.chosen_prob == 0.0  # cut: the record says so
+    assert record.chosen_raw_prob == pytest.approx(float(torch.softmax(logits, -1)[4]))
+    everything = record_step(0, stages, chosen=2, n_candidates=5)
+    assert everything.candidates == [1, 0, 2, 3, 4] and everything.chosen_prob == 0.0  # min-p cut it
+    assert [everything.cut_at(stage) for stage in STAGES[1:]] == [[], [], [4], [3], [2]]
+
+
+def test_a_greedy_sampler_takes_the_top_token_and_counts_its_steps():
+    sampler = Sampler(SamplingConfig(temperature=0, seed=3), n_candidates=3)
+    logits = torch.tensor([0.1, 2.0, 0.3])
+    (first, record), (second, later) = sampler(logits, []), sampler(logits, [1])
+    assert first == second == 1 and (record.step, later.step) == (0, 1) and record.chosen_prob == 1.0
+    assert len(record.candidates) == 3 and sampler.step == 2
+
+
+def test_a_sampler_draws_only_from_the_last_stage_and_records_ten_candidates():
+    sampler = Sampler(SamplingConfig(temperature=1.5, min_p=0.3, seed=1))
+    logits = torch.arange(20.0) / 4
+    records = [sampler(logits, [])[1] for _ in range(200)]
+    assert all(r.chosen_prob > 0 for r in records)  # never a token min-p cut
+    assert len({r.chosen for r in records}) > 1 and len(records[0].candidates) == 10
+
+
+def test_with_the_cache_each_step_feeds_one_token_and_without_it_the_whole_text():
+    model = lm()
+    fed = []
+    model.embed.register_forward_hook(lambda module, args, out: fed.append(args[0].shape[1]))
+    cached = tc.generate(model, [1, 2, 3, 4], 5)
+    assert fed == [4, 1, 1, 1, 1]
+    fed.clear()
+    assert tc.generate(model, [1, 2, 3, 4], 5, use_cache=False) == cached and fed == [4, 5, 6, 7, 8]
+
+
+def test_generation_stops_right_after_a_stop_token_and_needs_a_prompt():
+    model = lm()
+    free = tc.generate(model, [1, 2], 12)
+    stop = free[4]
+    assert tc.generate(model, [1, 2], 12, stop_ids=(stop,)) == free[: free.index(stop) + 1]
+    with pytest.raises(ValueError, match="^generation needs a prompt of at least one token$"):
+        tc.generate(model, [], 5)
 
 
 # ---------------------------------------------------------------- seeded generation and records
@@ -303,7 +396,7 @@ EXHAUSTIVE = [(2, 2, 10), (3, 5, 3), (4, 4, 2)]
 
 
 @pytest.mark.parametrize("vocab, width, max_new_tokens", EXHAUSTIVE)
-@pytest.mark.parametrize("length_penalty", [0.0, 0.5, 1.0, 2.0])
+@pytest.mark.parametrize("length_penalty", [-0.5, 0.0, 0.5, 1.0, 2.0])
 def test_beam_search_finds_what_brute_force_finds_with_and_without_a_length_penalty(vocab, width, max_new_tokens,
                                                                                     length_penalty):
     for seed in range(12):
@@ -325,6 +418,15 @@ def test_a_short_finished_hypothesis_does_not_stop_a_longer_one_that_scores_bett
     assert result.best.score > math.log(0.6)  # the [eos] the search used to stop at
 
 
+@pytest.mark.parametrize("p_eos", [0.6, 0.5])  # eos likelier than the alternative, or tied with it
+def test_the_search_stops_as_soon_as_no_live_beam_can_beat_the_finished_ones(p_eos):
+    def logprobs(prefix):
+        return torch.tensor([p_eos, 1 - p_eos]).log()
+
+    result = beam_search(_prefix_step(logprobs), PrefixCache(), [1], 1, 10, length_penalty=0.0, eos_id=EOS)
+    assert result.best.tokens == [EOS] and len(result.steps) == 1
+
+
 def test_finished_hypotheses_end_at_eos():
     model = lm()
     eos = tc.generate(model, [3], 1)[0]  # the likeliest first token ends a hypothesis at once
@@ -338,10 +440,55 @@ def test_finished_hypotheses_end_at_eos():
 def test_beam_search_rejects_bad_width_and_too_long_requests():
     model = lm()
     for width in (0, 9):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"^beam width must be between 1 and 8, got {width}$"):
             beam_search_lm(model, [1], width, 5)
-    with pytest.raises(ValueError, match="context"):
-        beam_search_lm(model, [1] * 60, 2, 10)
+    with pytest.raises(ValueError, match=r"prompt \(60\) \+ new tokens \(5\) must fit in the context of 64 tokens"):
+        beam_search_lm(model, [1] * 60, 2, 5)
+    assert len(beam_search_lm(model, [1] * 60, 2, 4).best.tokens) == 4  # exactly full is fine
+    with pytest.raises(ValueError, match="^beam search needs a prompt of at least one token$"):
+        beam_search(decoder_lm_step(model), model.new_cache(), [], 2, 4)
+
+
+def test_beam_scores_divide_by_length_to_the_penalty_which_is_1_by_default():
+    model = lm()
+    eos = tc.generate(model, [3], 1)[0]
+    for result, penalty in ((beam_search_lm(model, [3], 4, 6, eos_id=eos), 1.0),
+                            (beam_search_lm(model, [3], 4, 6, length_penalty=0.5, eos_id=eos), 0.5)):
+        assert {len(h.tokens) for h in result.hypotheses} != {6}  # finished ones of other lengths compete
+        for h in result.hypotheses:
+            assert h.score == pytest.approx(h.logprob / len(h.tokens) ** penalty)
+
+
+class DeviceSpy(torch.nn.Module):
+    """A model whose weights live on the meta device: it records where its inputs arrive."""
+
+    def __init__(self, vocab: int = 5):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(1, device="meta"))
+        self.vocab, self.seen = vocab, []
+
+    def forward(self, idx, cache=None):
+        self.seen.append(idx.device.type)
+        return torch.zeros(*idx.shape, self.vocab)
+
+    def encode(self, src, lengths):
+        self.seen.append(src.device.type)
+        return torch.zeros(1, src.shape[1], 4)
+
+    def decode(self, tgt, memory, lengths, cache=None):
+        self.seen.append(tgt.device.type)
+        assert memory.shape[0] == tgt.shape[0] and (lengths is None or lengths.shape == (tgt.shape[0],))
+        return torch.zeros(*tgt.shape, self.vocab)
+
+
+def test_step_functions_send_the_tokens_to_the_models_device_and_return_log_probabilities():
+    spy = DeviceSpy()
+    logprobs = decoder_lm_step(spy)(torch.tensor([[1, 2], [1, 2]]), None)
+    assert logprobs.shape == (2, 5) and torch.allclose(logprobs.exp().sum(-1), torch.ones(2))
+    for lengths in (None, torch.tensor([3])):  # a source without padding needs no lengths
+        step = encoder_decoder_step(spy, torch.tensor([[1, 2, 3]]), lengths, 2)
+        assert step(torch.tensor([[0], [0]]), None).shape == (2, 5)
+    assert spy.seen == ["meta"] * 5
 
 
 def test_beam_search_drives_an_encoder_decoder_through_the_same_interface():
@@ -406,6 +553,6 @@ def test_a_vanishing_temperature_is_argmax_not_nan():
     from transformer_core.decoding.sampling import apply_temperature
 
     logits = torch.tensor([1.0, 3.0, -2.0, 3.0 - 1e-3])
-    probs = apply_temperature(logits, 1e-300)
+    probs = apply_temperature(logits, 1e-308)  # logits / T overflows unless the top logit is shifted to 0
     assert not torch.isnan(probs).any()
     assert probs.tolist() == [0.0, 1.0, 0.0, 0.0]

@@ -149,16 +149,17 @@ def _done(finished: list[Hypothesis], scores: list[float], length: int, max_leng
     """Stop once `width` hypotheses have finished and no live beam can still beat the worst of them.
 
     Exact, not a guess: every further token adds a log-probability <= 0, so a live beam's
-    final log-probability is at most today's, and its best possible score is today's
-    log-probability over the largest length**length_penalty it can still reach. With a
-    positive penalty a longer hypothesis divides its (negative) log-probability by more,
-    so that is `max_length`; otherwise the current length.
+    final log-probability is at most today's, and its score is at most today's
+    log-probability over length**length_penalty at the best length it can still reach.
+    That score is monotonic in the length, so the best is at one end: the current length
+    or `max_length` (with a positive penalty, a longer hypothesis divides its negative
+    log-probability by more).
     """
     if len(finished) < width:
         return False
     worst_kept = sorted(h.score for h in finished)[-width]
-    best_length = max_length if length_penalty > 0 else length
-    return max(_score(s, best_length, length_penalty) for s in scores) <= worst_kept
+    best = max(_score(s, n, length_penalty) for s in scores for n in (length, max_length))
+    return best <= worst_kept
 
 
 def decoder_lm_step(model) -> StepFn:

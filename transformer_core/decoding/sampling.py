@@ -67,7 +67,7 @@ def apply_repetition_penalty(logits: torch.Tensor, ids: list[int], penalty: floa
     """logits (V,) with every token of `ids` made less likely: divided by `penalty` if positive, else multiplied."""
     if penalty == 1 or not ids:
         return logits
-    seen = torch.tensor(sorted(set(ids)), device=logits.device)
+    seen = sorted(set(ids))  # a list indexes a tensor on any device
     out = logits.clone()
     out[seen] = torch.where(logits[seen] > 0, logits[seen] / penalty, logits[seen] * penalty)
     return out
@@ -91,7 +91,8 @@ def _descending(probs: torch.Tensor) -> torch.Tensor:
 
 
 def _renormalised(probs: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    kept = probs * keep
+    """probs where `keep` (bool, (V,)) holds, 0 elsewhere, rescaled to sum to 1."""
+    kept = torch.where(keep, probs, 0.0)
     return kept / kept.sum()
 
 
