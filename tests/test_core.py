@@ -173,7 +173,7 @@ def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_t
         assert torch.allclose(model.head(model.norm(hidden[-1])), logits, atol=1e-5)
         assert torch.allclose(hidden[1], model.layers[0](hidden[0], tc.causal_mask(7)), atol=1e-5)
     assert torch.equal(trace.logits, logits) and trace.groups == ["decoder"]
-    assert list(trace.shapes)[:2] == ["decoder.embed", "decoder.0.self_attn.q"]  # in the order computed
+    assert list(trace.shapes)[:2] == ["embed", "layers.0.self_attn.q"]  # in the order computed, named by module path
 
 
 def test_kv_cache_rows_follow_reorder_in_self_and_cross_attention():

@@ -154,7 +154,7 @@ def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
 
 
 def test_temperature_divides_the_logits_and_zero_is_argmax_with_ties_to_the_lower_id():
-    from transformer_core.sampling import apply_temperature
+    from transformer_core.decoding.sampling import apply_temperature
 
     logits = torch.tensor([1.0, 3.0, 3.0, -2.0])
     assert apply_temperature(logits, 0).tolist() == [0.0, 1.0, 0.0, 0.0]
@@ -169,7 +169,7 @@ def test_min_p_keeps_a_token_exactly_at_its_threshold():
 
 
 def test_the_stages_come_in_order_and_a_record_keeps_the_chosen_token_even_when_it_ranks_low():
-    from transformer_core.sampling import record_step
+    from transformer_core.decoding.sampling import record_step
 
     logits = torch.tensor([3.0, 2.0, 1.0, 0.0, -1.0])
     # penalised [1.5, 2, 1, 0, -1]; at T = 0.5 about [.24, .66, .09, .012, .002]: top-k cuts token 4,
