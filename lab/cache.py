@@ -29,31 +29,39 @@ class ViewCache(Generic[T]):
         self.hits = self.misses = 0
         _ALL.append(self)
 
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """The cached result for `key`, or `compute()`'s (an exception is raised to every waiter, not kept)."""
+    def _claim(self, key: Hashable) -> tuple[str, object]:
+        """("done", result) | ("wait", the running Future) | ("own", a new Future this caller must fulfil)."""
         with self._lock:
             if key in self._done:
                 self._done.move_to_end(key)
                 self.hits += 1
-                return self._done[key]
-            running = self._running.get(key)
-            if running is None:
-                running = self._running[key] = Future()
-                owner = True
-                self.misses += 1
-            else:
-                owner = False
+                return "done", self._done[key]
+            if key in self._running:
                 self.hits += 1
-        if not owner:
-            return running.result()
+                return "wait", self._running[key]
+            self.misses += 1
+            running = self._running[key] = Future()
+            return "own", running
+
+    def _fail(self, key: Hashable, running: Future, error: BaseException) -> None:
+        with self._lock:
+            del self._running[key]
+        # a closed stream (GeneratorExit) too: waiters must get an answer, not hang
+        running.set_exception(error if isinstance(error, Exception) else RuntimeError("the computation was stopped"))
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The cached result for `key`, or `compute()`'s (an exception is raised to every waiter, not kept)."""
+        state, value = self._claim(key)
+        if state == "done":
+            return value
+        if state == "wait":
+            return value.result()
         try:
             result = compute()
         except BaseException as e:
-            with self._lock:
-                del self._running[key]
-            running.set_exception(e)
+            self._fail(key, value, e)
             raise
-        self._finish(key, running, result)
+        self._finish(key, value, result)
         return result
 
     def stream(self, key: Hashable, produce: Callable[[], Iterator[T]],
@@ -64,36 +72,18 @@ class ViewCache(Generic[T]):
         callers that arrive while it runs, or later, get only `keep(cached result)` (with
         keep=copy.deepcopy, everyone gets a copy of their own to change).
         """
-        with self._lock:
-            if key in self._done:
-                self._done.move_to_end(key)
-                self.hits += 1
-                done, running = True, None
-            else:
-                done, running = False, self._running.get(key)
-                if running is None:
-                    running = self._running[key] = Future()
-                    owner = True
-                    self.misses += 1
-                else:
-                    owner = False
-                    self.hits += 1
-        if done:
-            yield keep(self._done[key])
-            return
-        if not owner:
-            yield keep(running.result())
+        state, value = self._claim(key)
+        if state != "own":
+            yield keep(value if state == "done" else value.result())
             return
         last = None
         try:
             for last in produce():
                 yield last
-        except BaseException as e:  # also a closed stream (GeneratorExit): waiters must not hang
-            with self._lock:
-                del self._running[key]
-            running.set_exception(e if isinstance(e, Exception) else RuntimeError("the computation was stopped"))
+        except BaseException as e:
+            self._fail(key, value, e)
             raise
-        self._finish(key, running, keep(last))
+        self._finish(key, value, keep(last))
 
     def _finish(self, key: Hashable, running: Future, result: T) -> None:
         with self._lock:
