@@ -30,11 +30,14 @@ TOKENS = 40
 
 
 def sentence_of(tokenizer, n: int) -> str:
-    """The first validation review of at least n tokens, cut after its n-th token."""
+    """The first validation review long enough, cut so that the model reads exactly n tokens
+    (the pre-trained model's [CLS] and [SEP], empty spans, count among them)."""
     for review in data.movie_reviews("validation"):
         spans = tokenizer.tokens(review.text)
-        if len(spans) >= n:
-            return review.text[: spans[n - 1].end]
+        text_tokens = [s for s in spans if s.end > s.start]
+        keep = n - (len(spans) - len(text_tokens))
+        if len(text_tokens) >= keep:
+            return review.text[: text_tokens[keep - 1].end]
     raise ValueError(f"no validation review has {n} tokens")
 
 

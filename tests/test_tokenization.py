@@ -169,7 +169,8 @@ def test_a_bert_wordpiece_file_gives_the_texts_tokens_between_cls_and_sep_unpadd
     spans = tokenizer.tokens(text)
     assert [s.text for s in spans] == ["[CLS]", "un", "##watch", "##able", "film", "[UNK]", "didn", "'", "t", "[UNK]",
                                        "[SEP]"]
-    assert [text[s.start:s.end] for s in spans] == ["", "Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂", ""]
+    read = ["", "Un", "watch", "able", "FILM", ",", "didn", "'", "t", "🙂", ""]
+    assert [text[s.start:s.end] for s in spans] == read
     assert (spans[0].start, spans[-1].start, spans[-1].byte_start) == (0, len(text), len(text.encode()))
     assert tokenizer.encode(text) == [s.id for s in spans]
     assert [s.text for s in tokenizer.tokens("")] == ["[CLS]", "[SEP]"]

@@ -185,7 +185,9 @@ def test_shipped_copy_model_reads_the_diagonal():
 
 @pytest.mark.parametrize("task, source, target", [("copy", "3 1 4 1 5", "31415"), ("reverse", "123456", "654321"),
                                                   ("sort", "5281933", "1233589"),
-                                                  ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday.")])
+                                                  ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday."),
+                                                  ("pig_latin", "I didn't see the 2 sea-horses!",  # typed as people do
+                                                   "Iway idnday'tay eesay ethay 2 easay-orseshay!")])
 def test_tab_translates_with_the_shipped_models(task, source, target):
     output, notice, rows, figure, _ = tab.translate(task, source, 1, "cross-attention", 1, "mean of heads")
     assert output == target and notice == ""

@@ -5,7 +5,8 @@ stops near 78% (the sentiment card lists a dozen recipes that do). A pre-trained
 encoder knows English already: all-MiniLM-L6-v2 (22.6M parameters, learned from
 about a billion sentence pairs, none about sentiment) fine-tuned on the same
 train split reaches about 85% on validation. It is four times our classifier's
-size and speaks another tokenizer (WordPiece, not our BPE), so it does not ship; it *teaches*. Its P(positive) on many more
+size and speaks another tokenizer (WordPiece, not our BPE); here it *teaches* (fine-tuned on
+its own, it ships too, as the pre-trained classifier: `train_pretrained.py`). Its P(positive) on many more
 sentences than were labelled (the training sentences, copies of them with words
 dropped or cut to a short phrase, and unlabelled snippets of other text) is a
 richer target than a hard label: it says how sure to be, and what a phrase like
