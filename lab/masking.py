@@ -129,7 +129,11 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     model, tokenizer = _language_model(LM)
     text, cut = truncate(text)
     tokens = fit_tokens(tokenizer, text, MAX_TOKENS, min_tokens=2)
-    tokens_b = fit_tokens(tokenizer, truncate(text_b)[0], len(tokens.ids))
+    text_b = truncate(text_b)[0]
+    if not tokenizer.tokens(text_b):
+        raise InputError("The second text of the padding batch is empty: type a few words there, so the padding "
+                         "mask has something to pad.")
+    tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     notices = [cut, tokens.notice]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = (str(store.model_dir()), tuple(tokens.ids), tuple(tokens_b.ids), s)

@@ -73,6 +73,11 @@ def test_long_text_is_cut_with_a_notice(model_dir):
     assert np.asarray(gallery.data[0].z).shape == (use.MAX_TOKENS, use.MAX_TOKENS)
 
 
+def test_an_empty_second_text_is_named_in_the_message(model_dir):
+    with pytest.raises(gr.Error, match="second text of the padding batch is empty"):
+        tab.masking(TEXT, "", "causal", 3, 2, "0", True, 0, 0, 0)
+
+
 @pytest.mark.parametrize("text, w, global_tokens, message", [
     ("", 3, "0", "no tokens"),
     ("To", 3, "0", "type at least 2"),
