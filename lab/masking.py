@@ -8,7 +8,7 @@ causal mask and once with the chosen mask. Sliders re-slice that run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -138,7 +138,7 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = (str(store.model_dir()), tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))
-    return MaskingRun(**{**run.__dict__, "notice": notice(*notices)})
+    return replace(run, notice=notice(*notices))
 
 
 @torch.no_grad()

@@ -7,7 +7,7 @@ large corpus then fine-tuned; `compare` runs one sentence through both.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 import numpy as np
@@ -69,7 +69,7 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
     if not text.strip():
         raise InputError("Type a sentence to classify, or click one of the examples.")
     run = _runs.get((str(store.model_dir()), name, text), lambda: _compute(name, text))
-    return run if not cut else SentimentRun(**{**run.__dict__, "notice": notice(cut, run.notice)})
+    return run if not cut else replace(run, notice=notice(cut, run.notice))
 
 
 def _compute(name: str, text: str) -> SentimentRun:

@@ -6,7 +6,7 @@ table, the heatmaps and the layer and head choices are slices of one run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -93,7 +93,7 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     model, codec = _load(CHECKPOINTS[task])
     text, cut = source_text(codec, model.config.max_len, source)
     run = _runs.get((str(store.model_dir()), task, text, width), lambda: run_translation(model, codec, text, width, task))
-    return TranslationRun(**{**run.__dict__, "notice": notice(cut, *notices)})
+    return replace(run, notice=notice(cut, *notices))
 
 
 def length_generalisation(n_per_length) -> tuple[dict[str, dict[int, float]], int]:

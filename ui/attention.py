@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import attention as use, store
-from lab.policy import MAX_DRAWN_TOKENS, InputError, clamp, notice
+from lab.policy import MAX_DRAWN_TOKENS, clamp, notice
 from ui.common import cached, View, handler
 from views import attention as views
 from views.kit import placeholder
@@ -101,7 +101,7 @@ def model_changed(label: str, layer: float, head: float):
     """New model: size the layer/head sliders to it and keep the chosen values where they still fit."""
     try:
         config = store.config(use.resolve(label))
-    except (InputError, Exception):  # noqa: BLE001 -- an unreadable model is reported when it is run
+    except Exception:  # noqa: BLE001 -- an unreadable or unreachable model is reported when it is run
         return gr.Slider(), gr.Slider()
     top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
     return (gr.Slider(maximum=max(1, top_layer), value=min(int(layer or 0), top_layer)),
