@@ -1,8 +1,9 @@
 """Wall time of the Attention and Masking tabs' handlers, the way a click runs them: `python -m benchmarks.latency`.
 
 Only those two tabs are timed (and the attention grid figure alone). Each handler is
-timed end to end (validation, forward pass with trace, every figure built), then the
-figures' JSON encoding (what Gradio sends) separately. The text is Shakespeare's
+timed end to end: validation, forward pass with trace, every figure built and encoded
+as the JSON Gradio sends (the cached handlers return figures encoded); a figure returned
+as an object (the grid case) has its encoding timed separately. The text is Shakespeare's
 validation play cut to an exact token count. Prints median and p95 per case; the last
 line is one JSON object. Another tab: add a case to `cases` in `main`. The app's caches
 (Gradio's and lab's) are emptied before every timed call, so these are the costs of a
@@ -29,7 +30,6 @@ from transformer_core.tokenization import TextTokenizer
 from lab import store
 from lab.cache import clear_all
 from ui import attention, masking
-from ui.common import clear_caches
 from views.attention import layer_head_grid
 
 LM = "shakespeare-lm"
@@ -43,8 +43,7 @@ def text_of(tokenizer, n: int) -> str:
 
 
 def forget() -> None:
-    clear_all()
-    clear_caches()
+    clear_all()  # lab's runs and the handlers' outputs
 
 
 def measure(fn, repeats: int) -> dict:

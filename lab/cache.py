@@ -49,6 +49,11 @@ class ViewCache(Generic[T]):
         # a closed stream (GeneratorExit) too: waiters must get an answer, not hang
         running.set_exception(error if isinstance(error, Exception) else RuntimeError("the computation was stopped"))
 
+    def holds(self, key: Hashable) -> bool:
+        """Whether `key`'s result is ready (one still being computed is not)."""
+        with self._lock:
+            return key in self._done
+
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached result for `key`, or `compute()`'s (an exception is raised to every waiter, not kept)."""
         state, value = self._claim(key)

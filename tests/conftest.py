@@ -13,10 +13,8 @@ def _seed():
 def _fresh_views():
     """Each test computes its own views: none is served from another test's cache."""
     from lab.cache import clear_all
-    from ui.common import clear_caches
 
-    clear_all()
-    clear_caches()
+    clear_all()  # the ui handlers' caches are ViewCaches too
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from transformer_core.tokenization import TextTokenizer
 from lab import attention as use
 from lab import store
 from lab.policy import MAX_DRAWN_TOKENS
+from figures import figures
 from ui import attention as tab
 from views import attention as views
 
@@ -108,8 +109,8 @@ def test_attention_while_generating_matches_one_full_pass(model_dir):
 
 
 def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(model_dir):
-    notice, grid, head, average, rows, rollout = tab.attention(label_of("lm"), "To be, or not to be " * 40,
-                                                               "decoder", 1, 2, 3)
+    notice, grid, head, average, rows, rollout = figures(tab.attention(label_of("lm"), "To be, or not to be " * 40,
+                                                               "decoder", 1, 2, 3))
     assert f"the first {MAX_DRAWN_TOKENS} are used" in notice
     run = use.attention_run("lm", "To be, or not to be " * 40, "decoder")
     assert run.attn.shape == (SMALL["n_layer"], SMALL["n_head"], MAX_DRAWN_TOKENS, MAX_DRAWN_TOKENS)
@@ -120,14 +121,14 @@ def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(mode
 
 
 def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
-    _, grid, *_ = tab.attention(label_of("sentiment"), "A fine film, really.", "encoder", 0, 0, 0)
+    _, grid, *_ = figures(tab.attention(label_of("sentiment"), "A fine film, really.", "encoder", 0, 0, 0))
     z = np.asarray(grid.data[0].z)
     assert np.all(z[np.triu_indices(len(z), 1)] > 0)  # no mask: queries read later tokens too
 
 
 @pytest.mark.parametrize("group", ["encoder", "decoder", "cross"])
 def test_translator_handler_shows_each_attention(model_dir, group):
-    notice, grid, *_, rollout = tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0)
+    notice, grid, *_, rollout = figures(tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0))
     z = np.asarray(grid.data[0].z)
     target = len(notice.split("**")[1]) + 1  # <s> + the written characters
     expected = {"encoder": (6, 6), "decoder": (target, target), "cross": (target, 6)}[group]  # 'hello' + </s>
@@ -141,7 +142,7 @@ def test_translator_handler_shows_each_attention(model_dir, group):
 
 
 def test_generation_handler_draws_the_staircase(model_dir):
-    text, staircase, step = tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2)
+    text, staircase, step = figures(tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2))
     assert "Continuation" in text
     z = np.asarray(staircase.data[0].z, dtype=float)
     assert z.shape[0] == 5 and np.isnan(z[0, -1]) and not np.isnan(z[-1, -1])
@@ -160,7 +161,7 @@ def test_bad_input_gives_a_message_not_a_traceback(model_dir, call):
 
 
 def test_an_attention_the_model_lacks_falls_back_with_a_notice(model_dir):
-    notice, grid, *_ = tab.attention(label_of("lm"), "To be, or not", "cross", 0, 0, 0)
+    notice, grid, *_ = figures(tab.attention(label_of("lm"), "To be, or not", "cross", 0, 0, 0))
     assert "has no cross-attention" in notice and "decoder masked self-attention" in notice
     assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
 
@@ -174,6 +175,6 @@ def test_token_labels_are_shown_as_text_not_html():
 def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_dir, monkeypatch):
     endless = Translation(ids=[store.tokenizer("translate-test").token_to_id("a")] * 50, beam=None)
     monkeypatch.setattr(use, "translate", lambda *args: endless)
-    notice, grid, *_ = tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0)
+    notice, grid, *_ = figures(tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0))
     assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
     assert np.asarray(grid.data[0].z).shape == (24, 24)

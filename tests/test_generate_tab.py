@@ -14,6 +14,7 @@ import transformer_core as tc
 from transformer_core.tokenization import TextTokenizer
 from lab import generation as use
 from lab import store
+from figures import figures
 from ui import generate as tab
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
@@ -42,7 +43,7 @@ def shipped(model_dir):
 def run(prompt="ROMEO:", model=tab.SHIPPED, **overrides):
     """Every update the main endpoint streams, for the given settings."""
     settings = {**SETTINGS, **overrides}
-    return list(tab.generate(model, prompt, *settings.values()))
+    return [figures(update) for update in tab.generate(model, prompt, *settings.values())]
 
 
 def text_of(highlighted) -> str:
@@ -175,12 +176,13 @@ def test_a_negative_top_k_is_clamped_with_a_notice():
     assert "Top-k can be 0 to" in notice and session.key[2].top_k == 0
 
 
-def test_a_repeated_generation_is_replayed_and_another_seed_is_computed(monkeypatch):
+def test_a_repeated_generation_gets_the_finished_text_at_once_and_another_seed_is_computed(monkeypatch):
     first = run(max_new_tokens=5)
     calls, sample_steps = [], use.sample_steps
     monkeypatch.setattr(use, "sample_steps", lambda *a: calls.append(a) or sample_steps(*a))
     again = run(max_new_tokens=5)
-    assert calls == [] and [u[1] for u in again] == [u[1] for u in first]  # every streamed update replayed
+    # one update, the finished one: a lecture hall is not sent every token again, person by person
+    assert calls == [] and len(first) > 5 and [u[1] for u in again] == [first[-1][1]]
     run(max_new_tokens=5, seed=11)  # another seed is another text: computed, not served
     assert len(calls) == 1
 

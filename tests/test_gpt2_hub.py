@@ -29,6 +29,8 @@ TEXT = "The cat sat on the mat. The dog sat on the log. A cat and a dog met on a
 # heads and its attention while generating. Prints what the test checks, as JSON.
 TABS = f"""
 import json, sys
+sys.path.insert(0, "tests")
+from figures import figure
 from lab import store
 from lab.attention import GPT2_LABEL
 from lab.generation import GPT2
@@ -40,8 +42,8 @@ heads = attention.attention(GPT2_LABEL, {PROMPT!r}, "decoder", 1, 1, 3)
 continuation, staircase, _ = attention.attention_generate(GPT2_LABEL, {PROMPT!r}, 4, 1, 1, 2)
 model = store.gpt2()[0]
 print(json.dumps({{"generate_notice": notice, "ids": session.ids, "n_prompt": session.n_prompt,
-                  "attention_notice": heads[0], "grid_title": heads[1].layout.title.text,
-                  "continuation": continuation, "staircase_rows": len(staircase.data[0].z),
+                  "attention_notice": heads[0], "grid_title": figure(heads[1]).layout.title.text,
+                  "continuation": continuation, "staircase_rows": len(figure(staircase).data[0].z),
                   "n_layer": model.config.n_layer}}))
 """
 

@@ -13,6 +13,7 @@ from transformer_core.analysis.probes import mean_loss, token_losses
 from transformer_core.tokenization import TextTokenizer
 from lab import masking as use
 from lab import store
+from figures import figures
 from ui import masking as tab
 from views import masks as views
 
@@ -58,7 +59,7 @@ def test_each_gallery_matrix_is_the_mask_the_model_applied(model_dir):
 
 
 def test_handler_compares_causal_with_the_chosen_mask(model_dir):
-    notice, gallery, attention, loss, top = tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4)
+    notice, gallery, attention, loss, top = figures(tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4))
     assert notice == ""  # nothing was cut or clamped
     n = len(store.tokenizer(use.LM).encode(TEXT))
     assert len(attention.data) == 2 and len(loss.data) == 2 and len(top.data) == 2
@@ -68,7 +69,7 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
 
 
 def test_long_text_is_cut_with_a_notice(model_dir):
-    notice, gallery, *_ = tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0)
+    notice, gallery, *_ = figures(tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0))
     assert f"the first {use.MAX_TOKENS} are used" in notice
     assert np.asarray(gallery.data[0].z).shape == (use.MAX_TOKENS, use.MAX_TOKENS)
 
@@ -93,23 +94,23 @@ def test_bad_input_gives_a_clear_message(model_dir, text, w, global_tokens, mess
 @pytest.mark.parametrize("kind", ["none", "sliding_window"])
 def test_a_window_wider_than_the_text_is_narrowed_with_a_notice(model_dir, kind):
     n = len(store.tokenizer(use.LM).encode("To be or"))
-    notice, gallery, attention, *_ = tab.masking("To be or", "To", kind, 16, 2, "0", True, 0, 0, 0)
+    notice, gallery, attention, *_ = figures(tab.masking("To be or", "To", kind, 16, 2, "0", True, 0, 0, 0))
     assert f"Window width can be 1 to {n - 1}; used {n - 1}." in notice
     assert len(attention.data) == 2
 
 
 @pytest.mark.parametrize("w", [0, None, -4])
 def test_a_window_below_one_is_raised_to_one_with_a_notice(model_dir, w):
-    notice, *_ = tab.masking(TEXT, "To be", "sliding_window", w, 2, "0", True, 0, 0, 0)
+    notice, *_ = figures(tab.masking(TEXT, "To be", "sliding_window", w, 2, "0", True, 0, 0, 0))
     assert "Window width" in notice and "used 1." in notice
 
 
 def test_moving_a_view_slider_re_slices_the_run_instead_of_running_the_model(model_dir, monkeypatch):
     args = (TEXT, "To be", "causal", 3, 2, "0", True)
-    first = tab.masking(*args, 0, 0, 0)
+    first = figures(tab.masking(*args, 0, 0, 0))
     calls = []
     monkeypatch.setattr(use, "_compute", lambda *a: calls.append(a))
-    moved = tab.masking(*args, 1, 3, 5)  # another layer, head and position: the same run
+    moved = figures(tab.masking(*args, 1, 3, 5))  # another layer, head and position: the same run
     assert calls == [] and moved[2].layout.title.text != first[2].layout.title.text
 
 
@@ -165,7 +166,7 @@ def shipped_store():
 
 
 def test_cheating_demo_shows_both_loss_curves_and_continuations(shipped_store):
-    text, curves = tab.cheating(tab.FRIENDS, 10)  # 28 tokens: longer than the tiny models' context
+    text, curves = figures(tab.cheating(tab.FRIENDS, 10))  # 28 tokens: longer than the tiny models' context
     assert "trained with the causal mask" in text and "trained with no mask" in text
     assert len(curves.data) == 4  # training and validation loss of each model
     nomask_train = next(t for t in curves.data if t.name == "trained with no mask: training")

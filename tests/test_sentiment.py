@@ -19,6 +19,7 @@ from transformer_core.analysis.sentiment import (LABELS, EmptyTextError, accurac
 from transformer_core.tokenization import TextTokenizer
 from transformer_core.training.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
                                               mask_tokens)
+from figures import figures
 from ui import sentiment as tab
 from lab import store
 
@@ -219,7 +220,7 @@ def tiny_store(tiny_checkpoint):
 
 
 def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
-    probs, notices, tokens_html, bars, grid, link = tab.classify("not bad at all", tab.METHODS[0])
+    probs, notices, tokens_html, bars, grid, link = figures(tab.classify("not bad at all", tab.METHODS[0]))
     assert set(probs) == set(LABELS) and sum(probs.values()) == pytest.approx(1.0)
     assert notices == "" and "bad" in tokens_html
     assert "tab=attention" in link and "model=sentiment" in link and "text=not+bad+at+all" in link
@@ -227,9 +228,9 @@ def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
 
 
 def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
-    _, notices, *_ = tab.classify("word " * 50, tab.METHODS[1])
+    _, notices, *_ = figures(tab.classify("word " * 50, tab.METHODS[1]))
     assert "only the first 12" in notices
-    _, notices, *_ = tab.classify("👍🎉!!!", tab.METHODS[0])
+    _, notices, *_ = figures(tab.classify("👍🎉!!!", tab.METHODS[0]))
     assert "no letters" in notices
 
 

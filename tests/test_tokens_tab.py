@@ -13,6 +13,7 @@ import pytest
 from transformer_core.tokenization import TextTokenizer, train_byte_level_bpe
 from lab import store
 from lab import tokens as use
+from figures import figures
 from ui import tokens as tab
 from views import tokens as views
 
@@ -149,7 +150,7 @@ def test_replay_with_no_merges_gives_one_chip_per_byte_and_names_the_last_merge(
 
 
 def test_bpe_from_scratch_on_the_sailor_rhyme_grows_then_shrinks_the_vocabulary():
-    notice, slider, rows, curve, html = tab.train_scratch(tab.SAILOR)
+    notice, slider, rows, curve, html = figures(tab.train_scratch(tab.SAILOR))
     sizes = list(curve.data[0].y)
     assert notice == "" and slider.maximum == len(rows) == len(sizes) - 1
     assert max(sizes) > sizes[0] and sizes[-1] < max(sizes)
@@ -161,7 +162,7 @@ def test_bpe_from_scratch_on_the_sailor_rhyme_grows_then_shrinks_the_vocabulary(
 def test_bpe_from_scratch_segmentation_never_crosses_a_space_and_rebuilds_the_text():
     _, training, _ = use.scratch(tab.SAILOR)
     for k in range(len(training.steps) + 1):
-        curve, html = tab.scratch_step(tab.SAILOR, k)
+        curve, html = figures(tab.scratch_step(tab.SAILOR, k))
         chips = [text for _, text, _ in _chips(html)]
         assert "".join(chips) == views.visible(tab.SAILOR)
         assert all(re.fullmatch(r"[^·]*·?", chip) for chip in chips)
@@ -172,8 +173,8 @@ def test_bpe_from_scratch_segmentation_never_crosses_a_space_and_rebuilds_the_te
 def test_bad_input_gives_a_result_or_a_friendly_message(text):
     notice, html = tab.tokenize(text)
     summary, replay_html = tab.replay(text, 100)
-    scratch = tab.train_scratch(text)
-    curve, scratch_html = tab.scratch_step(text, 5)
+    scratch = figures(tab.train_scratch(text))
+    curve, scratch_html = figures(tab.scratch_step(text, 5))
     for out in (html, replay_html, scratch_html, notice, summary, scratch[0]):
         out.encode("utf-8")  # no lone surrogate left to break the JSON reply
         assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", out)  # control characters shown, not sent

@@ -29,6 +29,7 @@ from transformer_core.training.loop import TrainConfig
 from lab import store
 from lab.live import LiveTraining
 from lab.policy import InputError
+from figures import figures
 from ui import translate as tab
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -189,18 +190,18 @@ def test_shipped_copy_model_reads_the_diagonal():
                                                   ("pig_latin", "I didn't see the 2 sea-horses!",  # typed as people do
                                                    "Iway idnday'tay eesay ethay 2 easay-orseshay!")])
 def test_tab_translates_with_the_shipped_models(task, source, target):
-    output, notice, rows, figure, _ = tab.translate(task, source, 1, "cross-attention", 1, "mean of heads")
+    output, notice, rows, figure, _ = figures(tab.translate(task, source, 1, "cross-attention", 1, "mean of heads"))
     assert output == target and notice == ""
     assert [r[1] for r in rows][-1] == "⟨/s⟩" and all(0 <= r[2] <= 1 for r in rows)
     assert len(figure.data[0].z) == len(target) + 1  # one row per written token, </s> included
 
 
 def test_tab_beam_search_and_bad_input():
-    output, *_ , tree = tab.translate("reverse", "9876", 4, "encoder self-attention", 0, "head 0")
+    output, *_ , tree = figures(tab.translate("reverse", "9876", 4, "encoder self-attention", 0, "head 0"))
     assert output == "6789" and len(tree.data) > 1
     with pytest.raises(gr.Error, match="'x'"):
         tab.translate("copy", "12x", 1, "cross-attention", 0, "mean of heads")
-    output, notice, *_ = tab.translate("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads")
+    output, notice, *_ = figures(tab.translate("copy", "1" * 50, 1, "cross-attention", 0, "mean of heads"))
     assert "reads at most 31" in notice and len(output) <= 31  # over-long input is cut, with a notice
     with pytest.raises(gr.Error, match="Type a source"):
         tab.translate("pig_latin", "   ", 1, "cross-attention", 0, "mean of heads")

@@ -13,13 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
+import plotly.graph_objects as go
+import plotly.io as pio
+from gradio import caching
+from gradio.components.plot import PlotData
 
 from lab import InputError
+from lab.cache import ViewCache
 
 log = logging.getLogger("transformer_lab")
 
 CACHE_SIZE = 64  # outputs kept per cached handler
-_stores: list = []
 
 
 def user_error(e: Exception) -> gr.Error:
@@ -39,19 +43,50 @@ class View:
     api_name: str
 
 
+def _serialized(output):
+    """The outputs with every Plotly figure turned into the JSON Gradio sends (its PlotData), so a cached
+    answer is encoded once, not once per person: re-encoding was 80% of a cached answer's cost."""
+    if isinstance(output, tuple):
+        return tuple(_serialized(value) for value in output)
+    if isinstance(output, go.Figure):
+        return PlotData(type="plotly", plot=pio.to_json(output, validate=False))  # the views built it valid
+    return output
+
+
+def _probing() -> bool:
+    """Whether Gradio's queue is only asking if a request can be answered from a cache. It asks before
+    queueing each request: a hit is then answered at once, outside the queue's limits, and a miss
+    must raise CacheMissError rather than compute (the request is then queued as usual)."""
+    return caching._probe_mode_active.get()
+
+
 def cached(fn):
-    """Gradio's own cache in front of a deterministic handler: keyed by every input (the seed too), a hit
-    skips the queue, so a lecture hall opening one link computes it once (lab's run caches sit behind)."""
-    wrapper = gr.cache(max_size=CACHE_SIZE)(fn)
-    _stores.extend(cell.cell_contents for cell in wrapper.__closure__ or ()
-                   if type(cell.cell_contents).__name__ == "_CacheStore")
-    return wrapper
+    """Compute a deterministic handler once per distinct input, for everyone.
 
+    Keyed by every input (the seed too: every request has one). Concurrent equal requests
+    share one computation, and a hit skips Gradio's queue. A cached stream (generation)
+    answers with its finished output only: replaying every token to each person of a
+    lecture hall cost more than computing it. Figures are kept encoded (`_serialized`).
+    """
+    results = ViewCache(CACHE_SIZE)
 
-def clear_caches() -> None:
-    """Forget every cached output (tests that swap models must not see another test's figures)."""
-    for store in _stores:
-        store.clear()
+    def key(args, kwargs):
+        return args, tuple(sorted(kwargs.items()))
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            if _probing() and not results.holds(key(args, kwargs)):
+                raise caching.CacheMissError()
+            yield from results.stream(key(args, kwargs), lambda: map(_serialized, fn(*args, **kwargs)))
+        return stream
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if _probing() and not results.holds(key(args, kwargs)):
+            raise caching.CacheMissError()
+        return results.get(key(args, kwargs), lambda: _serialized(fn(*args, **kwargs)))
+    return call
 
 
 def handler(fn):
