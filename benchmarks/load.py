@@ -1,11 +1,17 @@
 """Many students at once: the app under 16 concurrent API clients, or a lecture hall on one link.
 
     python -m benchmarks.load [--clients 16] [--requests 25] [--model-dir DIR]
-    python -m benchmarks.load --same-link [--clients 100]
+    python -m benchmarks.load --same-link [--clients 100] [--gradio-client]
 
 --same-link is the lecture hall: the lecturer says "everyone open this link", and every
-client asks for the same attention view at the same moment (released together by a
-barrier), then for the same seeded 32-token generation. Reported per endpoint: p50, p95
+student asks for the same attention view at the same moment, then for the same seeded
+32-token generation. Each student is one session (as one browser tab is), so the first
+request of each carries Gradio's per-session set-up. In a real hall the students' own
+laptops do the client work; here the clients share the app's 2 cores. So the students are
+light: one asyncio process speaking Gradio's documented HTTP API (`POST /gradio_api/call/NAME`,
+then the answer's event stream), and the CPU seconds of the app and of the clients are
+reported apart. `--gradio-client` uses one gradio_client.Client per student instead (about
+40 ms of client CPU per call, all in one Python process). Reported per endpoint: p50, p95
 and max seconds from request to answer, the errors, and the app's peak memory.
 
 Starts `python app.py` on a free port (startup_s: from the command to the first page
@@ -19,7 +25,10 @@ Prints the run's details, then one JSON object on the last line.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -27,6 +36,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 from gradio_client import Client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +93,16 @@ SAME_LINK = {  # the view everyone opens, as API calls
 }
 
 
-def lecture_hall(url: str, n: int) -> tuple[dict, list[str]]:
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by process `pid`, or by this process."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hall_with_gradio_clients(url: str, n: int) -> tuple[dict, list[str]]:
     """Every client sends the same request at once, endpoint by endpoint: {endpoint: [seconds]}, errors."""
     clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 300}) for _ in range(n)]
     latencies: dict[str, list[float]] = {}
@@ -109,18 +128,60 @@ def lecture_hall(url: str, n: int) -> tuple[dict, list[str]]:
     return latencies, errors
 
 
+async def _call(http: httpx.AsyncClient, url: str, name: str, data: list, session: str) -> float:
+    """One request through Gradio's HTTP API, as curl would send it: seconds until its answer arrived."""
+    started = time.perf_counter()
+    joined = await http.post(f"{url}gradio_api/call/{name}", json={"data": data, "session_hash": session})
+    joined.raise_for_status()
+    event = None
+    async with http.stream("GET", f"{url}gradio_api/call/{name}/{joined.json()['event_id']}") as answer:
+        async for line in answer.aiter_lines():
+            if line.startswith("event:"):
+                event = line.removeprefix("event:").strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                if event == "error":
+                    raise RuntimeError(line[:200])
+                return time.perf_counter() - started
+    raise RuntimeError("the answer's stream ended without a result")
+
+
+async def _hall(url: str, n: int) -> tuple[dict, list[str]]:
+    info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
+    sessions = [f"student-{i}" for i in range(n)]
+    latencies: dict[str, list[float]] = {}
+    errors: list[str] = []
+    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as http:
+        for name, request in SAME_LINK.items():
+            data = [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
+            answers = await asyncio.gather(*(_call(http, url, name, data, s) for s in sessions), return_exceptions=True)
+            latencies[name] = [a for a in answers if isinstance(a, float)]
+            errors += [f"{name}: {type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, float)]
+    return latencies, errors
+
+
+def lecture_hall(url: str, n: int) -> tuple[dict, list[str]]:
+    """`n` light students, each one session, sending the same request at once, endpoint by endpoint:
+    {endpoint: [seconds]}, errors."""
+    return asyncio.run(_hall(url, n))
+
+
 def same_link(args, url: str, process, startup_s: float) -> dict:
-    latencies, errors = lecture_hall(url, args.clients)
+    app_cpu, own_cpu = cpu_s(process.pid), cpu_s()
+    latencies, errors = (hall_with_gradio_clients if args.gradio_client else lecture_hall)(url, args.clients)
+    app_cpu, own_cpu = cpu_s(process.pid) - app_cpu, cpu_s() - own_cpu
     rss = peak_rss_mb(process.pid)
     for name, values in latencies.items():
         print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):6.2f} s "
               f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
     result = {
-        "mode": "same-link", "clients": args.clients, "startup_s": round(startup_s, 2), "errors": len(errors),
+        "mode": "same-link", "clients": args.clients, "client": "gradio_client" if args.gradio_client else "http",
+        "startup_s": round(startup_s, 2), "errors": len(errors),
         "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
         "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
         "max_s": {name: round(max(v), 2) for name, v in latencies.items() if v},
         "peak_rss_mb": round(rss),
+        "app_cpu_s": round(app_cpu, 2), "clients_cpu_s": round(own_cpu, 2),
     }
     for e in errors[:10]:
         print("error:", e)
@@ -132,6 +193,8 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--same-link", action="store_true", help="a lecture hall: every client, the same request")
     parser.add_argument("--clients", type=int, default=None, help="default 16, or 100 with --same-link")
+    parser.add_argument("--gradio-client", action="store_true",
+                        help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
     parser.add_argument("--model-dir", default=None,
                         help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
