@@ -1,15 +1,29 @@
 """The use cases, without Gradio: one input policy, runs kept for re-slicing, caches that share one computation."""
 
+import json
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import lab
 from lab import concepts, policy, sentiment, tokens, translation
-from lab.cache import ViewCache
+from lab.cache import ViewCache, clear_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fresh_views():
+    """Overrides conftest's fixture of the same name, which imports ui.common (and with it Gradio):
+    here only lab's caches are cleared, so running this file alone never imports Gradio."""
+    clear_all()
+    if "ui.common" in sys.modules:  # the whole suite ran a ui test before: clear its caches too
+        sys.modules["ui.common"].clear_caches()
 
 
 def test_no_use_case_imports_gradio():
@@ -19,6 +33,24 @@ def test_no_use_case_imports_gradio():
     for name in ("attention", "concepts", "generation", "live", "masking", "sentiment", "tokens", "translation"):
         module = importlib.import_module(f"lab.{name}")
         assert not any(getattr(v, "__module__", "").startswith("gradio") for v in vars(module).values())
+
+
+def test_every_lab_module_imports_in_a_fresh_interpreter_without_gradio():
+    """The in-process check above cannot see Gradio that another test already imported: this one starts clean."""
+    script = (
+        "import importlib, json, pkgutil, sys\n"
+        "import lab\n"
+        "names = sorted(m.name for m in pkgutil.iter_modules(lab.__path__))\n"
+        "for name in names:\n"
+        "    importlib.import_module('lab.' + name)\n"
+        "print(json.dumps({'modules': names, 'ui': sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('gradio', 'ui', 'views'))}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["modules"] == sorted(p.stem for p in (ROOT / "lab").glob("*.py") if p.stem != "__init__")
+    assert found["ui"] == []  # neither Gradio nor the app's ui/ or views/ packages
 
 
 def test_the_policy_cuts_and_clamps_with_notices_and_refuses_what_it_cannot_read():
