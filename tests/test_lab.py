@@ -26,6 +26,18 @@ def _fresh_views():
         sys.modules["ui.common"].clear_caches()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """These models are tiny: on a busy 2-core machine two torch threads fighting made a small
+    translation ~30x slower (5 s instead of 0.17 s). The use cases' results do not depend on it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def test_no_use_case_imports_gradio():
     assert "gradio" not in {m.split(".")[0] for m in sys.modules if m.startswith("lab")}
     import importlib
@@ -304,9 +316,128 @@ def test_a_stream_is_shared_with_late_comers_and_a_closed_stream_answers_its_wai
                                                                           cache.stream("s", produce))))
     hits = cache.hits
     waiter.start()
-    while cache.hits == hits:  # until the waiter is waiting on the running stream
+    deadline = time.monotonic() + 5
+    while cache.hits == hits and time.monotonic() < deadline:  # until the waiter waits on the running stream
         time.sleep(0.01)
     stopped.close()  # the person closed the page mid-stream
     waiter.join(5)
     assert not waiter.is_alive() and answers  # the waiter got an answer instead of hanging
     assert list(cache.stream("s", produce)) == [[0], [1], [2]]  # and nothing half-done was kept
+
+
+# ---------------------------------------------------------------- attention
+
+
+def test_attention_labels_are_the_tokens_and_each_model_attends_as_its_kind_allows():
+    text = "The acting was wonderful."
+    lm = lab.attention_run("shakespeare-lm", text)
+    assert lm.q_labels == lm.k_labels == [t.text for t in lab.store.tokenizer("shakespeare-lm").tokens(text)]
+    n = len(lm.q_labels)
+    assert lm.group == "decoder" and lm.shape[2:] == (n, n) and lm.notice == ""
+    future = np.triu(np.ones((n, n), dtype=bool), 1)
+    assert np.all(lm.attn[..., future] == 0)  # a language model never reads ahead
+    np.testing.assert_allclose(lm.attn.sum(-1), 1, rtol=1e-5)
+    np.testing.assert_allclose(lm.rollout.sum(-1), 1, rtol=1e-5)
+
+    classifier = lab.attention_run("sentiment (classifier)", text)
+    assert classifier.group == "encoder" and classifier.q_labels == [
+        t.text for t in lab.store.tokenizer("sentiment").tokens(text)]
+    assert classifier.attn[..., np.triu(np.ones(classifier.shape[2:], dtype=bool), 1)].max() > 0.01  # both ways
+
+    fallback = lab.attention_run("shakespeare-lm", text, "cross")
+    assert "has no cross-attention" in fallback.notice and fallback.group == "decoder"
+    np.testing.assert_array_equal(fallback.attn, lm.attn)
+    with pytest.raises(policy.InputError, match="Type some text"):
+        lab.attention_run("shakespeare-lm", "   ")
+
+
+def test_attention_slices_clamp_the_query_and_leave_the_kept_run_alone(monkeypatch):
+    run = lab.attention_run("shakespeare-lm", "To be, or not to be")
+    n_layer, n_head, n = run.shape[:3]
+    notices = []
+    layer, head, weights = run.head(1, 2, notices)
+    assert (layer, head) == (1, 2) and notices == []
+    np.testing.assert_array_equal(weights, run.attn[1, 2])
+    query, rows = run.query(999, notices)
+    assert query == n - 1 and notices == [f"Query token can be 0 to {n - 1}; used {n - 1}."]
+    np.testing.assert_array_equal(rows, run.attn[:, :, n - 1])
+    with pytest.raises(policy.InputError, match="Layer must be a whole number"):
+        run.head("top", 0)
+
+    # a request whose text is cut shares the kept run, and its notice does not stick to that run
+    monkeypatch.setattr(lab.attention, "MAX_DRAWN_TOKENS", 8)  # keeps the 5,000-character run small
+    long = lab.attention_run("shakespeare-lm", "ab " * 2000 + "tail")
+    assert "6,004 characters" in long.notice and "the first" in long.notice
+    calls = []
+    monkeypatch.setattr(lab.attention, "_compute", lambda *a: calls.append(a))
+    exact = lab.attention_run("shakespeare-lm", ("ab " * 2000)[: policy.MAX_CHARS])  # what the long one read
+    assert calls == [] and exact.attn is long.attn
+    assert "characters" not in exact.notice  # only the kept run's own token notice
+
+
+def test_translation_and_attention_read_a_spaced_digit_source_the_same_way():
+    spaced = "1 2 3 4 5 6 7 8 9"
+    run = translation.translation("reverse", spaced)
+    assert (run.source, run.output, run.notice) == ("123456789", "987654321", "")
+    for group in ("encoder", "decoder", "cross"):
+        drawn = lab.attention_run("translate-reverse", spaced, group)
+        np.testing.assert_array_equal(drawn.attn, run.attn[group])  # one reading: the same weights
+        assert "Translation: **987654321**" in drawn.notice
+    cross = lab.attention_run("translate-reverse (translator)", spaced, "cross")
+    assert cross.k_labels == [*"123456789", "</s>"] and cross.q_labels == ["<s>", *"987654321"]
+    assert cross.rollout is None  # no rollout through cross-attention
+    with pytest.raises(policy.InputError, match="'x'"):
+        lab.attention_run("translate-reverse", "1 2 x")
+
+
+def test_the_sharpest_layer_is_where_each_task_shows_its_lesson():
+    copy = translation.translation("copy", "31415926")
+    reverse = translation.translation("reverse", "31415926")
+    assert (copy.output, reverse.output) == ("31415926", "62951413")
+    # the shipped models put their lesson in different layers: the choice must follow the weights
+    assert (copy.sharpest_layer(), reverse.sharpest_layer()) == (0, 1)
+    n = len(copy.source)
+    diagonal = copy.attn["cross"][copy.sharpest_layer()].mean(0)[:n, :n].argmax(-1)
+    anti = reverse.attn["cross"][reverse.sharpest_layer()].mean(0)[:n, :n].argmax(-1)
+    np.testing.assert_array_equal(diagonal, np.arange(n))
+    np.testing.assert_array_equal(anti, np.arange(n)[::-1])
+    for auto in (translation.AUTO_LAYER, "-1", " -1 "):
+        assert reverse.layer(auto) == 1
+    notices = []
+    assert reverse.layer(5, notices) == 1 and notices == ["Layer can be 0 to 1; used 1."]
+    assert reverse.layer("0") == 0
+
+
+# ---------------------------------------------------------------- translation
+
+
+@pytest.mark.parametrize("task, source, target", [
+    ("copy", "3 1 4 1 5", "31415"), ("reverse", "123456", "654321"), ("sort", "52819330", "01233589"),
+    ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday.")])
+def test_each_task_translates_and_keeps_what_each_token_was_written_from(task, source, target):
+    run = translation.translation(task, source)
+    assert run.output == target and run.task == task and run.notice == ""
+    assert run.written[-1] == run.codec.eos and run.codec.text(run.written[:-1]) == target
+    np.testing.assert_array_equal(run.probs.argmax(-1), run.written)  # greedy: each token the most likely
+    np.testing.assert_allclose(run.probs.sum(-1), 1, rtol=1e-5)
+    assert run.attn["cross"].shape[2:] == (len(run.labels["reads"]), len(run.labels["source"]))
+    assert run.labels["writes"][-1] == "⟨/s⟩" and run.labels["reads"][0] == "⟨s⟩"
+
+
+def test_translation_beam_width_is_clamped_with_a_notice_and_bad_tasks_and_sources_are_refused():
+    run = translation.translation("reverse", "9876", 99)
+    assert run.output == "6789" and run.beam is not None and "Beam width can be 1 to 8; used 8." in run.notice
+    assert translation.translation("reverse", "9876", 1).beam is None
+    with pytest.raises(policy.InputError, match="Task must be one of"):
+        translation.translation("rot13", "abc")
+    with pytest.raises(policy.InputError, match="Type a source"):
+        translation.translation("pig_latin", "   ")
+
+
+def test_length_generalisation_scores_both_position_kinds_on_each_length(monkeypatch):
+    monkeypatch.setattr(translation, "LENGTHS", range(9, 13))
+    curves, longest = translation.length_generalisation(0)  # clamped to 1 source per length
+    assert longest == 10 and set(curves) == set(translation.POSITION_MODELS)
+    for scores in curves.values():
+        assert list(scores) == [9, 10, 11, 12] and all(s in (0.0, 1.0) for s in scores.values())
+    assert curves["learned positions"][9] == 1.0  # inside the training lengths the copy model is right
