@@ -441,3 +441,182 @@ def test_length_generalisation_scores_both_position_kinds_on_each_length(monkeyp
     for scores in curves.values():
         assert list(scores) == [9, 10, 11, 12] and all(s in (0.0, 1.0) for s in scores.values())
     assert curves["learned positions"][9] == 1.0  # inside the training lengths the copy model is right
+
+
+# ---------------------------------------------------------------- masking
+
+TEXT = "To be, or not to be, that is the question"
+
+
+def test_a_window_wider_than_the_text_is_narrowed_with_a_notice_everywhere_it_is_drawn():
+    n = len(lab.store.tokenizer(lab.masking.LM).encode("To be or"))
+    run = lab.masking_run("To be or", "To", "dilated_window", 16, 16, "0", True)
+    assert f"Window width can be 1 to {n - 1}; used {n - 1}." in run.notice
+    assert f"Dilation can be 1 to {n - 1}; used {n - 1}." in run.notice
+    assert run.runs == ["causal (as trained)", f"dilated window w={n - 1}, dilation={n - 1}, causal"]
+    titles = [title for title, _ in run.gallery]
+    assert f"sliding window w={n - 1}" in titles and f"dilated window w={n - 1}, d={n - 1}" in titles
+    quiet = lab.masking_run(TEXT, "To be", "sliding_window", 3, 2, "0", True)
+    assert quiet.notice == ""  # in range: nothing to say
+
+
+@pytest.mark.parametrize("kind", lab.masking.EFFECT_KINDS)
+def test_each_mask_hides_exactly_what_it_says_and_changes_the_reading_accordingly(kind):
+    from transformer_core import build_mask
+
+    run = lab.masking_run(TEXT, "To be", kind, 2, 2, "0", True)
+    n = len(run.labels)
+    trained, chosen = run.runs
+    allowed = build_mask(kind, n, w=2, dilation=2, global_tokens=[0], causal=True).allowed.numpy()
+    assert np.all(run.attn[chosen][..., ~allowed] == 0)  # nothing where the mask hides
+    np.testing.assert_allclose(run.attn[chosen].sum(-1), 1, rtol=1e-5)
+    assert run.losses[chosen].shape == (n - 1,) and run.top_probs[chosen].shape == (n, lab.masking.TOP_K)
+    if kind == "causal":  # the mask it was trained with: the very same reading
+        np.testing.assert_array_equal(run.attn[chosen], run.attn[trained])
+        np.testing.assert_array_equal(run.losses[chosen], run.losses[trained])
+    else:
+        assert not np.allclose(run.losses[chosen], run.losses[trained])
+    if kind == "none":  # the only one of these that lets a token read ahead
+        assert run.attn[chosen][..., np.triu(np.ones((n, n), dtype=bool), 1)].max() > 0.01
+
+
+def test_the_gallery_and_bad_mask_settings():
+    run = lab.masking_run(TEXT, "To be", "causal", 3, 2, "0, 4", False)
+    n, n_b = len(run.labels), len(run.labels_b)
+    masks = dict(run.gallery)
+    assert len(run.gallery) == 7 and masks["padding"].allowed.shape == (2, n, n)
+    assert masks["padding"].allowed[1, :, n_b:].sum() == 0  # the second text's padding is never read
+    assert masks["global [0, 4] + window w=3"].allowed[:, 4].all()  # everyone reads a global token
+    with pytest.raises(policy.InputError, match="Mask must be one of"):
+        lab.masking_run(TEXT, "To be", "diagonal", 3, 2, "0", True)
+    with pytest.raises(policy.InputError, match="positions like"):
+        lab.masking_run(TEXT, "To be", "global_window", 3, 2, "zero", True)
+    for empty in ("", None):
+        with pytest.raises(policy.InputError, match="second text of the padding batch is empty"):
+            lab.masking_run(TEXT, empty, "causal", 3, 2, "0", True)
+
+
+def test_the_cheating_demo_shows_a_copier_that_cannot_predict():
+    results, histories, notice = lab.cheating("To be, or not to be, that is", 0)
+    assert notice == "New tokens can be 1 to 60; used 1."
+    honest, copier = results
+    assert (honest.title, copier.title) == tuple(lab.masking.CHEATERS)
+    assert set(histories) == set(lab.masking.CHEATERS) and copier.final_train_loss == histories[copier.title][-1][
+        "train_loss"]
+    # trained with no mask it "learned" by reading the answer: tiny training loss, hopeless honest loss
+    assert copier.final_train_loss < honest.final_train_loss and copier.honest_loss > honest.honest_loss
+    assert all(len(r.continuation) > 0 for r in results)
+
+
+# ---------------------------------------------------------------- generation
+
+
+@pytest.fixture
+def shipped_lm():
+    from lab import generation
+
+    model, tokenizer, notice = generation.load(generation.SHIPPED)
+    assert notice == ""
+    return generation, model, tokenizer
+
+
+def ask(generation, tokenizer, prompt="ROMEO:", mode="sample", max_new=6, seed=7, top_k=0, width=4, **knobs):
+    """check() with the knobs this file varies; the rest at ordinary values."""
+    knobs = {"temperature": 0.9, "top_p": 0.95, "min_p": 0.0, "repetition_penalty": 1.0, **knobs}
+    return generation.check(generation.SHIPPED, tokenizer, lab.store.model("shakespeare-lm").config.max_len, prompt,
+                            mode, knobs["temperature"], top_k, knobs["top_p"], knobs["min_p"],
+                            knobs["repetition_penalty"], max_new, seed, width=width)
+
+
+def test_generation_check_clamps_every_knob_and_says_so(shipped_lm):
+    generation, model, tokenizer = shipped_lm
+    request = ask(generation, tokenizer, max_new=500, seed=2**40, top_k=-3, width=99)
+    assert (request.max_new_tokens, request.width, request.config.top_k, request.config.seed) == (
+        200, 8, 0, 2**32 - 1)
+    assert request.notices == ("New tokens can be 1 to 200; used 200.", "Beam width can be 1 to 8; used 8.",
+                               "Top-k can be 0 to 1000000; used 0.", "Seed can be 0 to 4294967295; used 4294967295.")
+    beam = ask(generation, tokenizer, mode="beam", max_new=500)
+    assert beam.max_new_tokens == 40 and "New tokens (beam search) can be 1 to 40; used 40." in beam.notices
+    long = ask(generation, tokenizer, prompt="word " * 400, mode="beam", max_new=40)
+    room = model.config.max_len - 40  # beam search keeps prompt and new tokens in the context
+    assert len(long.prompt_ids) == room and long.prompt_ids == tuple(tokenizer.encode("word " * 400)[-room:])
+    assert f"only its last {room} tokens are used" in long.notices[-1]
+    empty = ask(generation, tokenizer, prompt="", mode="greedy", temperature=5)
+    assert empty.prompt_text == "\n" and empty.config.temperature == 0.0 and empty.notices == (
+        "The prompt is empty, so the text starts from a new line.",)
+    for bad, message in (({"mode": "nucleus"}, "Decoding must be one of"), ({"top_p": 0.0}, "slider back"),
+                         ({"temperature": "hot"}, "slider back")):
+        with pytest.raises(policy.InputError, match=message):
+            ask(generation, tokenizer, **bad)
+
+
+def test_a_seeded_generation_equals_itself_and_concurrent_equal_requests_share_one_run(shipped_lm, monkeypatch):
+    generation, model, tokenizer = shipped_lm
+    request = ask(generation, tokenizer, max_new=8)
+    streamed = list(generation.generation(model, tokenizer, request))
+    assert len(streamed) == 8 and len(streamed[-1].ids) == len(request.prompt_ids) + 8
+    clear_all()  # computed again, not served: the seed alone makes it the same text
+    assert generation.sampled(model, tokenizer, request).ids == streamed[-1].ids
+    assert generation.sampled(model, tokenizer, ask(generation, tokenizer, max_new=8, seed=8)).ids != streamed[-1].ids
+
+    clear_all()
+    calls, sample_steps = [], generation.sample_steps
+
+    def slow_steps(*args):
+        calls.append(1)
+        for session in sample_steps(*args):
+            time.sleep(0.05)  # long enough for every request to arrive while it runs
+            yield session
+
+    monkeypatch.setattr(generation, "sample_steps", slow_steps)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(generation.sampled(model, tokenizer, request)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(calls) == 1 and len(results) == 4
+    assert all(r.ids == streamed[-1].ids for r in results)
+    assert len({id(r) for r in results}) == 4  # each caller its own copy to extend
+
+
+def test_step_continues_a_copy_of_the_session_and_ends_where_generation_ends(shipped_lm):
+    generation, model, tokenizer = shipped_lm
+    request = ask(generation, tokenizer, max_new=5, repetition_penalty=1.2)
+    session, seen = None, []
+    for _ in range(5):
+        before = None if session is None else (list(session.ids), len(session.records), session.rng_state.clone())
+        extended = generation.step(model, tokenizer, request, session)
+        if session is not None:  # the caller's session is as it was
+            assert (session.ids, len(session.records)) == before[:2] and session.rng_state.equal(before[2])
+            assert extended.ids[:-1] == session.ids
+        seen.append(extended)
+        session = extended
+    assert [len(s.records) for s in seen] == [1, 2, 3, 4, 5]
+    assert session.ids == generation.sampled(model, tokenizer, request).ids  # the same random stream
+    other = ask(generation, tokenizer, max_new=5, seed=99)
+    restarted = generation.step(model, tokenizer, other, session)  # a changed setting starts over
+    assert len(restarted.records) == 1 and restarted.ids[: restarted.n_prompt] == list(other.prompt_ids)
+
+
+def test_beam_search_of_width_one_is_greedy_and_wider_beams_rank_their_hypotheses(shipped_lm):
+    generation, model, tokenizer = shipped_lm
+    greedy = generation.sampled(model, tokenizer, ask(generation, tokenizer, mode="greedy", max_new=6))
+    one = generation.beam(model, ask(generation, tokenizer, mode="beam", max_new=6, width=1))
+    assert one.best.tokens == greedy.ids[greedy.n_prompt:]
+    wide = generation.beam(model, ask(generation, tokenizer, mode="beam", max_new=6, width=4))
+    assert len(wide.steps) == 6 and 1 < len(wide.hypotheses) <= 4
+    scores = [h.score for h in wide.hypotheses]
+    assert scores == sorted(scores, reverse=True) and wide.best.logprob >= one.best.logprob - 1e-6
+
+
+def test_attention_while_generating_keeps_one_row_per_new_token_of_the_greedy_text(shipped_lm):
+    generation, model, tokenizer = shipped_lm
+    run = lab.generation_run("shakespeare-lm", "ROMEO:", 99)
+    assert "New tokens can be 1 to 40; used 40." in run.notice and len(run.rows) == 40
+    assert [r.shape[-1] for r in run.rows] == [run.n_prompt + s for s in range(40)]
+    greedy = generation.sampled(model, tokenizer, ask(generation, tokenizer, mode="greedy", max_new=40))
+    assert run.continuation == tokenizer.decode(greedy.ids[greedy.n_prompt:])  # one greedy text, two use cases
+    with pytest.raises(policy.InputError, match="needs a language model"):
+        lab.generation_run("sentiment", "A fine film", 5)
