@@ -620,3 +620,191 @@ def test_attention_while_generating_keeps_one_row_per_new_token_of_the_greedy_te
     assert run.continuation == tokenizer.decode(greedy.ids[greedy.n_prompt:])  # one greedy text, two use cases
     with pytest.raises(policy.InputError, match="needs a language model"):
         lab.generation_run("sentiment", "A fine film", 5)
+
+
+# ---------------------------------------------------------------- sentiment
+
+SPECIAL = {"[CLS]", "[SEP]"}
+
+
+def strongest(run, sign: int, k: int = 3) -> set[str]:
+    """The k word tokens (specials left out) pushing hardest toward positive (sign 1) or negative (-1)."""
+    scored = [(sign * float(g), label.strip()) for label, g in zip(run.labels, run.grad_x_input) if label not in SPECIAL]
+    return {word for _, word in sorted(scored, reverse=True)[:k]}
+
+
+@pytest.mark.parametrize("text, verdict, sign, words", [
+    ("A dull, boring and badly written mess.", "negative", -1, {"dull", "boring", "badly", "mess"}),
+    ("A wonderful, moving and beautifully acted film.", "positive", 1, {"wonderful", "moving", "beautifully"})])
+def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verdict, sign, words):
+    runs = sentiment.compare(text)
+    assert [r.model for r in runs] == ["sentiment", "sentiment-pretrained"]  # picker order
+    for run in runs:
+        assert max(run.probs, key=run.probs.get) == verdict and sum(run.probs.values()) == pytest.approx(1)
+        assert run.labels == [t.text for t in lab.store.tokenizer(run.model).tokens(text)]
+        assert len(run.grad_x_input) == len(run.rollout) == len(run.labels) == run.attn.shape[-1]
+        assert strongest(run, sign) & words, (run.model, run.labels, run.grad_x_input)
+        assert run.read_text == text and run.notice == ""
+    assert sentiment.classify(text, "pre-trained + fine-tuned (22.6M)") is runs[1]  # label or name: one run
+    assert "model=sentiment-pretrained+%28classifier%29" in sentiment.attention_link(runs[1])
+
+
+def test_sentiment_says_what_it_cut_and_when_there_are_no_words():
+    long = sentiment.classify(" ".join(["good"] * 300))
+    assert "300 tokens; the model reads at most 128" in long.notice and len(long.labels) == 128
+    assert long.read_text == " ".join(["good"] * 128)  # the part the link hands to the Attention tab
+    emoji = sentiment.classify("👍🎉!!!", "sentiment-pretrained")
+    assert "no letters or digits" in emoji.notice
+    with pytest.raises(policy.InputError, match="No classifier 'sentiment-huge'"):
+        sentiment.classify("fine", "sentiment-huge")
+
+
+def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
+    (tmp_path / "sentiment").symlink_to(lab.store.DEFAULT_MODEL_DIR / "sentiment", target_is_directory=True)
+    lab.store.set_model_dir(tmp_path)
+    try:
+        assert sentiment.classifiers() == {"trained from scratch (5.8M)": "sentiment"}
+        (only,) = sentiment.compare("Not bad at all.")
+        assert only.model == "sentiment"
+        with pytest.raises(policy.InputError, match="No classifier"):
+            sentiment.classify("Not bad at all.", "sentiment-pretrained")
+        (tmp_path / "sentiment").unlink()
+        with pytest.raises(policy.InputError, match="No sentiment classifier in"):
+            sentiment.classify("Not bad at all.")
+        assert sentiment.compare("Not bad at all.") == []
+    finally:
+        lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def test_every_tokenizer_gives_ids_character_spans_and_byte_spans():
+    text = "Hi 😍 π!"
+    data = text.encode("utf-8")
+    char_at_byte = [i for i, c in enumerate(text) for _ in c.encode("utf-8")]  # byte offset -> its character
+    read, views, notice = tokens.tokenize(text)
+    assert (read, notice) == (text, "")
+    files = {p.read_bytes() for p in lab.store.DEFAULT_MODEL_DIR.glob("*/tokenizer.json")}
+    assert len(views) == len(files)  # models sharing a tokenizer file share one panel
+    shared = next(v for v in views if "shakespeare-lm" in v.label)
+    assert shared.label.startswith("cheat-causal, cheat-nomask, shakespeare-bpe, shakespeare-lm · byte-level BPE")
+    for view in views:
+        name = view.label.split(",")[0].split(" ·")[0]
+        tokenizer = lab.store.tokenizer(name)
+        assert [s.id for s in view.spans] == tokenizer.encode(text), view.label
+        real = [s for s in view.spans if s.text not in SPECIAL]
+        assert real[0].byte_start == 0 and real[-1].byte_end == len(data)
+        assert all(a.byte_end == b.byte_start or b.byte_start == a.byte_end + 1  # a skipped space at most
+                   for a, b in zip(real, real[1:])), view.label
+        for s in real:  # each token's characters are the characters of its bytes
+            assert (s.start, s.end) == (char_at_byte[s.byte_start], char_at_byte[s.byte_end - 1] + 1), (view.label, s)
+    emoji = [s for s in shared.spans if s.start == 3]
+    assert len(emoji) == 4 and [s.byte_end - s.byte_start for s in emoji] == [1, 1, 1, 1]  # 4 bytes, 1 character
+    assert shared.spans[0].id == lab.store.tokenizer("shakespeare-lm").token_to_id("H")
+
+
+def test_a_tokenizer_is_flagged_only_when_most_of_the_text_is_unknown_to_it():
+    def problem(text):
+        return next(v for v in tokens.tokenize(text)[1] if v.label.startswith("translate-copy")).problem
+
+    assert problem("31415926x") == "" and problem("x1") == ""  # half or fewer unknown: drawn, [UNK] chips and all
+    assert "2 of its 3 tokens would be [UNK]" in problem("xy1")
+    assert tokens.tokenize("") == ("", [], "")
+
+
+def test_merge_replay_clamps_k_and_ends_at_the_tokenizers_own_encoding():
+    bpe = lab.store.tokenizer(tokens.REPLAY_MODEL)
+    text = "Shall I compare thee to a summer's day?"
+    read, k, spans, last = tokens.replay(text, 10**9)
+    assert k == len(bpe.merges) and [s.id for s in spans] == bpe.encode(text) and last == bpe.merges[-1]
+    _, k, spans, last = tokens.replay(text, -5)
+    assert k == 0 and last is None and len(spans) == len(text.encode("utf-8"))  # one token per byte
+    _, k, spans, last = tokens.replay(text, 1)
+    assert last == bpe.merges[0] and len(spans) < len(text.encode("utf-8"))
+    assert tokens.merge_text("Ġthe") == " the"
+    text, training, notice = tokens.scratch("low lower " * 300)
+    assert len(text) == tokens.SCRATCH_MAX_CHARS and "3,000 characters" in notice and training is not None
+    assert tokens.scratch(None) == ("", None, "")
+
+
+def test_a_model_folder_without_readable_tokenizers_is_said_plainly(tmp_path):
+    lab.store.set_model_dir(tmp_path)
+    try:
+        with pytest.raises(policy.InputError, match="No readable tokenizer.json"):
+            tokens.tokenize("hello")
+        (tmp_path / "broken").mkdir()
+        (tmp_path / "broken" / "tokenizer.json").write_text("{not json")
+        (tmp_path / "chars").mkdir()
+        (tmp_path / "chars" / "tokenizer.json").write_bytes(
+            (lab.store.DEFAULT_MODEL_DIR / "shakespeare-char" / "tokenizer.json").read_bytes())
+        _, views, notice = tokens.tokenize("hello")
+        assert [v.label.split(" ·")[0] for v in views] == ["chars"] and "Skipped broken" in notice
+    finally:
+        lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
+
+
+# ---------------------------------------------------------------- concepts
+
+
+def test_the_weighted_average_is_softmax_of_dot_products_then_a_weighted_sum():
+    import torch
+
+    plain = concepts.weighted_average("1 0\n0 1\n1 1", False, "", "", "", False)
+    x = torch.tensor([[1.0, 0], [0, 1], [1, 1]])
+    torch.testing.assert_close(plain.attn, torch.softmax(x @ x.T, -1))
+    torch.testing.assert_close(plain.y, plain.attn @ x)
+    w_q, w_k, w_v = "1 0\n0 2", "0 1\n1 0", "1 1\n0 1"
+    projected = concepts.weighted_average("1 0\n0 1\n1 1", True, w_q, w_k, w_v, True)
+    q, k, v = (x @ torch.tensor(m) for m in ([[1.0, 0], [0, 2]], [[0.0, 1], [1, 0]], [[1.0, 1], [0, 1]]))
+    torch.testing.assert_close(projected.attn, torch.softmax(q @ k.T / 2**0.5, -1))
+    torch.testing.assert_close(projected.y, projected.attn @ v)
+    with pytest.raises(policy.InputError, match="W_q needs 2 rows"):
+        concepts.weighted_average("1 0\n0 1", True, "1 0 0", w_k, w_v, False)
+    with pytest.raises(policy.InputError, match="at most 8 short rows"):
+        concepts.weighted_average("1 " * 2000, False, "", "", "", False)
+
+
+def test_word_order_is_invisible_without_positions_and_visible_with_them():
+    summary, variants, labels, names = concepts.order("the film was not good at all", 0)
+    assert "the shipped `sentiment` classifier" in summary and names == ["negative", "positive"]
+    none, learned = variants
+    assert (none.name, learned.name) == ("no positions", "with positions")
+    assert none.mismatch.max() < 1e-4 and torch_close(none.probs, none.probs_shuffled)
+    assert learned.mismatch.max() > 0.1 and not torch_close(learned.probs, learned.probs_shuffled)
+    shuffled = summary.split("**")[1].split()
+    assert [label.strip() for label in labels] == shuffled  # one token per word here, in the shuffled order
+    with pytest.raises(policy.InputError, match="2 to 40 words"):
+        concepts.order("alone", 0)
+
+
+def torch_close(a, b) -> bool:
+    import torch
+
+    return bool(torch.allclose(a, b, atol=1e-5))
+
+
+def test_positions_and_parameter_counts_come_from_the_shipped_models():
+    import torch
+
+    import transformer_core as tc
+
+    (sinusoidal, similarity), (title, learned, _), note = concepts.positions(16, 8)
+    assert note == "" and title.startswith("learned positions of shakespeare-lm (first 16 of")
+    torch.testing.assert_close(sinusoidal, tc.sinusoidal_encoding(16, 8))
+    torch.testing.assert_close(similarity, sinusoidal @ sinusoidal.T)
+    torch.testing.assert_close(learned, lab.store.model("shakespeare-lm").embed.pos.weight[:16].detach())
+    counts, tables, problems = concepts.parameters(64)
+    assert len({c.total for c in counts}) == 1 and problems == []  # more heads, the same parameters
+    assert sorted(tables) == concepts.shipped_models() == sorted(lab.store.checkpoints(include_cheats=True).values())
+    for name in ("shakespeare-lm", "translate-copy"):
+        assert sum(row.params for row in tables[name]) == sum(p.numel() for p in lab.store.model(name).parameters())
+
+
+def test_the_trace_follows_a_row_and_position_inside_the_batch_only():
+    run, row, position = concepts.trace("1 2 3\n4 3 2", "2 3\n1 4", 0.1, 0, 1, 1)
+    assert (row, position) == (1, 1) and run.targets.shape == (2, 2) and run.label_smoothing == 0.1
+    with pytest.raises(policy.InputError, match="position to follow must be a number from 0 to 1"):
+        concepts.trace("1 2 3\n4 3 2", "2 3\n1 4", 0.1, 0, 1, 2)
+    with pytest.raises(policy.InputError, match="label smoothing must be a number from 0 to 0.5"):
+        concepts.trace("1 2 3\n4 3 2", "2 3\n1 4", 0.9, 0)
