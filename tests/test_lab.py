@@ -858,3 +858,23 @@ def test_live_training_stops_at_the_first_check_that_reaches_99_percent(monkeypa
     assert max(m[1] for m in messages if m[0] == "loss") == stops_at
     assert [m[1] for m in messages if m[0] == "check"] == checks
 
+
+
+def test_a_live_run_that_cannot_start_frees_the_slot_and_says_why(monkeypatch):
+    import multiprocessing
+    from types import SimpleNamespace
+
+    from lab import live
+
+    spawn = multiprocessing.get_context("spawn")
+
+    class Unstartable(spawn.Process):
+        def start(self):
+            raise OSError("cannot start a process: resource temporarily unavailable")
+
+    monkeypatch.setattr(live, "mp", SimpleNamespace(get_context=lambda method=None: SimpleNamespace(
+        Queue=spawn.Queue, Process=Unstartable)))
+    slot = live.LiveTraining()
+    with pytest.raises(OSError, match="resource temporarily unavailable"):
+        next(slot.run("copy", "tiny", 50, 60))
+    assert not slot.busy  # or every later Train press would hear "busy" until the app restarts
