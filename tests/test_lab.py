@@ -192,9 +192,16 @@ def no_hub(monkeypatch):
     from transformer_core.weights import hub
 
     asked = []
-    monkeypatch.setattr(hub, "snapshot_download", lambda *a, **k: asked.append(("snapshot", a, k)))
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: asked.append(("snapshot", a, k)))
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: asked.append(("file", a, k)))
+
+    def offline(what):
+        def ask(*args, **kwargs):
+            asked.append((what, args, kwargs))
+            raise huggingface_hub.errors.LocalEntryNotFoundError("offline, and not in the local cache")
+        return ask
+
+    monkeypatch.setattr(hub, "snapshot_download", offline("snapshot"))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline("snapshot"))
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline("file"))
     monkeypatch.setattr(lab.store, "hub_reachable", lambda timeout=3.0: asked.append(("reachable",)) or False)
     return asked
 
@@ -237,6 +244,22 @@ def test_the_store_loads_each_checkpoint_once_and_says_what_a_half_written_one_l
     assert "shakespeare-lm" in lab.store.checkpoints().values()
     assert "cheat-causal" not in lab.store.checkpoints().values()  # the masking lesson's broken models, unless asked
     assert "cheat-causal" in lab.store.checkpoints(include_cheats=True).values()
+
+
+
+def test_gpt2_unreachable_is_said_and_generation_falls_back_to_the_shipped_model(no_hub, monkeypatch):
+    from lab import generation
+
+    monkeypatch.setattr(lab.store, "_gpt2_loaded", None)
+    with pytest.raises(lab.store.CheckpointError, match="needs the Hugging Face Hub or a copy in the local"):
+        lab.store.gpt2()
+    assert no_hub[0] == ("reachable",) and no_hub[1][2]["local_files_only"]  # offline: only the local cache asked
+    model, tokenizer, notice = generation.load(generation.GPT2)
+    assert model is lab.store.model("shakespeare-lm") and "Using the shipped Shakespeare model" in notice
+    with pytest.raises(policy.InputError, match="needs the Hugging Face Hub"):
+        lab.attention_run(lab.attention.GPT2_LABEL, "Hello")
+    with pytest.raises(policy.InputError, match="Unknown model 'gpt3'"):
+        generation.load("gpt3")
 
 
 # ---------------------------------------------------------------- cache
@@ -349,6 +372,23 @@ def test_attention_labels_are_the_tokens_and_each_model_attends_as_its_kind_allo
     np.testing.assert_array_equal(fallback.attn, lm.attn)
     with pytest.raises(policy.InputError, match="Type some text"):
         lab.attention_run("shakespeare-lm", "   ")
+
+
+
+def test_every_offered_checkpoint_reads_its_own_example_text():
+    offered = lab.attention.models()
+    assert list(offered.values())[-1] == "gpt2" and len(offered) == len(lab.store.checkpoints()) + 1
+    for label, name in list(offered.items())[:-1]:
+        text = lab.attention.example_text(name)
+        run = lab.attention_run(label, text)
+        assert run.model == name and run.shape[2] > 1
+        if lab.store.arch(name) == "EncoderDecoder":  # a translator gets a source of its own task
+            assert run.notice.startswith("Translation: **")
+            assert "".join(run.k_labels[:-1]).replace(" ", "") == text.replace(" ", "")
+        else:
+            assert run.notice == ""
+    assert lab.attention.example_text("translate-copy-sinusoidal") == lab.attention.TRANSLATOR_EXAMPLES["copy"]
+    assert lab.attention.example_text("translate-pig-latin") == lab.attention.TRANSLATOR_EXAMPLES["pig_latin"]
 
 
 def test_attention_slices_clamp_the_query_and_leave_the_kept_run_alone(monkeypatch):
@@ -827,6 +867,7 @@ def test_a_second_live_run_is_refused_while_one_trains_and_the_slot_frees_when_i
     assert str(refused.value) == live.BUSY
     *_, last = running
     assert not slot.busy and last.model is not None and last.codec is not None
+    assert 0 <= live.held_out_score(last.model, last.codec, "copy", 5) <= 1
     assert [step for step, _ in last.losses] == list(range(1, 51)) and [c[0] for c in last.checks] == [50]
     assert torch.get_num_threads() == threads  # trained in its own process, with its own thread count
     with pytest.raises(policy.InputError, match="pig latin takes far longer"):
