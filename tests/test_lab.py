@@ -1,17 +1,20 @@
 """The use cases, without Gradio: one input policy, runs kept for re-slicing, caches that share one computation."""
 
 import json
+import multiprocessing
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 import lab
-from lab import concepts, policy, sentiment, tokens, translation
+from lab import concepts, live, policy, sentiment, tokens, translation
 from lab.cache import ViewCache, clear_all
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +33,6 @@ def _fresh_views():
 def _one_torch_thread():
     """These models are tiny: on a busy 2-core machine two torch threads fighting made a small
     translation ~30x slower (5 s instead of 0.17 s). The use cases' results do not depend on it."""
-    import torch
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -669,7 +670,8 @@ SPECIAL = {"[CLS]", "[SEP]"}
 
 def strongest(run, sign: int, k: int = 3) -> set[str]:
     """The k word tokens (specials left out) pushing hardest toward positive (sign 1) or negative (-1)."""
-    scored = [(sign * float(g), label.strip()) for label, g in zip(run.labels, run.grad_x_input) if label not in SPECIAL]
+    scored = [(sign * float(g), label.strip())
+              for label, g in zip(run.labels, run.grad_x_input) if label not in SPECIAL]
     return {word for _, word in sorted(scored, reverse=True)[:k]}
 
 
@@ -788,8 +790,6 @@ def test_a_model_folder_without_readable_tokenizers_is_said_plainly(tmp_path):
 
 
 def test_the_weighted_average_is_softmax_of_dot_products_then_a_weighted_sum():
-    import torch
-
     plain = concepts.weighted_average("1 0\n0 1\n1 1", False, "", "", "", False)
     x = torch.tensor([[1.0, 0], [0, 1], [1, 1]])
     torch.testing.assert_close(plain.attn, torch.softmax(x @ x.T, -1))
@@ -810,23 +810,15 @@ def test_word_order_is_invisible_without_positions_and_visible_with_them():
     assert "the shipped `sentiment` classifier" in summary and names == ["negative", "positive"]
     none, learned = variants
     assert (none.name, learned.name) == ("no positions", "with positions")
-    assert none.mismatch.max() < 1e-4 and torch_close(none.probs, none.probs_shuffled)
-    assert learned.mismatch.max() > 0.1 and not torch_close(learned.probs, learned.probs_shuffled)
+    assert none.mismatch.max() < 1e-4 and torch.allclose(none.probs, none.probs_shuffled, atol=1e-5)
+    assert learned.mismatch.max() > 0.1 and not torch.allclose(learned.probs, learned.probs_shuffled, atol=1e-5)
     shuffled = summary.split("**")[1].split()
     assert [label.strip() for label in labels] == shuffled  # one token per word here, in the shuffled order
     with pytest.raises(policy.InputError, match="2 to 40 words"):
         concepts.order("alone", 0)
 
 
-def torch_close(a, b) -> bool:
-    import torch
-
-    return bool(torch.allclose(a, b, atol=1e-5))
-
-
 def test_positions_and_parameter_counts_come_from_the_shipped_models():
-    import torch
-
     import transformer_core as tc
 
     (sinusoidal, similarity), (title, learned, _), note = concepts.positions(16, 8)
@@ -854,10 +846,6 @@ def test_the_trace_follows_a_row_and_position_inside_the_batch_only():
 
 
 def test_a_second_live_run_is_refused_while_one_trains_and_the_slot_frees_when_it_ends():
-    import torch
-
-    from lab import live
-
     slot, threads = live.LiveTraining(), torch.get_num_threads()
     running = slot.run("copy", "tiny", 50, 60, poll=0.1)
     next(running)  # the child process is started and holds the slot
@@ -884,10 +872,6 @@ class _Messages(list):
 
 @pytest.mark.parametrize("score, steps, stops_at, checks", [(0.99, 1000, 50, [50]), (0.98, 100, 100, [50, 100])])
 def test_live_training_stops_at_the_first_check_that_reaches_99_percent(monkeypatch, score, steps, stops_at, checks):
-    import torch
-
-    from lab import live
-
     monkeypatch.setattr(live, "exact_match", lambda *args: score)  # the held-out score each check sees
     messages, threads = _Messages(), torch.get_num_threads()
     try:
@@ -900,13 +884,7 @@ def test_live_training_stops_at_the_first_check_that_reaches_99_percent(monkeypa
     assert [m[1] for m in messages if m[0] == "check"] == checks
 
 
-
 def test_a_live_run_that_cannot_start_frees_the_slot_and_says_why(monkeypatch):
-    import multiprocessing
-    from types import SimpleNamespace
-
-    from lab import live
-
     spawn = multiprocessing.get_context("spawn")
 
     class Unstartable(spawn.Process):
