@@ -130,9 +130,10 @@ class LiveTraining:
                     yield state
                     return
         finally:
-            child.join(timeout=5)
-            if child.is_alive():
-                child.kill()  # the person left mid-run: free the CPU and the slot
+            if child.pid is not None:  # started (a child that could not start has nothing to join)
+                child.join(timeout=5)
+                if child.is_alive():
+                    child.kill()  # the person left mid-run: free the CPU and the slot
             self._lock.release()
 
 
