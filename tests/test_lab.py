@@ -20,15 +20,6 @@ from lab.cache import ViewCache, clear_all
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _fresh_views():
-    """Overrides conftest's fixture of the same name, which imports ui.common (and with it Gradio):
-    here only lab's caches are cleared, so running this file alone never imports Gradio."""
-    clear_all()
-    if "ui.common" in sys.modules:  # the whole suite ran a ui test before: clear its caches too
-        sys.modules["ui.common"].clear_caches()
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
     """These models are tiny: on a busy 2-core machine two torch threads fighting made a small
