@@ -387,6 +387,39 @@ def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser,
     assert visit.errors == []
 
 
+def test_generated_text_reads_as_words_and_a_newline_starts_a_new_line(visit):
+    visit.open("?tab=generate&text=ROMEO:%0A&seed=3&new_tokens=30")
+    assert_drawn(wait_drawn(visit, "generate", LINKS["generate"][1]), "generate")
+    lines = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#generated-text .token .text'))
+        .map((e) => ({text: e.textContent, top: e.getBoundingClientRect().top}))""")
+    assert lines[0]["text"] == "ROMEO:↵\n"
+    assert lines[1]["top"] > lines[0]["top"] + 5  # the first generated piece starts the next line
+    ends = [n for n, piece in enumerate(lines[:-1]) if piece["text"].endswith("\n")]
+    assert all(lines[n + 1]["top"] > lines[n]["top"] + 5 for n in ends)  # so does every piece after a newline
+    same_line = [(a, b) for a, b in zip(lines[1:], lines[2:]) if not a["text"].endswith("\n")]
+    assert sum(a["top"] == b["top"] for a, b in same_line) > len(same_line) / 2  # the rest flows as text
+
+
+def test_sentiment_opens_its_text_in_the_attention_tab_on_the_same_classifier(visit):
+    visit.open(LINKS["sentiment"][0])
+    assert_drawn(wait_drawn(visit, "sentiment", LINKS["sentiment"][1]), "sentiment")
+    link = visit.page.locator("#tab-sentiment a", has_text="Open this text in the Attention tab")
+    if link.get_attribute("target") == "_blank":
+        with visit.context.expect_page() as opened:
+            link.click()
+        visit.page = opened.value
+    else:
+        link.click()
+    visit.page.locator("#tab-attention").wait_for()
+    seen = wait_drawn(visit, "attention", LINKS["attention"][1])
+    assert_drawn(seen, "attention")
+    picker = visit.page.locator("#tab-attention input[role=listbox], #tab-attention .wrap input").first.input_value()
+    assert "classifier" in picker
+    keys = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+        .flatMap((gd) => (gd._fullData || []).flatMap((t) => Array.from(t.x || [])))""")
+    assert any("bad" in str(k) for k in keys) and not any("cat" in str(k) for k in keys)
+
+
 def test_the_mcp_server_offers_the_main_endpoints_as_tools(server):
     import urllib.request
 

@@ -31,8 +31,10 @@ EXAMPLES = [
     ["KING HENRY:\nNow, lords,", "beam", 1.0, 0, 1.0, 0.0, 1.0, 20, 0, 4],
 ]
 # Generated pieces sit flush, so "temp"+"est" reads as "tempest", and a newline breaks the line after its ↵.
-# (The whitespace Gradio leaves between token spans is given no width.)
+# (The whitespace Gradio leaves between token spans is given no width. Gradio lays tokens out as a
+# wrapping flexbox, whose items are blocks that no newline can break: the field becomes a plain block.)
 CSS = """
+.flowing-text .textfield { display: block !important; }
 .flowing-text .token-container, .flowing-text .token { display: inline !important; font-size: 0 !important;
   margin: 0 !important; padding: 0 !important; }
 .flowing-text .token .text { font-size: var(--text-lg); background-color: inherit; line-height: 1.9;
