@@ -154,6 +154,8 @@ def build_app() -> gr.Blocks:
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
             opened.append(button.click(step, preset, preset, **shell).then(
                 links.open_preset, preset, [*to_view, linked], **shell))
+        for event in opened[1:]:  # a lecture step brings its part of the page into view
+            event.then(None, preset, None, js=state.SCROLL_TO_STEP, **shell)
         # The view a link or lecture step opens runs on the server right after its inputs are
         # set: no click in the browser, nothing to wait for.
         for tab_item, view in zip(tab_items, views):

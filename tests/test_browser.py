@@ -302,6 +302,8 @@ LINKS = {
 MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#attention-grid"),
         "masking": ("#masking-run", "#masking-gallery"), "generate": ("#generate-run", "#generated-text"),
         "sentiment": ("#sentiment-run", "#sentiment-tokens"), "translate": ("#translate-run", "#translate-attention")}
+# a step whose main view is not its tab's usual one: (main button, main figure)
+MAIN_OF_STEP = {"6. What pre-training adds": (None, "#sentiment-compare .js-plotly-plot")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -373,7 +375,10 @@ def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser,
         assert_drawn(seen, tab)
         chosen = visit.page.locator("#lecture-step input").first.input_value()
         assert chosen == list(state.LECTURE_PRESETS)[i]  # the step's whole name shows in its box
-        button, figure = MAIN.get(tab, (None, None))
+        compared = visit.page.locator("#sentiment-compare .js-plotly-plot")
+        if presets[i].get("compare") == "1":  # both classifiers side by side, each with its attention
+            assert compared.count() == 2 and all(p["data"] > 0 for p in seen["plots"])
+        button, figure = MAIN_OF_STEP.get(chosen) or MAIN.get(tab, (None, None))
         for selector in filter(None, (button, figure)):
             box = _box(visit, selector)
             assert box and box["y"] >= 0, f"step {i + 1}: {selector} is not on the page"

@@ -50,6 +50,9 @@ that "but" shifts the weight to the second half — and fine-tuning only had to 
 Compare the token contributions: the pre-trained model's negations and contrasts carry weight of their own."""
 
 
+SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
+
+
 def _scores(run: use.SentimentRun, method: str):
     signed = method != METHODS[1]
     return (run.grad_x_input if signed else run.rollout), signed
@@ -100,6 +103,8 @@ def build() -> View:
             with gr.Column(scale=2):
                 text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...")
                 model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier")
+                comparing = gr.Checkbox(False, label="Compare both classifiers side by side", elem_id="compare",
+                                        visible=len(installed) > 1)
                 with gr.Row(equal_height=True):
                     method = gr.Radio(list(METHODS), value=METHODS[0], label="Colour tokens by", scale=3)
                     button = gr.Button("Classify", variant="primary", scale=1, elem_id="sentiment-run")
@@ -128,15 +133,25 @@ def build() -> View:
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
         if len(installed) > 1:
-            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=False) as compare_box:
-                gr.Markdown(COMPARE_NOTE)
+            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=False,
+                              elem_id="sentiment-compare") as compare_box:
                 compare_button = gr.Button("Compare the classifiers on this text")
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
                     for label in installed:
-                        with gr.Column():
-                            parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}")]
+                        with gr.Column():  # each grid's title names its classifier
+                            parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}", show_label=False)]
+                gr.Markdown(COMPARE_NOTE)  # after the verdicts: on a projector, the figures come first
             compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
             compare_box.expand(compare, [text, method], [compare_notice, *parts], api_name=False)
+            # ticked by hand, by a link (`compare=1`) or by a lecture step: the section opens, runs, comes into view
+            comparing.change(lambda on: gr.Accordion(open=on), comparing, compare_box, api_name=False,
+                             queue=False).then(compare_if, [comparing, text, method], [compare_notice, *parts],
+                                               api_name=False).then(None, comparing, None, js=SHOW_COMPARE)
     return View(classify, inputs, outputs, "classify")
+
+
+def compare_if(on: bool, text: str | None, method: str):
+    """`compare` when the Compare box is ticked; nothing changes otherwise."""
+    return compare(text, method) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))

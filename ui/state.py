@@ -12,6 +12,7 @@ first text box) and `model` (its model picker).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox
 TRUE_WORDS = {"1", "true", "yes", "on"}
 
 # A lecture, step by step: each preset is the link a lecturer would otherwise post.
-# Keys a tab does not have are ignored, so a preset never breaks a lecture. Seeds are
+# Keys a tab does not have are ignored (and "focus" is the step's part of the page, see
+# SCROLL_TO_STEP), so a preset never breaks a lecture. Seeds are
 # fixed so the same slide shows the same sample in every run.
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "1. Text becomes tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
@@ -33,9 +35,21 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                               "layer": "1", "head": "0"},
     "3. The causal mask": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
     "4. Temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
-    "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film."},
-    "6. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
+    "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
+                                       "compare": "0"},
+    "6. What pre-training adds": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.",
+                                  "compare": "1", "focus": "#sentiment-compare"},
+    "7. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
 }
+
+
+# The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
+# It may still be opening when the step starts, so the scroll is repeated until it has its height.
+SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
+  const go = () => { const el = focus && document.querySelector(focus);
+                     el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
+  go(); if (focus) [300, 1000, 2000].forEach((ms) => setTimeout(go, ms)); }""" % json.dumps(
+    {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
 
 
 def key_for(component) -> str:
