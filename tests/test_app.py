@@ -484,11 +484,14 @@ def test_the_space_runs_the_gradio_version_requirements_allow():
 def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
     demo = app.build_app()
     linked = {t.tab_id: t for t in state.link_tabs(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])}
+    ids = {b.elem_id for b in demo.blocks.values()}
     for name, preset in state.LECTURE_PRESETS.items():
+        settings = {k: v for k, v in preset.items() if k not in ("tab", "focus")}
+        assert preset.get("focus", "#").removeprefix("#") in ids | {""}, f"{name}: no element {preset['focus']}"
         if preset["tab"] in linked:  # a tab still being built is not registered yet
             components = linked[preset["tab"]].components
-            assert set(preset) - {"tab"} <= set(components), f"{name}: {set(preset) - {'tab'} - set(components)}"
-            assert all(state.coerce(components[k], v) is not None for k, v in preset.items() if k != "tab"), name
+            assert set(settings) <= set(components), f"{name}: {set(settings) - set(components)}"
+            assert all(state.coerce(components[k], v) is not None for k, v in settings.items()), name
 
 
 def test_every_image_the_readme_shows_is_in_the_repository():
