@@ -6,7 +6,9 @@ Starts `python app.py`, opens it in Debian's chromium (playwright) at 1280x720 a
 tab's main action, types the text, clicks the button and waits until every visible plot
 holds data, every expected output is filled and no progress indicator remains: the same
 "drawn" the browser tests assert. Bytes are what the page received over the network
-during that wait (Chrome DevTools' encodedDataLength). Each action runs on a fresh page
+during that wait, counted on the wire by a loopback relay between chromium and the app (Chrome
+DevTools reports 0 bytes for chunks of a stream that is still open, as Gradio's answers are).
+Each action runs on a fresh page
 with a text not seen before in the run, so neither the browser's nor the server's caches
 answer it. Generation also reports the time to its first streamed token and the bytes per
 streamed token. Prints one line per action, then one JSON object on the last line.
@@ -15,10 +17,12 @@ streamed token. Prints one line per action, then one JSON object on the last lin
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,14 +62,37 @@ ACTIONS = {
 }
 
 
-class Network:
-    """Bytes one page receives from now on, chunk by chunk (streamed responses too), from Chrome DevTools."""
+class Relay:
+    """A loopback TCP relay in front of the app that counts the bytes it sends to the browser."""
 
-    def __init__(self, page):
-        self.bytes = 0
-        self.session = page.context.new_cdp_session(page)
-        self.session.on("Network.dataReceived", lambda e: setattr(self, "bytes", self.bytes + e["encodedDataLength"]))
-        self.session.send("Network.enable")
+    def __init__(self, app_port: int):
+        self.app_port, self.port, self.bytes = app_port, free_port(), 0
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        ready.wait()
+
+    def _serve(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", self.port))
+        ready.set()
+        self.loop.run_until_complete(server.serve_forever())
+
+    async def _client(self, browser_r, browser_w) -> None:
+        app_r, app_w = await asyncio.open_connection("127.0.0.1", self.app_port)
+        await asyncio.gather(self._pipe(browser_r, app_w, count=False), self._pipe(app_r, browser_w, count=True))
+
+    async def _pipe(self, reader, writer, count: bool) -> None:
+        try:
+            while chunk := await reader.read(65536):
+                if count:
+                    self.bytes += len(chunk)
+                writer.write(chunk)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
 
 
 def drawn(page, tab: str, needs: list[str]) -> bool:
@@ -74,12 +101,11 @@ def drawn(page, tab: str, needs: list[str]) -> bool:
             and all(page.query_selector(sel) for sel in needs))
 
 
-def measure(browser, url: str, name: str, i: int) -> dict:
+def measure(browser, url: str, network: Relay, name: str, i: int) -> dict:
     tab, inputs, button, needs, streamed = ACTIONS[name]
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
-    network = Network(page)  # before the page opens its event stream, which later answers arrive on
     page.goto(f"{url}/?tab={tab}")  # a link without text runs the tab's default view: wait for it first
     page.locator(f"#tab-{tab}").wait_for()
     deadline = time.monotonic() + 120
@@ -125,14 +151,15 @@ def main(argv=None) -> dict:
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     port = free_port()
     process, startup_s = start_app(port, "--model-dir", str(models))
-    url = f"http://127.0.0.1:{port}"
+    network = Relay(port)  # the browser talks to the app through it
+    url = f"http://127.0.0.1:{network.port}"
     runs: dict[str, list[dict]] = {name: [] for name in ACTIONS}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for r in range(args.repeats):
                 for k, name in enumerate(ACTIONS):
-                    runs[name].append(measure(browser, url, name, 1000 * r + 10 * k))
+                    runs[name].append(measure(browser, url, network, name, 1000 * r + 10 * k))
                     print(name, {k: round(v, 3) for k, v in runs[name][-1].items()}, flush=True)
             browser.close()
     finally:
