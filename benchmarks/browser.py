@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "app")]
 from serving import free_port, model_dir, start_app  # noqa: E402
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PROJECTOR, SEEN  # noqa: E402  (one definition of "drawn")

@@ -43,7 +43,7 @@ MODULES = (
 # A focused, fast selection: the tests of the numeric core, without the training commands and
 # the comparisons with transformers (they call the same functions at many times the cost, and
 # each mutant's test process would import transformers again).
-TESTS = ("tests/test_core.py", "tests/test_sampling.py", "tests/test_mask_builders.py")
+TESTS = ("tests/core/test_core.py", "tests/core/test_sampling.py", "tests/core/test_mask_builders.py")
 DESELECT = "not command and not gpt2 and not transformers"
 COPIED = ("transformer_core", "tests", "benchmarks")  # what the tests import
 # `mutmut results` statuses, and how the score counts them

@@ -31,3 +31,21 @@ def corpus(request):
                         f"{str(error).splitlines()[0]}")
 
     return read
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A random 1-layer classifier (context 12) with the shipped sentiment tokenizer, saved as `sentiment` in a
+    model folder: for tests of the classifier's code paths, not of its verdicts."""
+    from pathlib import Path
+
+    from transformer_core import EncoderClassifier, EncoderClassifierConfig, save_checkpoint
+    from transformer_core.tokenization import TextTokenizer
+
+    tokenizer = TextTokenizer.load(Path(__file__).resolve().parent.parent / "assets" / "sentiment")
+    torch.manual_seed(0)
+    model = EncoderClassifier(EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=16, n_head=2,
+                                                      n_layer=1, d_ff=32, max_len=12)).eval()
+    folder = tmp_path_factory.mktemp("models")
+    save_checkpoint(model, folder / "sentiment", tokenizer)
+    return folder

@@ -1,4 +1,4 @@
-"""One rank of the distributed tests (tests/test_distributed.py starts it with torchrun on 127.0.0.1).
+"""One rank of the distributed tests (tests/core/test_distributed.py starts it with torchrun on 127.0.0.1).
 
     python -m torch.distributed.run --nproc-per-node 2 tests/ddp_worker.py MODE OUT [ARGS...]
 

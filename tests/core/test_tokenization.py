@@ -19,7 +19,7 @@ from transformer_core.tokenization import (
     train_char_level,
 )
 
-SHAKESPEARE_BPE = Path(__file__).resolve().parents[1] / "assets" / "shakespeare-bpe" / "tokenizer.json"
+SHAKESPEARE_BPE = Path(__file__).resolve().parents[2] / "assets" / "shakespeare-bpe" / "tokenizer.json"
 
 VARIED = [
     "To be, or not to be, that is the question:",
@@ -249,3 +249,9 @@ def test_train_tokenizer_command_trains_on_a_local_file(tmp_path):
     tokenizer = TextTokenizer.load(out)
     assert tokenizer.is_byte_level and tokenizer.special_tokens == (END_OF_TEXT,)
     assert len(tokenizer.encode("the cat sat")) < len("the cat sat")
+
+
+@pytest.mark.parametrize("name, kind", [("shakespeare-bpe", "byte-level BPE"), ("sentiment-pretrained", "WordPiece"),
+                                        ("shakespeare-char", "characters"), ("translate-reverse", "characters")])
+def test_a_tokenizer_says_what_one_of_its_tokens_is(name, kind):
+    assert TextTokenizer.load(SHAKESPEARE_BPE.parents[1] / name).kind == kind

@@ -15,7 +15,7 @@ import torch
 import transformer_core as tc
 from transformer_core.model.attention import attend
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CONTEXT = 128
 
 

@@ -32,7 +32,7 @@ from lab.policy import InputError
 from figures import figures
 from ui import translate as tab
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
 @pytest.fixture(autouse=True)

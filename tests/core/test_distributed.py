@@ -16,7 +16,7 @@ import transformer_core as tc
 from transformer_core import distributed
 from transformer_core.device import describe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "assets"
 LOSS_TOLERANCE = 1e-5  # float32 sums in another order; weighting ranks by rows instead of target tokens is off by 3e-3
 

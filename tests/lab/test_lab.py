@@ -17,7 +17,7 @@ import lab
 from lab import concepts, live, policy, sentiment, tokens, translation
 from lab.cache import ViewCache, clear_all
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True, scope="module")

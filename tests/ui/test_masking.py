@@ -17,7 +17,7 @@ from figures import figures
 from ui import masking as tab
 from views import masks as views
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"
 TEXT = "To be, or not to be, that is the question"
 

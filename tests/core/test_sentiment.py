@@ -1,4 +1,5 @@
-"""Sentiment: the shipped classifier, saliency, the training pieces, the IMDb loader and the tab."""
+"""Sentiment in the engine: the shipped classifier, saliency, the training pieces and the IMDb loader
+(the tab is tested in tests/ui/test_sentiment_tab.py)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,20 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import gradio as gr
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
 
-from transformer_core import EncoderClassifier, EncoderClassifierConfig, load_model, save_checkpoint
+from transformer_core import load_model
 from transformer_core.training import data, train_sentiment
 from transformer_core.analysis.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
                                         special_ids)
 from transformer_core.tokenization import TextTokenizer
 from transformer_core.training.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
                                               mask_tokens)
-from figures import figures
-from ui import sentiment as tab
-from lab import store
 
-SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "sentiment"
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "sentiment"
 CLEAR = {
     "A wonderful, moving and beautifully acted film.": "positive",
     "One of the best movies of the year: funny, warm and smart.": "positive",
@@ -35,18 +32,6 @@ CLEAR = {
 @pytest.fixture(scope="module")
 def shipped():
     return load_model(SHIPPED), TextTokenizer.load(SHIPPED)
-
-
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory) -> Path:
-    """A random 1-layer classifier with the shipped tokenizer, saved as `sentiment` in a model folder."""
-    tokenizer = TextTokenizer.load(SHIPPED)
-    torch.manual_seed(0)
-    model = EncoderClassifier(EncoderClassifierConfig(vocab_size=tokenizer.vocab_size, d_model=16, n_head=2,
-                                                      n_layer=1, d_ff=32, max_len=12)).eval()
-    folder = tmp_path_factory.mktemp("models")
-    save_checkpoint(model, folder / "sentiment", tokenizer)
-    return folder
 
 
 def test_shipped_checkpoint_gets_clear_sentences_right_every_time(shipped):
@@ -209,32 +194,3 @@ def test_word_vector_init_fills_the_embedding_table_from_unlabelled_text(tiny_ch
     table = model.embed.tok.weight
     used = sorted({i for t in texts for i in tokenizer.encode(t)})
     assert (table[used].abs().sum(-1) > 0).all() and table[tokenizer.vocab_size - 1].abs().sum() == 0
-
-
-@pytest.fixture
-def tiny_store(tiny_checkpoint):
-    before = store.model_dir()
-    store.set_model_dir(tiny_checkpoint)
-    yield
-    store.set_model_dir(before)
-
-
-def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
-    probs, notices, tokens_html, bars, grid, link = figures(tab.classify("not bad at all", tab.METHODS[0]))
-    assert set(probs) == set(LABELS) and sum(probs.values()) == pytest.approx(1.0)
-    assert notices == "" and "bad" in tokens_html
-    assert "tab=attention" in link and "model=sentiment" in link and "text=not+bad+at+all" in link
-    assert len(bars.data[0].y) == 4
-
-
-def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
-    _, notices, *_ = figures(tab.classify("word " * 50, tab.METHODS[1]))
-    assert "only the first 12" in notices
-    _, notices, *_ = figures(tab.classify("👍🎉!!!", tab.METHODS[0]))
-    assert "no letters" in notices
-
-
-@pytest.mark.parametrize("text", ["", "   ", None])
-def test_tab_refuses_empty_text_with_a_message(tiny_store, text):
-    with pytest.raises(gr.Error, match="Type a sentence"):
-        tab.classify(text, tab.METHODS[0])

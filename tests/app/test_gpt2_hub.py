@@ -20,7 +20,7 @@ import torch
 import transformer_core as tc
 from transformer_core.tokenization import TextTokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "The cat sat on the mat. "
 NEW_TOKENS = 8
 TEXT = "The cat sat on the mat. The dog sat on the log. A cat and a dog met on a mat by the log.\n" * 20

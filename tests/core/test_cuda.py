@@ -3,7 +3,7 @@
 A Space with a GPU loads every model onto it (`default_device()`), so any tensor a
 function builds on the CPU and feeds to a model is a crash there and nowhere else.
 These tests compare each GPU result with the CPU one. They are skipped without CUDA
-(CI has none); run them on a GPU machine with `python -m pytest tests/test_cuda.py`.
+(CI has none); run them on a GPU machine with `python -m pytest tests/core/test_cuda.py`.
 """
 
 from pathlib import Path
@@ -19,7 +19,7 @@ from transformer_core.tokenization import TextTokenizer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CHECKPOINTS = sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file())
 TEXT = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
 
