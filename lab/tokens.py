@@ -29,7 +29,8 @@ class Tokenized:
 def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
     """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`; [problems]).
 
-    Character-level tokenizers come first, then the Shakespeare BPE, then the other BPEs by name.
+    Tokenizers that are not byte-level (characters, WordPiece) come first, then the Shakespeare BPE,
+    then the other BPEs by name.
     Models that ship the very same tokenizer file appear once, labelled with all their names.
     A file that cannot be read is reported as a problem instead of hiding the others.
     """
@@ -43,8 +44,7 @@ def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
         except TokenizerError as error:
             problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
             continue
-        kind = "byte-level BPE" if tokenizer.is_byte_level else "characters"
-        label = f"{', '.join(names)} · {kind} · {tokenizer.vocab_size:,} tokens"
+        label = f"{', '.join(names)} · {tokenizer.kind} · {tokenizer.vocab_size:,} tokens"
         found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
     return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
 

@@ -104,6 +104,11 @@ class TextTokenizer:
         self._tokenizer = tokenizer
         spec = json.loads(tokenizer.to_str())
         self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
+        model, vocab = spec["model"]["type"], spec["model"].get("vocab", {})
+        words = [t for t in vocab if not t.startswith(("[", "<"))]  # the specials ([UNK], <s>, ...) aside
+        # what one token is, as the Tokens tab labels it: a file's model type, in the words a lesson uses
+        self.kind = ("byte-level BPE" if self.is_byte_level else "WordPiece" if model == "WordPiece"
+                     else "characters" if model == "WordLevel" and all(len(t) == 1 for t in words) else model)
         self.special_tokens = tuple(t["content"] for t in spec.get("added_tokens", []) if t["special"])
         self.merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
                        for m in spec["model"].get("merges", [])]
