@@ -1,4 +1,5 @@
-"""What every tab's adapters share: turning a use case's InputError into a message on screen.
+"""What every tab's adapters share: a use case's InputError as a message on screen, and one cache of
+each deterministic view's outputs (computed once for everyone, kept encoded as Gradio sends them).
 
 (Figures export their own numbers: see the JSON button `app.py` adds to every plot's toolbar.)
 """
@@ -56,7 +57,8 @@ def _serialized(output):
 def _probing() -> bool:
     """Whether Gradio's queue is only asking if a request can be answered from a cache. It asks before
     queueing each request: a hit is then answered at once, outside the queue's limits, and a miss
-    must raise CacheMissError rather than compute (the request is then queued as usual)."""
+    must raise CacheMissError rather than compute (the request is then queued as usual). The flag is
+    private to Gradio (its gr.cache reads it); tests/ui/test_ui_cache.py fails if it changes."""
     return caching._probe_mode_active.get()
 
 
