@@ -257,6 +257,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     parser.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("TRANSFORMER_LAB_THREADS",
+                                                                          store.SERVING_THREADS)),
+                        help="CPU threads per model call (default 1: requests run side by side, a core each)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
     source.add_argument("--hub-repo", default=None, help="Hub model repo with one checkpoint folder per model")
@@ -269,6 +272,9 @@ def main(argv=None) -> None:
         default_device()  # a bad TRANSFORMER_CORE_DEVICE is reported now, not at the first click
     except DeviceError as e:
         sys.exit(f"error: {e}")
+    if args.threads < 1:
+        sys.exit(f"--threads {args.threads}: must be at least 1")
+    store.set_threads(args.threads)
     if args.model_dir:
         if not Path(args.model_dir).is_dir():
             sys.exit(f"--model-dir {args.model_dir}: no such folder")

@@ -44,11 +44,10 @@ def sentence_of(tokenizer, n: int) -> str:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=40)
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's own choice, as the app runs); 1 on a busy machine")
+    p.add_argument("--threads", type=int, default=store.SERVING_THREADS,
+                   help="torch CPU threads per call (default: as app.py serves)")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    store.set_threads(args.threads)
 
     summary = {}
     for key, name in CLASSIFIERS.items():

@@ -75,11 +75,10 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--stand-in", action="store_true",
                    help=f"time a random model shaped like {LM} (when the checkpoint is not there yet)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's own choice, as the app runs); 1 on a busy machine")
+    p.add_argument("--threads", type=int, default=store.SERVING_THREADS,
+                   help="torch CPU threads per call (default: as app.py serves)")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    store.set_threads(args.threads)
 
     tmp = tempfile.TemporaryDirectory()
     if args.stand_in:

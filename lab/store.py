@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
+import torch
+
 from transformer_core import CheckpointError, default_device, load_gpt2, load_model
 from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
@@ -23,6 +25,22 @@ _lock = threading.Lock()
 _models: dict[str, object] = {}
 _tokenizers: dict[str, TextTokenizer] = {}
 _model_dir = DEFAULT_MODEL_DIR
+
+
+SERVING_THREADS = 1
+
+
+def set_threads(n: int = SERVING_THREADS) -> None:
+    """How many CPU threads one model call may use (app.py --threads).
+
+    One by default: the app runs several requests at once, so each takes one core. Two
+    threads per request on a 2-core machine (a free Space) wait for each other whenever
+    anything else runs: measured beside a low-priority neighbour, a 128-token attention
+    view took 1,040 ms with two threads and 40 ms with one (benchmarks/latency.py).
+    """
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, not {n}")
+    torch.set_num_threads(n)
 
 
 def set_model_dir(path: str | Path) -> None:

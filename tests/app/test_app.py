@@ -17,6 +17,9 @@ import types  # noqa: E402
 import gradio as gr  # noqa: E402
 
 import app  # noqa: E402
+import torch  # noqa: E402
+
+from lab import store  # noqa: E402
 from ui import state  # noqa: E402
 
 
@@ -38,6 +41,21 @@ def test_flags_override_everything(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
     args = app.parse_args(["--host", "0.0.0.0", "--port", "9000", "--share", "--hub-repo", "me/lab"])
     assert (args.host, args.port, args.share, args.hub_repo) == ("0.0.0.0", 9000, True, "me/lab")
+
+
+def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LAB_THREADS", raising=False)
+    assert app.parse_args([]).threads == 1
+    monkeypatch.setenv("TRANSFORMER_LAB_THREADS", "2")
+    assert app.parse_args([]).threads == 2 and app.parse_args(["--threads", "3"]).threads == 3
+    with pytest.raises(SystemExit, match="at least 1"):
+        app.main(["--threads", "0"])
+    threads = torch.get_num_threads()
+    try:
+        store.set_threads(1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_model_dir_and_hub_repo_cannot_be_combined():
