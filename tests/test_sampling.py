@@ -153,6 +153,13 @@ def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
     assert min_p_filter(probs, 0.0) is probs
 
 
+def test_min_p_may_be_one_which_keeps_only_the_most_likely_tokens_and_no_more_than_one():
+    probs = process(torch.tensor([1.0, 3.0, 3.0, 0.0]), [], SamplingConfig(min_p=1.0))["min-p"]
+    assert probs.tolist() == [0.0, 0.5, 0.5, 0.0]  # the two tied at the top
+    with pytest.raises(SamplingError, match=r"^min_p must be in \[0, 1\] \(0 = off\), got 1.5$"):
+        SamplingConfig(min_p=1.5)
+
+
 def test_temperature_divides_the_logits_and_zero_is_argmax_with_ties_to_the_lower_id():
     from transformer_core.decoding.sampling import apply_temperature
 
