@@ -143,6 +143,16 @@ def test_settings_outside_their_range_raise_sampling_error(bad):
     assert SamplingConfig(temperature=0).greedy and not SamplingConfig(temperature=0.5).greedy
 
 
+def test_an_infinite_repetition_penalty_is_refused_and_no_finite_one_gives_nan():
+    with pytest.raises(SamplingError, match=r"^repetition_penalty must be finite and > 0 \(1 = off\), got inf$"):
+        SamplingConfig(repetition_penalty=math.inf)  # it sent a seen logit of exactly 0 to NaN
+    logits = torch.tensor([0.0, 1.0, -1.0, -0.0])
+    for penalty in (1e-30, 0.5, 2.0, 1e30):
+        sampler = Sampler(SamplingConfig(temperature=1.0, repetition_penalty=penalty))
+        token, record = sampler(logits, [0, 1, 2, 3])
+        assert not any(math.isnan(p) for probs in record.probs.values() for p in probs) and record.chosen_prob > 0
+
+
 def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
     logits = torch.tensor([2.0, -1.0, 0.5, 1.0])
     probs = torch.softmax(logits, -1)
