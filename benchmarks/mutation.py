@@ -14,7 +14,8 @@ as killed.
 
 mutmut works in a copy of the repository (it writes a mutants/ folder there and reads its
 settings from that copy's setup.cfg), so the working tree is left alone; a second run with
-the same --workdir re-tests only what changed. Prints every surviving mutant's diff, then on
+the same --workdir re-tests the mutants of the functions that changed, and every mutant that
+survived before (against the tests as they are now). Prints every surviving mutant's diff, then on
 its last line JSON {"killed", "survived", "score": killed / (killed + survived), ...}.
 """
 
@@ -45,7 +46,8 @@ MODULES = (
 # each mutant's test process would import transformers again).
 TESTS = ("tests/core/test_core.py", "tests/core/test_sampling.py", "tests/core/test_mask_builders.py")
 DESELECT = "not command and not gpt2 and not transformers"
-COPIED = ("transformer_core", "tests", "benchmarks")  # what the tests import
+# what the tests import: tests/conftest.py clears the view caches of lab/ and ui/ before each test
+COPIED = ("transformer_core", "tests", "benchmarks", "lab", "ui")
 # `mutmut results` statuses, and how the score counts them
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 SURVIVED = {"survived", "no tests"}
@@ -94,9 +96,16 @@ def main(argv=None) -> None:
     except ImportError:
         raise SystemExit("mutmut is not installed: pip install -r benchmarks/requirements.txt") from None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mutation-"))
+    reused = (workdir / "mutants").is_dir()
     prepare(workdir)
     started = time.perf_counter()
     mutmut(workdir, "run", "--max-children", str(args.max_children), echo=True)
+    # mutmut keeps a verdict until the mutated function itself changes, so a mutant that survived
+    # an earlier run here would never meet the tests written since: test every survivor again.
+    earlier = [name for name, status in statuses(workdir).items() if status in SURVIVED] if reused else []
+    if earlier:
+        print(f"Testing again the {len(earlier)} mutants that survived an earlier run in {workdir}", flush=True)
+        mutmut(workdir, "run", "--max-children", str(args.max_children), *earlier, echo=True)
     seconds = time.perf_counter() - started
     found = statuses(workdir)
     counts = {status: sum(s == status for s in found.values()) for status in sorted(set(found.values()))}

@@ -162,6 +162,93 @@ def test_attention_dropout_acts_only_in_training_on_both_paths_and_the_weights_a
     assert not torch.allclose(model.train()(x), model(x))
 
 
+def test_attention_is_the_softmax_weighted_average_of_the_values_and_by_default_keeps_no_weights():
+    q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
+    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(8), -1)
+    fast, none = attend(q, k, v)  # the defaults: no dropout, the fast path
+    slow, kept = attend(q, k, v, need_weights=True)
+    assert none is None and torch.allclose(kept, weights, atol=1e-6)
+    assert torch.allclose(fast, weights @ v, atol=1e-5) and torch.allclose(slow, weights @ v, atol=1e-5)
+
+
+def test_attention_dropout_drops_weights_at_the_rate_asked_for_and_rescales_the_rest_on_both_paths():
+    p, T = 0.2, 64
+    q, k = torch.randn(1, 2, T, T), torch.randn(1, 2, T, T)
+    v = torch.eye(T).expand(1, 2, T, T)  # the output is then the dropped weights themselves
+    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(T), -1)
+    for need_weights in (False, True):
+        dropped, _ = attend(q, k, v, dropout_p=p, need_weights=need_weights)
+        zero = dropped == 0
+        assert abs(float(zero.float().mean()) - p) < 0.03, need_weights  # of 8192 weights
+        assert torch.allclose(dropped[~zero], weights[~zero] / (1 - p), rtol=1e-4, atol=1e-7), need_weights
+
+
+def test_attend_records_its_scores_before_the_mask_under_its_name():
+    from transformer_core.model import trace
+
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    with trace.recording(keep_values=True) as recorded:
+        attend(q, k, v, tc.causal_mask(4).for_heads(), need_weights=True)
+        attend(q, k, v, need_weights=True, name="mine")
+    assert set(recorded.shapes) == {"attn.scores", "mine.scores"}  # "attn" unless named
+    assert torch.allclose(recorded.values["attn.scores"], q @ k.transpose(-1, -2) / math.sqrt(8), atol=1e-6)
+
+
+def _attention_config(**kw):
+    return tc.DecoderLMConfig(vocab_size=10, **{**random_models.SMALL, "dropout": 0.0, **kw})
+
+
+def test_a_multi_head_attention_layer_applies_its_dropout_in_training_only():
+    attn = tc.MultiHeadAttention(_attention_config(dropout=0.5))
+    x = torch.randn(1, 6, 32)
+    for mask in (None, tc.causal_mask(6)):
+        evaluated = attn.eval()(x, mask=mask)
+        assert torch.equal(attn(x, mask=mask), evaluated)
+        assert not torch.allclose(attn.train()(x, mask=mask), evaluated)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_attention_projections_have_biases_only_when_the_config_asks_for_them(bias):
+    attn = tc.MultiHeadAttention(_attention_config(bias=bias))
+    assert [getattr(attn, name).bias is not None for name in ("w_q", "w_k", "w_v", "w_o")] == [bias] * 4
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_attention_asks_for_the_mask_on_the_device_of_its_queries(device):
+    asked = []
+
+    class Spy(tc.Mask):
+        def for_heads(self, device=None):
+            asked.append(device)
+            return super().for_heads(device)
+
+    attn = tc.MultiHeadAttention(_attention_config()).to(device)
+    out = attn(torch.randn(1, 5, 32, device=device), mask=Spy(tc.causal_mask(5).allowed, "causal"))
+    assert asked == [torch.device(device)] and out.device.type == device
+
+
+def test_a_traced_attention_records_every_stage_under_its_module_path():
+    model = lm()
+    x = torch.randint(0, 40, (1, 6))
+    _, recorded = model.run_with_trace(x, keep_values=True)
+    at = {part: recorded.values[f"layers.1.self_attn.{part}"] for part in ("q", "k", "v", "attn", "weighted", "concat")}
+    assert torch.allclose(at["weighted"], at["attn"] @ at["v"], atol=1e-5)  # attn @ v, per head
+    assert torch.equal(at["concat"], at["weighted"].transpose(1, 2).reshape(1, 6, 32))  # the heads side by side
+
+
+def test_trace_points_of_a_module_traced_on_its_own_are_named_from_its_root_or_bare():
+    from transformer_core.model import trace
+
+    block = tc.Block(_attention_config())
+    trace.name_trace_points(block, {"": "encoder"}, root="solo")
+    assert (block.trace_name, block.self_attn.trace_name) == ("solo", "solo.self_attn")
+    assert block.self_attn.point("q") == "solo.self_attn.q"
+    unnamed = tc.MultiHeadAttention(_attention_config())
+    with trace.recording() as recorded:
+        unnamed(torch.randn(1, 3, 32))
+    assert {"q", "k", "v", "concat"} <= set(recorded.shapes)  # no path: the bare names
+
+
 def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_the_last():
     model = lm()
     x = torch.randint(0, 40, (2, 7))
@@ -241,6 +328,22 @@ def test_next_token_logits_follow_the_weights_when_they_change():
     after, _ = tc.next_token_logits(model, ids)
     assert not torch.allclose(after, before, atol=1e-3)
     assert torch.allclose(after, model(torch.tensor([ids]))[0, -1], atol=1e-5)
+
+
+def test_the_head_by_columns_is_copied_once_and_again_only_when_the_weight_changes():
+    from transformer_core.decoding.generation import _head_by_columns
+
+    model, ids = lm(), [3, 1, 4, 1, 5]
+    first = _head_by_columns(model)
+    assert torch.equal(first, model.head.weight.t()) and first.is_contiguous()
+    tc.next_token_logits(model, ids)
+    tc.next_token_logits(model, ids + [9])
+    assert _head_by_columns(model) is first  # every step reuses the one copy
+    with torch.no_grad():
+        model.head.weight.add_(1.0)
+    changed = _head_by_columns(model)
+    assert changed is not first and torch.equal(changed, model.head.weight.t())
+    assert _head_by_columns(model) is changed
 
 
 # 5. GPT-2 parity -----------------------------------------------------------------------------

@@ -143,6 +143,16 @@ def test_settings_outside_their_range_raise_sampling_error(bad):
     assert SamplingConfig(temperature=0).greedy and not SamplingConfig(temperature=0.5).greedy
 
 
+def test_an_infinite_repetition_penalty_is_refused_and_no_finite_one_gives_nan():
+    with pytest.raises(SamplingError, match=r"^repetition_penalty must be finite and > 0 \(1 = off\), got inf$"):
+        SamplingConfig(repetition_penalty=math.inf)  # it sent a seen logit of exactly 0 to NaN
+    logits = torch.tensor([0.0, 1.0, -1.0, -0.0])
+    for penalty in (1e-30, 0.5, 2.0, 1e30):
+        sampler = Sampler(SamplingConfig(temperature=1.0, repetition_penalty=penalty))
+        token, record = sampler(logits, [0, 1, 2, 3])
+        assert not any(math.isnan(p) for probs in record.probs.values() for p in probs) and record.chosen_prob > 0
+
+
 def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
     logits = torch.tensor([2.0, -1.0, 0.5, 1.0])
     probs = torch.softmax(logits, -1)
@@ -151,6 +161,13 @@ def test_each_processor_returns_the_distribution_untouched_at_its_off_value():
     tail = torch.tensor([1 - 1e-7, 1e-7])  # p = 1 keeps even a token the tolerance would drop
     assert top_p_filter(tail, 1.0) is tail
     assert min_p_filter(probs, 0.0) is probs
+
+
+def test_min_p_may_be_one_which_keeps_only_the_most_likely_tokens_and_no_more_than_one():
+    probs = process(torch.tensor([1.0, 3.0, 3.0, 0.0]), [], SamplingConfig(min_p=1.0))["min-p"]
+    assert probs.tolist() == [0.0, 0.5, 0.5, 0.0]  # the two tied at the top
+    with pytest.raises(SamplingError, match=r"^min_p must be in \[0, 1\] \(0 = off\), got 1.5$"):
+        SamplingConfig(min_p=1.5)
 
 
 def test_temperature_divides_the_logits_and_zero_is_argmax_with_ties_to_the_lower_id():

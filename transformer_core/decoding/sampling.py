@@ -18,6 +18,7 @@ stage, which of them each cut removed, and the token that was chosen.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -52,8 +53,9 @@ class SamplingConfig:
             raise SamplingError(f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
         if not 0 <= self.min_p <= 1:
             raise SamplingError(f"min_p must be in [0, 1] (0 = off), got {self.min_p}")
-        if not self.repetition_penalty > 0:
-            raise SamplingError(f"repetition_penalty must be > 0 (1 = off), got {self.repetition_penalty}")
+        # an infinite penalty is no limit of a finite one: it sends a seen logit of 0 to 0 x inf = NaN
+        if not 0 < self.repetition_penalty < math.inf:
+            raise SamplingError(f"repetition_penalty must be finite and > 0 (1 = off), got {self.repetition_penalty}")
 
     @property
     def greedy(self) -> bool:

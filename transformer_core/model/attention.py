@@ -46,7 +46,7 @@ def attend(q, k, v, allowed=None, dropout_p: float = 0.0, need_weights: bool = F
             scores = scores.masked_fill(~allowed, float("-inf"))
         # softmax over a row of all -inf is NaN: such a query has nothing to read, so 0
         weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+        dropped = F.dropout(weights, dropout_p)  # p = 0: the weights themselves, no random draw
         out = torch.bmm(dropped.reshape(B * H, Tq, Tk), v.reshape(B * H, Tk, d_head)).view(B, H, Tq, d_head)
         return out, weights
 
