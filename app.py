@@ -18,7 +18,7 @@ import gradio as gr
 
 from lab import store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, generate, masking, sentiment, state, tokens, translate
+from ui import about, attention, concepts, generate, masking, sentiment, sessions, state, tokens, translate
 from ui.common import View
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
@@ -117,6 +117,7 @@ THEME = gr.themes.Soft(
 
 
 def build_app() -> gr.Blocks:
+    sessions.make_sessions_lazy()  # a visitor's session costs microseconds, not 15 ms (see ui/sessions.py)
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
         gr.Markdown("# Transformer Lab\nType text and see what a transformer does with it.",

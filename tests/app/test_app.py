@@ -20,7 +20,8 @@ import app  # noqa: E402
 import torch  # noqa: E402
 
 from lab import store  # noqa: E402
-from ui import state  # noqa: E402
+from gradio.state_holder import SessionState  # noqa: E402
+from ui import sessions, state  # noqa: E402
 
 
 def test_defaults_serve_locally_on_7860(monkeypatch):
@@ -153,6 +154,7 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     store.set_model_dir(store.DEFAULT_MODEL_DIR)  # forget what earlier tests loaded
     demo = app.build_app()
     assert store._models == {}  # models load on first use: the first page must not wait for them
+    assert SessionState.__init__ is sessions._lazy_init  # a new visitor's session renders no configs
     public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
     assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("ViewLinks")]
