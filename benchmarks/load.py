@@ -1,6 +1,6 @@
 """Many students at once: the app under 16 concurrent API clients, or a lecture hall on one link.
 
-    python -m benchmarks.load [--clients 16] [--requests 25] [--model-dir DIR]
+    python -m benchmarks.load [--clients 16] [--requests 25] [--rate R] [--model-dir DIR]
     python -m benchmarks.load --same-link [--clients 100] [--gradio-client]
 
 --same-link is the lecture hall: the lecturer says "everyone open this link", and every
@@ -18,6 +18,10 @@ Starts `python app.py` on a free port (startup_s: from the command to the first 
 served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
 cycling through tokenize, attention, generate (32 new tokens), classify and translate with
 varied texts, all over loopback. Afterwards one more request checks the app still answers.
+That loop is closed: a faster endpoint lets its client send the next request sooner, so the
+others' latencies can grow when the app gets faster. `--rate R` opens it: the same 400
+requests leave at R per second from light HTTP clients (one session per client number),
+so each endpoint's latency is the app's alone.
 peak_rss_mb is the app process's high-water resident memory (VmHWM, from the kernel).
 Prints the run's details, then one JSON object on the last line.
 """
@@ -87,6 +91,22 @@ def client_run(client: Client, endpoints: list[str], offset: int, n: int, latenc
             errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
 
 
+def closed_loop(url: str, endpoints: list[str], n_clients: int, n_requests: int) -> tuple[dict, list[str]]:
+    """`n_clients` gradio_client users in threads, each sending its next request when its last is answered."""
+    latencies: dict[str, list[float]] = {name: [] for name in endpoints}
+    errors: list[str] = []
+    # connecting (each client fetches the app's API description) is set-up, not load: one at a time
+    clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 120})
+               for _ in range(n_clients)]
+    threads = [threading.Thread(target=client_run, args=(client, endpoints, c, n_requests, latencies, errors))
+               for c, client in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors
+
+
 SAME_LINK = {  # the view everyone opens, as API calls
     "attention": {"text": "The cat sat on the mat because it was tired, and the dog slept by the door."},
     "generate": {"prompt": "ROMEO:", "max_new_tokens": 32, "seed": 0},
@@ -145,6 +165,11 @@ async def _call(http: httpx.AsyncClient, url: str, name: str, data: list, sessio
     raise RuntimeError("the answer's stream ended without a result")
 
 
+def _payload(info: dict, name: str, request: dict) -> list:
+    """An endpoint's positional data for the HTTP API: `request`'s values, the app's defaults for the rest."""
+    return [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
+
+
 async def _hall(url: str, n: int) -> tuple[dict, list[str]]:
     info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
     sessions = [f"student-{i}" for i in range(n)]
@@ -153,10 +178,32 @@ async def _hall(url: str, n: int) -> tuple[dict, list[str]]:
     limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         for name, request in SAME_LINK.items():
-            data = [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
+            data = _payload(info, name, request)
             answers = await asyncio.gather(*(_call(http, url, name, data, s) for s in sessions), return_exceptions=True)
             latencies[name] = [a for a in answers if isinstance(a, float)]
             errors += [f"{name}: {type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, float)]
+    return latencies, errors
+
+
+async def _open_loop(url: str, endpoints: list[str], clients: int, total: int, rate: float) -> tuple[dict, list[str]]:
+    info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
+    limits = httpx.Limits(max_connections=4 * total, max_keepalive_connections=4 * total)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as http:
+        calls = []
+        for i in range(total):  # one request every 1/rate seconds, whatever the earlier ones are doing
+            name = endpoints[i % len(endpoints)]
+            calls.append(asyncio.create_task(_call(http, url, name, _payload(info, name, REQUESTS[name](i)),
+                                                   f"client-{i % clients}")))
+            await asyncio.sleep(1 / rate)
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+    latencies: dict[str, list[float]] = {name: [] for name in endpoints}
+    errors = []
+    for i, answer in enumerate(answers):
+        name = endpoints[i % len(endpoints)]
+        if isinstance(answer, float):
+            latencies[name].append(answer * 1000)
+        else:
+            errors.append(f"{name}: {type(answer).__name__}: {str(answer)[:200]}")
     return latencies, errors
 
 
@@ -196,6 +243,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--gradio-client", action="store_true",
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="open loop: light HTTP clients send the same mix at this many requests per second, "
+                             "whatever the answers do (a closed loop's latencies depend on its own speed)")
     parser.add_argument("--model-dir", default=None,
                         help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
                              "checkpoint still missing there, listed as stand_ins in the result)")
@@ -219,18 +269,12 @@ def main(argv=None) -> dict:
         missing_endpoints = [name for name in REQUESTS if name not in endpoints]
         print(f"startup {startup_s:.1f} s; endpoints {endpoints}; missing {missing_endpoints}; stand-ins {stand_ins}")
 
-        latencies = {name: [] for name in endpoints}
-        errors: list[str] = []
-        # connecting (each client fetches the app's API description) is set-up, not load: one at a time
-        clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 120})
-                   for _ in range(args.clients)]
         started = time.perf_counter()
-        threads = [threading.Thread(target=client_run, args=(client, endpoints, c, args.requests, latencies, errors))
-                   for c, client in enumerate(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if args.rate:
+            latencies, errors = asyncio.run(_open_loop(url, endpoints, args.clients, args.clients * args.requests,
+                                                       args.rate))
+        else:
+            latencies, errors = closed_loop(url, endpoints, args.clients, args.requests)
         wall_s = time.perf_counter() - started
         Client(url, verbose=False).predict(**REQUESTS["tokenize"](0), api_name="/tokenize")
         answers_after = True
@@ -251,6 +295,7 @@ def main(argv=None) -> dict:
     print(f"{total} requests from {args.clients} clients in {wall_s:.0f} s ({total / wall_s:.1f} req/s)")
     result = {
         "startup_s": round(startup_s, 2),
+        "mode": f"open-loop {args.rate:g}/s" if args.rate else "closed-loop",
         "clients": args.clients,
         "requests": total,
         "errors": len(errors),
