@@ -256,10 +256,11 @@ def hub_model_dir(repo_id: str) -> Path:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    # string defaults from the environment go through `type` too: a bad value is a usage error, not a traceback
+    parser.add_argument("--port", type=int, default=os.environ.get("GRADIO_SERVER_PORT", "7860"))
     parser.add_argument("--share", action="store_true", help="create a public gradio.live link")
-    parser.add_argument("--threads", type=int, default=int(os.environ.get("TRANSFORMER_LAB_THREADS",
-                                                                          store.SERVING_THREADS)),
+    parser.add_argument("--threads", type=int, default=os.environ.get("TRANSFORMER_LAB_THREADS",
+                                                                      str(store.SERVING_THREADS)),
                         help="CPU threads per model call (default 1: requests run side by side, a core each)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")

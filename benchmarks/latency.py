@@ -78,6 +78,8 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=store.SERVING_THREADS,
                    help="torch CPU threads per call (default: as app.py serves)")
     args = p.parse_args(argv)
+    if args.threads < 1:
+        p.error(f"--threads {args.threads}: must be at least 1")
     store.set_threads(args.threads)
 
     tmp = tempfile.TemporaryDirectory()

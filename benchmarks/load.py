@@ -251,6 +251,8 @@ def main(argv=None) -> dict:
                              "checkpoint still missing there, listed as stand_ins in the result)")
     args = parser.parse_args(argv)
     args.clients = args.clients or (100 if args.same_link else 16)
+    if args.rate is not None and not 0 < args.rate < float("inf"):
+        parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
 
     stand_ins = [] if args.model_dir else missing()
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))

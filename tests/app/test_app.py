@@ -44,13 +44,17 @@ def test_flags_override_everything(monkeypatch):
     assert (args.host, args.port, args.share, args.hub_repo) == ("0.0.0.0", 9000, True, "me/lab")
 
 
-def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch):
+def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch, capsys):
     monkeypatch.delenv("TRANSFORMER_LAB_THREADS", raising=False)
     assert app.parse_args([]).threads == 1
     monkeypatch.setenv("TRANSFORMER_LAB_THREADS", "2")
     assert app.parse_args([]).threads == 2 and app.parse_args(["--threads", "3"]).threads == 3
     with pytest.raises(SystemExit, match="at least 1"):
         app.main(["--threads", "0"])
+    monkeypatch.setenv("TRANSFORMER_LAB_THREADS", "many")
+    with pytest.raises(SystemExit):  # argparse's usage error names the value, no traceback
+        app.parse_args([])
+    assert "invalid int value: 'many'" in capsys.readouterr().err
     threads = torch.get_num_threads()
     try:
         store.set_threads(1)
