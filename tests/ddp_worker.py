@@ -5,7 +5,7 @@
 Modes: `copy STOP` trains a tiny translator and stops after STOP steps (rank<R>.pt), then trains it
 again under a 30 s budget while rank 1's clock runs 100 s per reading (clock<R>.pt); `fail` has rank 1
 raise at step 3; `lm ARGS` runs the train_lm command, counting checkpoint writes in saves.txt.
-Each rank writes what it saw under OUT.
+Each rank writes what it saw under OUT, and the threads it still runs after the run (threads<R>.txt).
 """
 
 from __future__ import annotations
@@ -90,5 +90,13 @@ def main(mode: str, out: Path, *args: str) -> None:
     torch.save(seen, out / f"rank{rank}.pt")
 
 
+def threads() -> list[str]:
+    """The names of this process's threads, C++ ones included (gloo's are pt_gloo_runloop and gloo_tcp_loop)."""
+    tasks = Path("/proc/self/task")
+    return sorted((task / "comm").read_text().strip() for task in tasks.iterdir())
+
+
 if __name__ == "__main__":
     distributed.run(lambda: main(sys.argv[1], Path(sys.argv[2]), *sys.argv[3:]))
+    # what is left once the process group is destroyed: a gloo thread still running races interpreter shutdown
+    (Path(sys.argv[2]) / f"threads{distributed.world().rank}.txt").write_text("\n".join(threads()))

@@ -78,6 +78,11 @@ def setup(device: torch.device | None = None) -> World:
     """
     w = world()
     if w.size > 1 and not dist.is_initialized():
+        # DDP imports torch.distributed.nn, whose functions take `group=group.WORLD` as a default argument: imported
+        # after the group exists, they pin it for good, so destroy_process_group leaves gloo's threads running into
+        # interpreter shutdown, where one freeing a finished broadcast aborts the process (about 1 exit in 8).
+        # Imported first, those defaults are None.
+        import torch.distributed.nn
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo",
                                 timeout=COLLECTIVE_TIMEOUT)
         if not w.main:

@@ -86,6 +86,13 @@ def test_a_run_of_2_processes_resumes_in_1_where_it_stopped(stopped_at_5, one_pr
     assert max(abs(a - b) for (_, a), b in zip(resumed["losses"], tail)) < LOSS_TOLERANCE
 
 
+def test_a_finished_run_leaves_no_gloo_thread_to_race_interpreter_shutdown(stopped_at_5):
+    """Left running, one of them sometimes frees a finished broadcast while Python shuts down: the rank aborts."""
+    for rank in (0, 1):
+        left = (stopped_at_5[0] / f"threads{rank}.txt").read_text().split()
+        assert left and not [name for name in left if "gloo" in name], left
+
+
 def test_ranks_agree_on_the_time_budget_when_their_clocks_disagree(stopped_at_5):
     rank0, rank1 = ranks(stopped_at_5[0], "clock")  # without agreeing, rank 0 would wait for rank 1 alone
     assert [step for step, _ in rank0["losses"]] == [step for step, _ in rank1["losses"]] == [0]
