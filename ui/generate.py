@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import generation as use
-from lab.generation import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
+from lab import generate as use
+from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
 from lab.policy import InputError
 from ui.common import cached, View, handler
-from views import sampling as views
+from views import generate as figures
 from views.kit import placeholder
 
 CONTRAST_TEMPERATURES = (0.2, 0.8, 1.5)
@@ -63,16 +63,16 @@ def _label(tokenizer):
 
 
 def _highlighted(session: Session):
-    return views.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
+    return figures.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
 
 
 def _inspect(session: Session, tokenizer, step: int):
     if not session.records:
         return placeholder("Generate (sample or greedy) to see each step's candidates here.")
     step = min(max(int(step), 0), len(session.records) - 1)
-    stages = views.STAGES if session.records[step].probs["penalty"] != session.records[step].probs["raw"] \
-        else tuple(s for s in views.STAGES if s != "penalty")
-    return views.stage_bars(session.records[step], _label(tokenizer), stages)
+    stages = figures.STAGES if session.records[step].probs["penalty"] != session.records[step].probs["raw"] \
+        else tuple(s for s in figures.STAGES if s != "penalty")
+    return figures.stage_bars(session.records[step], _label(tokenizer), stages)
 
 
 def _slider(session: Session):
@@ -141,9 +141,9 @@ def _beam(model, tokenizer, request: use.Request, notices: list[str]):
     beams = Session(prompt_text=request.prompt_text)  # no sampling records: the step bars stay empty
     info = (f"Beam search (width {request.width}) kept the text below, cumulative log-probability "
             f"{result.best.logprob:.2f}. Below its tree: a text sampled with the current settings.")
-    out = _outputs(notices, beams, tokenizer, info=info, tree=views.beam_tree(result, label, request.width),
+    out = _outputs(notices, beams, tokenizer, info=info, tree=figures.beam_tree(result, label, request.width),
                    compare=_highlighted(sampled))
-    return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
+    return (out[0], figures.beam_highlights(request.prompt_text, result, label), *out[2:])
 
 
 @cached
@@ -164,7 +164,8 @@ def step(session: Session | None, model_label, prompt, mode, temperature, top_k,
         raise InputError("Step works with sample and greedy decoding; beam search runs all its steps at once.")
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    return _outputs(notices, use.step(model, tokenizer, request, session), tokenizer)
+    session = use.step(model, tokenizer, request, session)
+    return _outputs([*notices, session.notice] if session.notice else notices, session, tokenizer)
 
 
 @handler
@@ -229,7 +230,10 @@ def build() -> View:
                                                    info="1 = off")
                 with gr.Row():
                     width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label="Beam width")
-                    length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label="Length penalty")
+                    length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label="Length penalty",
+                                               info="Ranks beams of different lengths; these models never "
+                                                    "write an end token, so their beams all have one length "
+                                                    "and it changes nothing here.")
             with gr.Column(scale=3):
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label="Text (darker = more probable when picked; click a token)",

@@ -17,7 +17,7 @@ from lab import masking as use, store
 from lab.policy import clamp, notice
 from ui.common import cached, View, handler
 from views import attention as attention_views
-from views import masks as views
+from views import masking as views
 from views.kit import plain
 
 # Julius Caesar is the validation play: text the shipped LM never trained on

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import translation as use
+from lab import translate as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
 from ui.common import cached, View, handler, user_error
 from views.kit import placeholder
-from views.sampling import beam_tree
+from views.generate import beam_tree
 from views.translate import attention_figure, length_figure, loss_curve, step_rows
 
 GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}

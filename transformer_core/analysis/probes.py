@@ -53,9 +53,9 @@ def token_losses(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 def top_predictions(logits: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k most likely next tokens at one position: logits (vocab,) -> (probs (k,), ids (k,))."""
+    """The k most likely next tokens at each position: logits (..., vocab) -> (probs (..., k), ids (..., k))."""
     probs = torch.softmax(logits.float(), dim=-1)
-    top = torch.topk(probs, min(k, probs.numel()))
+    top = torch.topk(probs, min(k, probs.shape[-1]))
     return top.values, top.indices
 
 
