@@ -18,7 +18,7 @@ from transformer_core.decoding.seq2seq import Codec, translate, traced
 
 from . import models, store
 from .cache import ViewCache
-from .models import GPT2_LABEL, resolve
+from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, prompt_tokens, source_text, truncate
 
 MAX_NEW_TOKENS = 40

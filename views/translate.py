@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from views.attention import head_heatmap
+from views.kit import head_heatmap
 from views.generate import show
 
 # labels of each group's (queries, keys): "source" positions; target positions by the token they
