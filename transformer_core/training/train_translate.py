@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from .. import distributed
 from .cli import exit_on
-from ..device import describe
+from ..device import describe, device_of
 from ..weights.hub import CheckpointError, load_model, save_checkpoint
 from ..model.models import ConfigError, EncoderDecoder, EncoderDecoderConfig
 from ..decoding.seq2seq import IGNORE, Codec, char_tokenizer, exact_match
@@ -106,7 +106,7 @@ def seq2seq_loss(model, batch) -> torch.Tensor:
 def fit(model: EncoderDecoder, codec: Codec, task: Task, cfg: TrainConfig, batch_size: int,
         on_step=None, resume_path=None, progress: bool = True) -> list[dict]:
     """Train `model` on `task` in place with the shared loop; returns its history."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     return train(model, cfg, pair_batches(task, codec, batch_size, device), seq2seq_loss,
                  resume_path=resume_path, on_step=on_step, progress=progress, terms=scored_targets)
 
