@@ -181,7 +181,7 @@ def build() -> View:
             with gr.Row():
                 live_task = gr.Radio(list(TOY_TASKS), value="copy", label="Task to train")
                 preset = gr.Dropdown(list(LIVE_PRESETS), value="small", label="Model size",
-                                     info=", ".join(f"{p}: d_model {PRESETS[p][0]}, {PRESETS[p][2]} layers"
+                                     info=", ".join(f"{p}: d_model {PRESETS[p].d_model}, {PRESETS[p].n_layer} layers"
                                                     for p in LIVE_PRESETS))
             with gr.Row():
                 live_steps = gr.Slider(50, 3000, value=1000, step=50, label="Steps")
