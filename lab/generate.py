@@ -139,6 +139,11 @@ class Session:
     rng_state: object = None  # the sampler's generator, so Step continues the same random stream
     notice: str = ""  # what Step did that the person did not ask for (started again from the prompt)
 
+    def record(self, step) -> tuple[int, StepRecord]:
+        """(step clamped to the text's steps, that step's record); the session must have records."""
+        step = clamp(step, 0, len(self.records) - 1, "Step")
+        return step, self.records[step]
+
 
 def new_session(request: Request) -> Session:
     return Session(key=request.text_key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
@@ -183,6 +188,8 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
 def step(model, tokenizer, request: Request, session: Session | None) -> Session:
     """One more token: continue `session`, or start one (saying so) if the prompt, model or a sampling
     setting changed; more New tokens or other beam settings keep the text going."""
+    if request.mode == "beam":
+        raise InputError("Step works with sample and greedy decoding; beam search runs all its steps at once.")
     if session is None or session.key != request.text_key or not session.ids:
         restarted = session is not None and bool(session.records)
         session = new_session(request)
@@ -195,6 +202,29 @@ def step(model, tokenizer, request: Request, session: Session | None) -> Session
     for session in sample_steps(model, tokenizer, session, request.config, 1):
         pass
     return session
+
+
+@dataclass(frozen=True)
+class BeamRun:
+    """Beam search's result for a request, beside a text sampled with the same settings."""
+
+    result: BeamResult
+    sampled: Session
+    session: Session  # the prompt alone: beam search keeps no sampling records, so the step bars stay empty
+
+
+def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
+    """What the Generate button shows, as it comes: sample and greedy stream one Session per token;
+    beam search yields the prompt alone (while it runs), then its BeamRun."""
+    if request.mode != "beam":
+        yield from generation(model, tokenizer, request)
+        return
+    yield new_session(request)
+    yield beam_run(model, tokenizer, request)
+
+
+def beam_run(model, tokenizer, request: Request) -> BeamRun:
+    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:

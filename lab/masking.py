@@ -66,6 +66,17 @@ class MaskingRun:
     top_labels: dict[str, list[list[str]]]
     notice: str
 
+    def focus(self, layer, head, position, notices: list[str] | None = None):
+        """(layer, head, position) clamped to this run, the chosen head's (n_runs, T, T) weights under each
+        mask, and {run: (top-5 probabilities, top-5 labels)} at the position."""
+        n_layer, n_head, n, _ = self.attn[self.runs[0]].shape
+        layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
+        head = clamp(head, 0, n_head - 1, "Head", notices)
+        position = clamp(position, 0, n - 1, "Position", notices)
+        weights = np.stack([self.attn[name][layer, head] for name in self.runs])
+        predictions = {name: (self.top_probs[name][position], self.top_labels[name][position]) for name in self.runs}
+        return layer, head, position, weights, predictions
+
 
 def describe(mask: Mask) -> str:
     """A mask's kind and parameters in words, e.g. "sliding window w=3, causal"."""

@@ -105,6 +105,11 @@ def merge_text(piece: str) -> str:
     return bpe.decode([bpe.token_to_id(piece)])
 
 
+def scratch_merges(training: BpeTraining, k) -> int:
+    """How many of a from-scratch training's merges to apply: k moved into [0, merges learned]."""
+    return clamp(k, 0, len(training.steps), "Merges")
+
+
 @functools.lru_cache(maxsize=16)
 def _scratch(text: str) -> BpeTraining:
     return train_bpe_steps(text, SCRATCH_MAX_MERGES, min_count=1)
