@@ -354,7 +354,8 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 """
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line, checked: a setting that cannot work is a usage error before anything is read."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
@@ -409,7 +410,11 @@ def main(argv=None) -> None:
         p.error("--teacher-lr must be positive")
     if not all(0 <= seed < 2**63 for seed in (args.seed, args.teacher_seed)):
         p.error("--seed and --teacher-seed must be from 0 to 2**63 - 1")  # torch's generators take no more
+    return args
 
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)
