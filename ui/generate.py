@@ -226,9 +226,8 @@ def build() -> View:
                 with gr.Row():
                     width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label="Beam width")
                     length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label="Length penalty",
-                                               info="Ranks beams of different lengths; these models never "
-                                                    "write an end token, so their beams all have one length "
-                                                    "and it changes nothing here.")
+                                               info="No effect here: these models never end a text, "
+                                                    "so all beams have one length")
             with gr.Column(scale=3):
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label="Text (darker = more probable when picked; click a token)",
