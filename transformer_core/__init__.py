@@ -32,7 +32,7 @@ from .device import DeviceError, autocast, default_device, device_of
 from .training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 from .decoding.generation import context_window, generate, greedy_choice, next_token_logits, stream
 from .weights.gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
-from .weights.hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
+from .weights.hub import CheckpointError, load_model, save_checkpoint
 from .model.layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
 from .model.masks import (
     MASK_KINDS,
@@ -92,7 +92,7 @@ __all__ = [
     "build_mask", "causal_mask", "context_window", "decoder_lm_from_gpt2", "default_device", "device_of",
     "dilated_window_mask",
     "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
-    "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
+    "next_token_logits", "no_mask", "padding_mask", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
     # analysis (attention rollout, per-token loss, attention while generating)
     "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
