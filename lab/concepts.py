@@ -13,6 +13,7 @@ from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
 
 from . import store
+from .markdown import literal
 from .policy import InputError, truncate
 
 LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
@@ -103,7 +104,8 @@ def order(sentence, seed):
         raise InputError(f"Order experiment: {e}") from e
     names = names or [f"class {c}" for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
-    summary = (f"Model: {which}.\n\nShuffled sentence: **{' '.join(words[w] for w in word_order)}** "
+    shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
+    summary = (f"Model: {which}.\n\nShuffled sentence: **{shuffled}** "
                f"({len(ids)} tokens). {notice}")
     return summary, variants, labels, names
 
