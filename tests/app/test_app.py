@@ -310,13 +310,41 @@ def _tab_demo():
                 out = gr.Textbox(label="Output")
                 gr.Button("Go", variant="primary").click(
                     lambda *a: "", [text, model, temperature, top_k, greedy], out, api_name="generate")
-        links = state.ViewLinks(demo, [tab])
+        keys = {"generate": {"text": ("generate", 0), "model": ("generate", 1), "temperature": ("generate", 2),
+                             "top_k": ("generate", 3), "greedy": ("generate", 4)}}
+        links = state.ViewLinks(demo, [tab], keys)
     return links, dict(text=text, model=model, temperature=temperature, top_k=top_k, greedy=greedy)
 
 
-def test_inputs_are_named_by_label_with_short_names_for_text_and_model():
+def test_inputs_are_named_by_the_link_table_not_by_their_labels():
     links, c = _tab_demo()
     assert list(links.tabs[0].components) == ["text", "model", "temperature", "top_k", "greedy"]
+    assert links.tabs[0].components["temperature"] is c["temperature"]
+
+
+def test_link_keys_of_the_real_app_survive_translated_labels():
+    """Labels will be translated (Chinese next): every link parameter must find the same input anyway."""
+    demo = app.build_app()
+    tabs = [b for b in demo.blocks.values() if isinstance(b, gr.Tab)]
+    before = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    for block in demo.blocks.values():
+        if getattr(block, "label", None):
+            block.label = "标签"
+    after = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    assert after == before
+    declared = {tab: set(keys) for tab, keys in state.LINK_KEYS.items()}
+    assert {tab: set(keys) for tab, keys in after.items() if tab in declared} == declared  # every key resolves
+
+
+def test_every_link_in_the_readme_names_real_parameters():
+    from urllib.parse import parse_qsl, urlparse
+
+    readme = (Path(app.__file__).parent / "README.md").read_text(encoding="utf-8")
+    links = [dict(parse_qsl(urlparse(u).query)) for u in re.findall(r"https?://[^\s)`'\"]+\?tab=[^\s)`'\"]+", readme)]
+    assert links
+    for params in links:
+        keys = state.LINK_KEYS.get(params["tab"], {})
+        assert set(params) - {"tab", "lecture"} <= set(keys), params
 
 
 def test_a_link_sets_each_input_and_clips_or_ignores_what_does_not_fit():
