@@ -37,7 +37,7 @@ def number(value, name: str, lo: float, hi: float) -> float:
     """A slider or number box's value, checked: API clients can send anything."""
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
         x = math.nan
     if not lo <= x <= hi:  # also refuses NaN
         raise InputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from transformer_core import CheckpointError, explain
+from transformer_core.analysis.sentiment import EmptyTextError
 
 from . import store
 from .cache import ViewCache
@@ -77,7 +78,11 @@ def _compute(name: str, text: str) -> SentimentRun:
         model, tokenizer = store.load(name)
     except CheckpointError as e:
         raise InputError(f"The sentiment model is not available: {e}") from e
-    verdict = explain(model, tokenizer, text)
+    try:
+        verdict = explain(model, tokenizer, text)
+    except EmptyTextError:  # e.g. only zero-width or combining marks, which a WordPiece tokenizer drops
+        raise InputError(f"The {name} classifier finds no token it can read in this text; "
+                         "type a sentence with words.") from None
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
