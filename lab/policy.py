@@ -57,7 +57,7 @@ def clamp(value, low: int, high: int, name: str, notices: list[str] | None = Non
         return low
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
         raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.") from None
     if math.isnan(number):
         raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")

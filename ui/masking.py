@@ -18,6 +18,7 @@ from ui.common import cached, View, handler
 from views import attention as attention_views
 from views import masking as views
 from views.kit import plain
+from lab.markdown import literal
 
 # Julius Caesar is the validation play: text the shipped LM never trained on
 FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
@@ -61,7 +62,7 @@ def cheating(prompt: str, n_new: float):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
     lines = [f"**{r.title}** (final training loss {r.final_train_loss:.2f}; loss on your text without peeking "
-             f"{r.honest_loss:.2f} nats/token)  \n{plain(repr(prompt))} → **{plain(repr(r.continuation))}**"
+             f"{r.honest_loss:.2f} nats/token)  \n{literal(repr(prompt))} → **{literal(repr(r.continuation))}**"
              for r in results]
     return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories)
 

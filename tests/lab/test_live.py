@@ -1,12 +1,14 @@
-"""Live training: one slot, stopped at the bar."""
+"""lab.live: the app's one training slot, stopped at the bar, which never holds up the server that answers everyone else."""
 
 import multiprocessing
+import time
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from lab import live, policy
+from lab.live import LiveTraining
 
 
 def test_a_second_live_run_is_refused_while_one_trains_and_the_slot_frees_when_it_ends():
@@ -61,3 +63,21 @@ def test_a_live_run_that_cannot_start_frees_the_slot_and_says_why(monkeypatch):
     with pytest.raises(OSError, match="resource temporarily unavailable"):
         next(slot.run("copy", "tiny", 50, 60))
     assert not slot.busy  # or every later Train press would hear "busy" until the app restarts
+
+
+def test_a_visitor_who_leaves_mid_run_never_blocks_the_caller_and_frees_the_slot():
+    """Gradio closes a left visitor's stream on its event loop: closing must return at once."""
+    slot = LiveTraining()
+    running = slot.run("copy", "tiny", 100_000, 120, poll=0.1)
+    next(running)  # the child trains and holds the slot
+    children = {p.pid for p in multiprocessing.active_children()}
+    assert children
+    t0 = time.perf_counter()
+    running.close()  # the visitor closed the tab
+    closed_in = time.perf_counter() - t0
+    assert closed_in < 0.5, f"closing took {closed_in:.2f} s: every other request waited that long"
+    deadline = time.monotonic() + 5
+    while slot.busy and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not slot.busy  # the slot frees once the child is gone
+    assert not children & {p.pid for p in multiprocessing.active_children()}  # killed and reaped, not left running
