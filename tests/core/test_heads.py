@@ -41,9 +41,12 @@ def test_the_top_ranked_head_is_the_planted_one():
     assert ranking.weights.shape == (2, 4)
     # another pair is not the planted link: the planted head is not singled out there
     assert rank_heads(run, query=6, key=3).ranked[0][0] != Head("encoder", 1, 2)
+    # a word of several tokens: the weights on its pieces add up
+    both = rank_heads(run, query=6, key=[2, 3]).weights
+    assert torch.allclose(both, ranking.weights + rank_heads(run, query=6, key=3).weights)
 
 
-@pytest.mark.parametrize("query, key", [(-1, 0), (0, 10), (10, 0)])
+@pytest.mark.parametrize("query, key", [(-1, 0), (0, 10), (10, 0), (0, []), (0, [1, 10])])
 def test_ranking_positions_outside_the_text_are_refused(query, key):
     _, run = random_models.classifier().run_with_trace(TEXT)
     with pytest.raises(HeadError, match="positions must be"):

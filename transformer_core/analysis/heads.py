@@ -21,7 +21,7 @@ A head is named (group, layer, head) with the trace's groups: "encoder", "decode
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -218,13 +218,13 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
 
 @dataclass(frozen=True)
 class HeadRanking:
-    """Every head ranked by the weight its query `query` puts on key `key`.
+    """Every head ranked by the weight its query `query` puts on key `key` (or keys, summed).
 
     weights: (n_layer, n_head); ranked: (head, weight), largest first; mean: over all heads.
     """
 
     query: int
-    key: int
+    key: int | Sequence[int]
     weights: torch.Tensor
     ranked: list[tuple[Head, float]]
     mean: float
@@ -241,18 +241,21 @@ def _group_of(run: Trace, group: str | None) -> str:
     return group
 
 
-def rank_heads(run: Trace, query: int, key: int, group: str | None = None, row: int = 0) -> HeadRanking:
+def rank_heads(run: Trace, query: int, key: int | Sequence[int], group: str | None = None,
+               row: int = 0) -> HeadRanking:
     """Rank the heads of one traced run by attention from position `query` to position `key`.
 
+    key may be several positions (a word cut into several tokens): the weight is their sum.
     Re-slices the recorded weights (no forward pass). group defaults to the run's one
     self-attention group; row is the batch row.
     """
     group = _group_of(run, group)
     attn = run.attention(group)[:, row]  # (n_layer, H, Tq, Tk)
     Tq, Tk = attn.shape[-2:]
-    if not (0 <= query < Tq and 0 <= key < Tk):
-        raise HeadError(f"positions must be a query in 0..{Tq - 1} and a key in 0..{Tk - 1}, got ({query}, {key})")
-    weights = attn[:, :, query, key]  # (n_layer, H)
+    keys = [key] if isinstance(key, int) else list(key)
+    if not (0 <= query < Tq and keys and all(0 <= k < Tk for k in keys)):
+        raise HeadError(f"positions must be a query in 0..{Tq - 1} and keys in 0..{Tk - 1}, got ({query}, {key})")
+    weights = attn[:, :, query, keys].sum(-1)  # (n_layer, H)
     order = torch.argsort(weights.flatten(), descending=True).tolist()
     H = weights.shape[1]
     ranked = [(Head(group, i // H, i % H), float(weights.flatten()[i])) for i in order]
