@@ -188,7 +188,7 @@ def findings() -> list[dict]:
     return out
 
 
-def grow_induction_head(steps: int = 1500, vocab: int = 64, n: int = 16, seed: int = 0) -> dict:
+def grow_induction_head(steps: int = 4000, vocab: int = 64, n: int = 16, seed: int = 0) -> dict:
     """Train a 2-layer, 4-head attention-only DecoderLM on random n-token sequences repeated twice."""
     torch.manual_seed(seed)
     config = DecoderLMConfig(vocab_size=vocab, d_model=64, n_head=4, n_layer=2, d_ff=1, max_len=2 * n, dropout=0.0)

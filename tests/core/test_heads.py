@@ -122,6 +122,20 @@ def test_batched_importance_map_equals_one_ablation_at_a_time(kind, mode):
     assert sum(abs(d) for _, d in result.ranked()) > 0.01  # non-degenerate: heads matter
 
 
+@pytest.mark.parametrize("kind, ids, target, message", [
+    ("lm", [5], None, "too short"),
+    ("classifier", [], None, "too short"),
+    ("lm", [5, 40], None, "must lie in 0..39"),  # one past the vocabulary
+    ("lm", [-1, 3], None, "must lie in"),
+    ("encdec", [4, 9], None, "needs the target"),
+    ("encdec", [4, 9], [1], "at least <s> and one token"),
+    ("encdec", [4, 9], [1, 25], "target ids must lie"),
+])
+def test_importance_map_refuses_texts_it_cannot_score(kind, ids, target, message):
+    with pytest.raises(HeadError, match=message):
+        importance_map(getattr(random_models, kind)(), ids, target=target)
+
+
 def test_logit_lens_last_layer_is_the_models_output():
     model = random_models.lm(n_layer=3)
     logits, run = model.run_with_trace(TEXT)

@@ -168,15 +168,26 @@ def _score_rows(model, inputs: dict, rows: int):
     return logp.sum(-1), "drop in the target's log-likelihood (nats)"
 
 
+def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
+    if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < vocab_size):
+        raise HeadError(f"{what} ids must lie in 0..{vocab_size - 1}, the model's vocabulary")
+
+
 def _inputs(model, ids, target) -> dict:
     device = next(model.parameters()).device
     ids = torch.as_tensor(ids, device=device).reshape(1, -1)
     if isinstance(model, EncoderDecoder):
         if target is None:
             raise HeadError("a translator's importance map needs the target ids (<s> ... </s>)")
-        return {"src": ids, "tgt": torch.as_tensor(target, device=device).reshape(1, -1)}
-    if len(ids[0]) < (2 if isinstance(model, DecoderLM) else 1):
-        raise HeadError("the text is too short: a language model's loss needs two tokens")
+        target = torch.as_tensor(target, device=device).reshape(1, -1)
+        _check_ids(ids, model.config.src_vocab_size, "source")
+        _check_ids(target, model.config.tgt_vocab_size, "target")
+        if ids.shape[1] < 1 or target.shape[1] < 2:
+            raise HeadError("a translator needs a source and a target of at least <s> and one token")
+        return {"src": ids, "tgt": target}
+    if ids.shape[1] < (2 if isinstance(model, DecoderLM) else 1):
+        raise HeadError("the text is too short: a language model's loss needs two tokens, a classifier one")
+    _check_ids(ids, model.config.vocab_size, "token")
     return {"idx": ids}
 
 
@@ -355,6 +366,9 @@ def head_roles(model, tokens: torch.Tensor) -> HeadRoles:
         raise HeadError("head roles need a sequence repeated twice: (B, 2n) with both halves equal")
     if T > model.config.max_len:
         raise HeadError(f"2n = {T} tokens exceed the model's context of {model.config.max_len}")
+    vocab = min(model.config.src_vocab_size, model.config.tgt_vocab_size) if isinstance(model, EncoderDecoder) \
+        else model.config.vocab_size
+    _check_ids(tokens, vocab, "token")
     tokens = tokens.to(next(model.parameters()).device)
     inputs = {"src": tokens, "tgt": tokens} if isinstance(model, EncoderDecoder) else {"idx": tokens}
     logits, run = model.run_with_trace(**inputs)
