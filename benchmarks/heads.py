@@ -6,6 +6,7 @@ Timed (median of --repeats, after one warm-up), on the server side only, engine 
   importance_encoder_s  importance map of sentiment-pretrained at 40 tokens (72 heads)
   logit_lens_ms       shakespeare-lm at 128 tokens: traced forward + lens (lens_only_ms: the lens alone)
   edit_off_ns         one intervention lookup when nothing is ablated (6 per shakespeare-lm forward)
+  *_cpu_s, *_cpu_ms   the same work in CPU time of all threads, which a busy shared machine inflates less
 The last line is one JSON object.
 
 `--grow` trains a two-layer attention-only model (MLPs held at zero) on random sequences
@@ -46,13 +47,13 @@ SEEDS = (("The animal didn't cross the street because it was too tired", "animal
 LINE = "Now is the winter of our discontent made glorious summer by this sun of York"
 
 
-def median_of(fn, repeats: int) -> float:
+def median_of(fn, repeats: int, clock=time.perf_counter) -> float:
     fn()  # warm-up: first-call allocations
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -84,9 +85,16 @@ def timings(repeats: int) -> dict:
         "find_head_ms": round(1000 * median_of(lambda: rank_heads(run, it, animal), repeats), 2),
         "importance_lm_s": round(median_of(lambda: importance_map(lm, lm_ids), repeats), 3),
         "importance_encoder_s": round(median_of(lambda: importance_map(encoder, enc_ids), repeats), 3),
+        # CPU seconds (all threads): on a shared machine wall time counts other programs' turns,
+        # CPU time counts only this work; on a quiet machine wall ~ CPU / threads
+        "importance_lm_cpu_s": round(median_of(lambda: importance_map(lm, lm_ids), repeats, time.process_time), 3),
+        "importance_encoder_cpu_s": round(median_of(lambda: importance_map(encoder, enc_ids), repeats,
+                                                    time.process_time), 3),
         "logit_lens_ms": round(1000 * median_of(lambda: logit_lens(lm, lm.run_with_trace(lm_ids[None])[1]),
                                                 repeats), 1),
         "lens_only_ms": round(1000 * median_of(lambda: logit_lens(lm, lm_run), repeats), 1),
+        "logit_lens_cpu_ms": round(1000 * median_of(lambda: logit_lens(lm, lm.run_with_trace(lm_ids[None])[1]),
+                                                    repeats, time.process_time), 1),
         "edit_off_ns": round(edit_off_ns, 1),
         "lm_forward_128_ms": round(forward_ms, 1),
         "torch_threads": torch.get_num_threads(),

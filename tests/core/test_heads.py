@@ -139,13 +139,16 @@ def test_importance_map_refuses_texts_it_cannot_score(kind, ids, target, message
 def test_logit_lens_last_layer_is_the_models_output():
     model = random_models.lm(n_layer=3)
     logits, run = model.run_with_trace(TEXT)
+    probs = torch.softmax(logits[0], -1)
     lens = logit_lens(model, run)
-    assert lens.logits.shape == (4, TEXT.shape[1], model.config.vocab_size)  # embedding + 3 blocks
-    assert torch.allclose(lens.logits[-1], logits[0], atol=1e-5)
-    assert torch.equal(lens.top_ids[-1], logits[0].argmax(-1))
-    assert (lens.final_rank[-1] == 0).all()
-    assert (lens.final_rank[0] > 0).any()  # the embedding alone does not already guess it
-    assert torch.allclose(lens.top_probs, torch.softmax(lens.logits, -1).max(-1).values)
+    assert lens.top_ids.shape == (4, TEXT.shape[1])  # the embedding + 3 blocks, per position
+    assert torch.equal(lens.top_ids[-1], probs.argmax(-1))
+    assert torch.allclose(lens.top_probs[-1], probs.max(-1).values, atol=1e-6)
+    assert torch.equal(lens.final_probs[-1], lens.top_probs[-1]) and (lens.final_rank[-1] == 0).all()
+    # earlier layers are read differently: the embedding alone does not already make the final guess
+    assert (lens.final_rank[0] > 0).any() and not torch.equal(lens.top_ids[0], lens.top_ids[-1])
+    expected = torch.softmax(model.head(model.norm(run.hidden["decoder"][1][0])), -1)  # block 0's stream, by hand
+    assert torch.allclose(lens.top_probs[1], expected.max(-1).values, atol=1e-6)
 
 
 def test_logit_lens_refuses_models_without_an_unembedding():

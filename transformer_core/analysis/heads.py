@@ -281,15 +281,16 @@ class LogitLens:
     """A decoder LM's next-token guess read after each layer, for one text.
 
     Row 0 is the embedding, row l the output of block l (so n_layer + 1 rows), each read
-    through the final LayerNorm and the unembedding. top_ids, top_probs: (n_layer + 1, T),
-    the most likely next token and its probability; final_rank: (n_layer + 1, T), the rank
-    (0 = top) of the model's final prediction at that position in each row's guess.
+    through the final LayerNorm and the unembedding; all tensors are (n_layer + 1, T).
+    top_ids, top_probs: the most likely next token and its probability;
+    final_rank, final_probs: the rank (0 = top) and probability, in each row's guess, of
+    the model's final prediction at that position.
     """
 
     top_ids: torch.Tensor
     top_probs: torch.Tensor
     final_rank: torch.Tensor
-    logits: torch.Tensor  # (n_layer + 1, T, vocab)
+    final_probs: torch.Tensor
 
 
 @torch.no_grad()
@@ -303,12 +304,13 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     device = next(model.parameters()).device
     stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
     logits = model.head(model.norm(stream)).float()  # the final norm and unembedding, at every layer
-    probs = torch.softmax(logits, -1)
+    probs = torch.softmax(logits, -1)  # (n_layer + 1, T, vocab)
     top_probs, top_ids = probs.max(-1)
-    final = logits[-1].argmax(-1)  # (T,)
-    final_logit = logits.gather(-1, final.expand(len(logits), -1)[..., None])  # (n_layer + 1, T, 1)
+    final = top_ids[-1].expand(len(probs), -1)[..., None]  # the last row's guess is the model's prediction
+    final_logit = logits.gather(-1, final)  # (n_layer + 1, T, 1)
     final_rank = (logits > final_logit).sum(-1)
-    return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), logits.cpu())
+    final_probs = probs.gather(-1, final)[..., 0]
+    return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
 
 
 # --- head roles --------------------------------------------------------------------------
