@@ -100,7 +100,7 @@ def test_batched_importance_map_equals_one_ablation_at_a_time(kind, mode):
     model = getattr(random_models, kind)()
     src, tgt = TEXT[0] % 30, torch.tensor([1, 5, 8, 3, 12, 2])  # the translator reads 30 source ids
     result = importance_map(model, src, target=tgt if kind == "encdec" else None, mode=mode, batch_rows=5)
-    inputs = {"src": src[None], "tgt": tgt[None]} if kind == "encdec" else {"idx": src[None]}
+    inputs = {"src": src[None], "tgt": tgt[None, :-1]} if kind == "encdec" else {"idx": src[None]}
     means = tc.head_means(model, **inputs)
 
     def score():

@@ -151,21 +151,22 @@ class ImportanceMap:
         return sorted(scores, key=lambda item: -item[1])
 
 
-def _score_rows(model, inputs: dict, rows: int):
-    """Run `rows` copies of one example; -> (per-row score (rows,), measure name).
-    The score is "how well the model does": higher is better, so damage = baseline - score."""
-    if isinstance(model, DecoderLM):
-        ids = inputs["idx"]  # (1, T)
-        logits = model(ids.expand(rows, -1))
-        loss = F.cross_entropy(logits[:, :-1].float().transpose(1, 2), ids[:, 1:].expand(rows, -1), reduction="none")
-        return -loss.mean(-1), "mean next-token loss increase (nats)"
+def _score_rows(model, inputs: dict, labels: torch.Tensor | None, rows: int) -> torch.Tensor:
+    """Run `rows` copies of one example: how well the model does in each row (higher is
+    better, so damage = row 0's score - a row's). LM: minus the mean next-token loss;
+    classifier: log p of each class (rows, n_class); translator: the target's log-likelihood."""
+    logp = torch.log_softmax(model(**{name: x.expand(rows, -1) for name, x in inputs.items()}).float(), -1)
     if isinstance(model, EncoderClassifier):
-        logp = torch.log_softmax(model(inputs["idx"].expand(rows, -1)).float(), -1)
-        return logp, "drop in log p of the predicted label"
-    src, tgt = inputs["src"], inputs["tgt"]  # tgt: (1, T+1) = <s> ... </s>; read [:-1], predict [1:]
-    logits = model(src.expand(rows, -1), tgt[:, :-1].expand(rows, -1))
-    logp = torch.log_softmax(logits.float(), -1).gather(-1, tgt[:, 1:].expand(rows, -1)[..., None])[..., 0]
-    return logp.sum(-1), "drop in the target's log-likelihood (nats)"
+        return logp
+    if isinstance(model, DecoderLM):
+        logp = logp[:, :-1]  # the last position predicts past the text
+    picked = logp.gather(-1, labels.expand(rows, -1)[..., None])[..., 0]  # (rows, T): log p of each next token
+    return picked.mean(-1) if isinstance(model, DecoderLM) else picked.sum(-1)
+
+
+MEASURES = {DecoderLM: "mean next-token loss increase (nats)",
+            EncoderClassifier: "drop in log p of the predicted label",
+            EncoderDecoder: "drop in the target's log-likelihood (nats)"}
 
 
 def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
@@ -173,7 +174,8 @@ def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
         raise HeadError(f"{what} ids must lie in 0..{vocab_size - 1}, the model's vocabulary")
 
 
-def _inputs(model, ids, target) -> dict:
+def _inputs(model, ids, target) -> tuple[dict, torch.Tensor | None]:
+    """The forward pass's inputs for one example, (1, T) each, and the next tokens it is scored on."""
     device = next(model.parameters()).device
     ids = torch.as_tensor(ids, device=device).reshape(1, -1)
     if isinstance(model, EncoderDecoder):
@@ -184,11 +186,11 @@ def _inputs(model, ids, target) -> dict:
         _check_ids(target, model.config.tgt_vocab_size, "target")
         if ids.shape[1] < 1 or target.shape[1] < 2:
             raise HeadError("a translator needs a source and a target of at least <s> and one token")
-        return {"src": ids, "tgt": target}
+        return {"src": ids, "tgt": target[:, :-1]}, target[:, 1:]  # read <s> ..., predict ... </s>
     if ids.shape[1] < (2 if isinstance(model, DecoderLM) else 1):
         raise HeadError("the text is too short: a language model's loss needs two tokens, a classifier one")
     _check_ids(ids, model.config.vocab_size, "token")
-    return {"idx": ids}
+    return {"idx": ids}, ids[:, 1:] if isinstance(model, DecoderLM) else None
 
 
 @torch.no_grad()
@@ -202,15 +204,14 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     per row (row 0: none), so each forward pass measures up to batch_rows heads at once.
     Mean ablation uses the heads' means over this text's positions.
     """
-    inputs = _inputs(model, ids, target)
+    inputs, labels = _inputs(model, ids, target)
     means = head_means(model, **inputs) if mode == "mean" else None
     rows = [[], *([head] for head in all_heads(model))]
-    scores, measure = [], ""
+    scores = []
     for start in range(0, len(rows), batch_rows):
         chunk = rows[start : start + batch_rows]
         with trace.intervening(_edits(model, chunk, mode, means)):
-            score, measure = _score_rows(model, inputs, len(chunk))
-        scores.append(score)
+            scores.append(_score_rows(model, inputs, labels, len(chunk)))
     score = torch.cat(scores)
     if isinstance(model, EncoderClassifier):  # the label the intact model predicts
         score = score[:, int(score[0].argmax())]
@@ -220,8 +221,8 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     for group, paths in layers.items():
         by_group[group] = damage[at : at + len(paths) * H].reshape(len(paths), H)
         at += len(paths) * H
-    baseline = float(score[0]) if not isinstance(model, DecoderLM) else -float(score[0])
-    return ImportanceMap(by_group, measure, baseline, mode)
+    baseline = -float(score[0]) if isinstance(model, DecoderLM) else float(score[0])  # an LM's: its loss
+    return ImportanceMap(by_group, MEASURES[type(model)], baseline, mode)
 
 
 # --- which head links A to B -------------------------------------------------------------
