@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer_core import (
-    ROLE_THRESHOLD, DecoderLM, DecoderLMConfig, EncoderDecoder, Head, TextTokenizer, head_roles, importance_map, load_model, logit_lens,
-    rank_heads, repeated_random_tokens,
+    ROLE_THRESHOLD, DecoderLM, DecoderLMConfig, EncoderDecoder, Head, TextTokenizer, head_roles, importance_map,
+    load_model, logit_lens, rank_heads, repeated_random_tokens,
 )
 from transformer_core.decoding.seq2seq import Codec
 from transformer_core.model import trace

@@ -4,7 +4,6 @@ import pytest
 import random_models
 import torch
 
-import transformer_core as tc
 from transformer_core.analysis.heads import Head, HeadError, ablating, head_means
 
 IDS = torch.tensor([[3, 17, 5, 29, 11, 2, 38, 7, 19, 23, 31, 13]])
