@@ -212,8 +212,11 @@ def grow_induction_head(steps: int = 4000, vocab: int = 64, n: int = 16, seed: i
         model.eval()
         roles = head_roles(model, probe)
         model.train()
-        return {"induction_max": round(float(roles.scores["induction"]["decoder"].max()), 3),
-                "previous_token_max": round(float(roles.scores["previous-token"]["decoder"].max()), 3),
+        # per layer: a real induction head sits in layer 1, reading what a layer-0 head wrote;
+        # a layer-0 head cannot match "the token before this key", whatever its score says
+        best = {role: [round(float(v), 3) for v in roles.scores[role]["decoder"].max(-1).values]
+                for role in ("induction", "previous-token", "duplicate-token")}
+        return {"best_per_layer": best,
                 "loss_first_half": round(float(roles.losses[: n - 1].mean()), 3),
                 "loss_second_half": round(float(roles.losses[n:].mean()), 3)}
 
