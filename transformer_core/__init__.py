@@ -9,6 +9,26 @@ from .analysis.probes import (
     token_losses,
     top_predictions,
 )
+from .analysis.heads import (
+    ABLATIONS,
+    ROLE_THRESHOLD,
+    ROLES,
+    Head,
+    HeadError,
+    HeadRanking,
+    HeadRoles,
+    ImportanceMap,
+    LogitLens,
+    ablating,
+    all_heads,
+    attention_layers,
+    head_means,
+    head_roles,
+    importance_map,
+    logit_lens,
+    rank_heads,
+    repeated_random_tokens,
+)
 from .model.attention import MultiHeadAttention, attend
 from .model.cache import KVCache, LayerCache
 from .decoding.beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
@@ -78,7 +98,7 @@ from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecor
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
-from .model.trace import Trace, recording
+from .model.trace import Trace, intervening, recording
 from .training.loop import TrainConfig, evaluate, learning_rate, train
 from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
@@ -116,4 +136,8 @@ __all__ = [
     "translate",
     # sentiment
     "EmptyTextError", "Verdict", "explain", "gradient_x_input", "predict_proba",
+    # what a head does: find the head behind a link, switch heads off, the logit lens, head roles
+    "ABLATIONS", "ROLES", "ROLE_THRESHOLD", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
+    "LogitLens", "ablating", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
+    "intervening", "logit_lens", "rank_heads", "repeated_random_tokens",
 ]
