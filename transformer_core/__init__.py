@@ -78,6 +78,16 @@ from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecor
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
+from .analysis.documents import (
+    DocumentVerdict,
+    Notice,
+    Sentences,
+    SentenceVerdict,
+    read_document,
+    reads_by_sentences,
+    sentence_log_odds,
+    split_sentences,
+)
 from .model.trace import Trace, recording
 from .training.loop import TrainConfig, evaluate, learning_rate, train
 from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
@@ -116,4 +126,7 @@ __all__ = [
     "translate",
     # sentiment
     "EmptyTextError", "Verdict", "explain", "gradient_x_input", "predict_proba",
+    # whole documents, sentence by sentence
+    "DocumentVerdict", "Notice", "SentenceVerdict", "Sentences", "read_document", "reads_by_sentences",
+    "sentence_log_odds", "split_sentences",
 ]
