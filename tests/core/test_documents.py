@@ -100,7 +100,8 @@ def test_batched_sentences_get_the_same_log_odds_as_each_alone(classifier):
 def test_short_texts_keep_todays_verdict(classifier):
     model, tokenizer = classifier
     short = ["A dull, boring and badly written mess.", "One of the best movies of the year: funny, warm and smart.",
-             "Funny. Warm. Smart. " * 14]  # 280 characters, many sentences: still read whole
+             "Funny. Warm. Smart. " * 14,  # 280 characters, many sentences: still read whole
+             "!!! :)"]  # no words: today's verdict (a guess, the app says) all the same
     for text in short:
         assert not reads_by_sentences(text)
         read = read_document(model, tokenizer, text)
@@ -116,11 +117,15 @@ def test_a_long_review_is_read_by_sentences_and_the_running_verdict_ends_at_the_
     read = read_document(model, tokenizer, REVIEW)
     assert read.by_sentences and len(read.sentences) == 8
     assert [s.text for s in read.sentences] == [REVIEW[s.start:s.end] for s in read.sentences]
-    mean = sum(s.log_odds for s in read.sentences) / len(read.sentences)
+    z = torch.tensor([s.log_odds for s in read.sentences])
+    weighted = (z.abs() * z).sum() / z.abs().sum()  # each sentence's log-odds weighted by its size
     assert read.running[-1] == pytest.approx(read.probs["positive"]) == pytest.approx(torch.sigmoid(
-        torch.tensor(mean)).item(), abs=1e-6)
-    assert read.method_id == "document.mean_log_odds" and read.method_params == {"n": 8}
-    assert read.method == "Read sentence by sentence: the verdict is the mean of the 8 sentences' log-odds."
+        weighted).item(), abs=1e-6)
+    assert read.method_id == "document.confidence_weighted" and read.method_params == {"n": 8}
+    assert read.method == ("Read sentence by sentence: the verdict is the 8 sentences' log-odds, "
+                           "each weighted by its own size.")
+    mean = read_document(model, tokenizer, REVIEW, method="mean_log_odds")
+    assert mean.probs["positive"] == pytest.approx(torch.sigmoid(z.mean()).item(), abs=1e-6)
 
 
 def test_the_running_verdict_shows_where_a_review_turns():
@@ -145,6 +150,6 @@ def test_every_combination_method_gives_a_running_verdict_per_sentence(classifie
 def test_bad_input_is_a_typed_error(classifier):
     model, tokenizer = classifier
     with pytest.raises(EmptyTextError):
-        read_document(model, tokenizer, " ... !!! ")
+        read_document(model, tokenizer, " \n ")
     with pytest.raises(ValueError, match="unknown method"):
         read_document(model, tokenizer, REVIEW, method="median")
