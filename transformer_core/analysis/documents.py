@@ -10,7 +10,7 @@ A running verdict after each sentence shows where a review turns. Which combinat
 
 Three pieces, in order: `split_sentences` (a small rule-based splitter that knows
 "Mr.", "e.g.", "...", decimals, initials, closing quotes and Chinese 。！？),
-`sentence_log_odds` (every sentence in ONE padded forward pass, with padding masks),
+`sentence_log_odds` (every sentence in padded, masked batches of similar lengths),
 and `read_document` (the verdict, per sentence and for the whole text).
 """
 
@@ -26,6 +26,7 @@ from .sentiment import LABELS, EmptyTextError, pad_batch, special_ids
 
 LONG_TEXT_CHARS = 300  # longer than every training snippet (at most 257 characters): read by sentences
 MAX_SENTENCES = 200  # a 700-word review has about 40; more are cut, with a notice
+SENTENCE_BATCH = 16  # sentences per forward pass, in length order (see sentence_log_odds)
 MAX_SENTENCE_CHARS = 500  # about the from-scratch model's 128 tokens; a longer run of text is read in pieces
 
 # Words that end with a period without ending a sentence (lower case, without their final period).
@@ -164,20 +165,29 @@ def split_sentences(text: str) -> Sentences:
 
 @torch.no_grad()
 def sentence_log_odds(model, tokenizer, texts: list[str]) -> tuple[torch.Tensor, list[int]]:
-    """Log-odds log P(positive)/P(negative) per text (N,), from ONE forward pass over all of
-    them, right-padded and masked (`padding_mask` via the model's `lengths`), and how many
-    tokens past max_len each text lost. Padding never changes a verdict: keys beyond a row's
-    length are hidden and mean pooling counts only real tokens."""
+    """Log-odds log P(positive)/P(negative) per text (N,), and how many tokens past max_len each lost.
+
+    The texts go through the model in batches, right-padded and masked (`padding_mask`, via the
+    model's `lengths`): keys beyond a row's length are hidden and mean pooling counts only real
+    tokens, so padding never changes a verdict. Batches of SENTENCE_BATCH taken in length order,
+    each padded only to its own longest text: one batch of all 52 sentences of a 700-word review
+    (7 to 47 tokens), padded to 47, took twice as long on one thread (2.2 s against 1.2 s).
+    """
     pad_id, _ = special_ids(tokenizer)
     max_len = model.config.max_len
     ids = [tokenizer.encode(t) for t in texts]
     if any(len(i) == 0 for i in ids):
         raise EmptyTextError("a sentence has no tokens")
     truncated = [max(0, len(i) - max_len) for i in ids]
-    x, lengths = pad_batch([i[:max_len] for i in ids], pad_id)  # (N, T_max), (N,)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     device = next(model.parameters()).device
-    log_p = torch.log_softmax(model(x.to(device), lengths.to(device)).float(), dim=-1).cpu()  # (N, 2)
-    return log_p[:, 1] - log_p[:, 0], truncated
+    z = torch.empty(len(ids))
+    for start in range(0, len(order), SENTENCE_BATCH):
+        rows = order[start : start + SENTENCE_BATCH]
+        x, lengths = pad_batch([ids[i][:max_len] for i in rows], pad_id)  # (B, T_max), (B,)
+        log_p = torch.log_softmax(model(x.to(device), lengths.to(device)).float(), dim=-1).cpu()  # (B, 2)
+        z[rows] = log_p[:, 1] - log_p[:, 0]
+    return z, truncated
 
 
 # ---------------------------------------------------------------- how sentence verdicts add up
