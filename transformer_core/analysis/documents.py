@@ -289,7 +289,7 @@ def _probs(z: float) -> dict[str, float]:
 
 
 def read_document(model, tokenizer, text: str, method: str = METHOD) -> DocumentVerdict:
-    """Classify `text` sentence by sentence (one batched forward pass) and combine the verdicts.
+    """Classify `text` sentence by sentence (padded, masked batches) and combine the verdicts.
 
     A short text (see `reads_by_sentences`) is one sentence, read whole: the verdict the model
     gives it today. Raises EmptyTextError for an empty text.
