@@ -98,6 +98,16 @@ from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecor
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
+from .analysis.documents import (
+    DocumentVerdict,
+    Notice,
+    Sentences,
+    SentenceVerdict,
+    read_document,
+    reads_by_sentences,
+    sentence_log_odds,
+    split_sentences,
+)
 from .model.trace import Trace, intervening, recording
 from .training.loop import TrainConfig, evaluate, learning_rate, train
 from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
@@ -140,4 +150,7 @@ __all__ = [
     "ABLATIONS", "ROLES", "ROLE_THRESHOLD", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
     "LogitLens", "ablating", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
     "intervening", "logit_lens", "rank_heads", "repeated_random_tokens",
+    # whole documents, sentence by sentence
+    "DocumentVerdict", "Notice", "SentenceVerdict", "Sentences", "read_document", "reads_by_sentences",
+    "sentence_log_odds", "split_sentences",
 ]
