@@ -14,6 +14,8 @@ import torch
 
 import transformer_core as tc
 from transformer_core.model.attention import attend
+from transformer_core.model.cache import KVCache, LayerCache
+from transformer_core.weights.gpt2 import decoder_lm_from_gpt2
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CONTEXT = 128
@@ -264,7 +266,7 @@ def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_t
 
 
 def test_kv_cache_rows_follow_reorder_in_self_and_cross_attention():
-    cache = tc.KVCache(2)
+    cache = KVCache(2)
     assert cache.length == 0
     rows = torch.arange(3.0)[:, None, None, None].expand(3, 2, 5, 4)
     cache.self_attn[0].k = cache.self_attn[0].v = rows
@@ -307,7 +309,7 @@ def test_generation_with_and_without_cache_agree():
 
 
 def test_kv_cache_appends_in_place_until_its_room_is_full():
-    cache = tc.LayerCache()
+    cache = LayerCache()
     k = torch.randn(1, 2, 5, 4)
     cache.append(k, -k)
     buffers = [cache.k.data_ptr()]
@@ -352,7 +354,7 @@ def test_gpt2_weights_give_the_same_logits():
     transformers = pytest.importorskip("transformers")
     hf_config = transformers.GPT2Config(n_embd=48, n_head=4, n_layer=3, n_positions=64, vocab_size=101)
     hf = transformers.GPT2LMHeadModel(hf_config).eval()
-    ours = tc.decoder_lm_from_gpt2(hf.state_dict(), hf_config.to_dict())
+    ours = decoder_lm_from_gpt2(hf.state_dict(), hf_config.to_dict())
     x = torch.randint(0, 101, (2, 20))
     with torch.no_grad():
         assert torch.allclose(ours(x), hf(x).logits, atol=1e-4)
