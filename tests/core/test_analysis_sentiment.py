@@ -17,8 +17,8 @@ from transformer_core.training import data, train_sentiment
 from transformer_core.analysis.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
                                         special_ids)
 from transformer_core.tokenization import TextTokenizer
-from transformer_core.training.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
-                                              mask_tokens)
+from transformer_core.training.sentiment import IGNORE, classification_batches, mask_tokens
+from transformer_core.training.train_sentiment import init_word_vectors, main as train_main
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "sentiment"
 CLEAR = {
