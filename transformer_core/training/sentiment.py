@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..analysis.sentiment import accuracy, mlm_logits, pad_batch
 from ..tokenization import END_OF_TEXT, TextTokenizer
-from . import data
+from . import data, hub_data
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
 IGNORE = -100  # cross_entropy's "no target here"
@@ -25,11 +25,11 @@ class StopEarly(Exception):
     """Validation accuracy stopped improving; training ends with the best weights."""
 
 
-def review_loader(corpus: str, imdb_repo: str = data.IMDB_REPO) -> Callable[[str], list[data.Review]]:
+def review_loader(corpus: str, imdb_repo: str = hub_data.IMDB_REPO) -> Callable[[str], list[data.Review]]:
     """split -> reviews, for the movie-review snippets or IMDb (a Hub repo id or a local copy)."""
     if corpus == "reviews":
         return data.movie_reviews
-    return lambda split: data.imdb_reviews(split, imdb_repo)
+    return lambda split: hub_data.imdb_reviews(split, imdb_repo)
 
 
 def labelled(load, encode: Callable[[str], list[int]], max_len: int,

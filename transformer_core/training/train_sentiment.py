@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from . import data
+from . import data, hub_data
 
 from .. import distributed
 from ..weights.bert import BertImportError, load_bert
@@ -228,7 +228,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
     p.add_argument("--corpus", choices=["reviews", "imdb"], default="reviews",
                    help="the movie-review snippets, or IMDb from the Hub (classic setting: --n-layer 6 --max-len 512)")
-    p.add_argument("--imdb-repo", default=data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
+    p.add_argument("--imdb-repo", default=hub_data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--n-layer", type=int, default=3)
     p.add_argument("--n-head", type=int, default=4)
