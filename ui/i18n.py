@@ -1,0 +1,97 @@
+"""Gradio's side of the two languages: component text, the reader's language in the browser, the switch.
+
+Component text (labels, info, placeholders, buttons, Markdown, tab names, choices) is given as
+`text(id, **params)`: a `gr.I18n` key that the browser translates, so a switch redraws every label at
+once without asking the server. Gradio picks its locale once, at load, from the browser, and its
+own strings ("Use via API", "Settings") come from its built-in zh-CN locale. `HEAD` then applies
+the language of the link (`?lang=zh-CN`) or of the browser (any zh-* is Chinese) through the same
+`changeLocale` that Gradio's Settings panel calls, and remembers it for the server (`LOAD_JS`).
+
+Text the server builds (notices, errors, figures, table headers) takes the language as an input
+like any other, from one session state that the load event, a link and the switch set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import gradio as gr
+from gradio.i18n import I18nData
+
+from i18n import DEFAULT, LANGUAGES, NAMES, Joined, Message, normalise, render, t
+
+_texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
+
+
+def text(key: str, **params) -> I18nData:
+    """Message `key` as component text, translated in the browser. Parameters are filled in now (a
+    label's limits are fixed when the app is built), so each distinct set gets a key of its own."""
+    t(key, DEFAULT, **params)  # an unknown id or a missing parameter fails while the app is built
+    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    derived = f"{key}#{digest}" if params else key
+    _texts[derived] = (key, params)
+    return I18nData(derived)
+
+
+def translations() -> gr.I18n:
+    """Every component text the layout used, in every language: `launch(i18n=...)` sends it to the browser."""
+    return gr.I18n(**{lang: {k: t(key, lang, **params) for k, (key, params) in _texts.items()}
+                      for lang in LANGUAGES})
+
+
+def switch() -> gr.Radio:
+    """The visible language switch: each language named in its own words, its value the language tag."""
+    return gr.Radio([(NAMES[lang], lang) for lang in LANGUAGES], value=DEFAULT, label=text("app.language"),
+                    elem_id="lang", container=False, scale=1, min_width=240)
+
+
+def shown(value, lang: str | None) -> str:
+    """A server-built text (a Message, Joined messages or plain text) in language `lang`."""
+    return render(value, lang)
+
+
+def error(e: Exception, lang: str | None) -> str:
+    """An exception's message in `lang` when it carries a Message (InputError does), else as raised."""
+    message = e.args[0] if e.args else str(e)
+    return render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
+
+
+# The browser's side. The link's `lang`, else the browser's language, mapped like i18n.normalise.
+_RESOLVE = """(() => {
+  const norm = (tag) => /^zh([-_]|$)/i.test(tag || '') ? 'zh-CN' : 'en';
+  const asked = new URLSearchParams(location.search).get('lang');
+  return norm(asked || navigator.language);
+})()"""
+
+# Gradio's i18n store lives in its core module; importing the URL the page already loaded returns the
+# same module instance, so its changeLocale is the one Gradio's components listen to.
+_CORE = """(() => {
+  const url = performance.getEntriesByType('resource').map((e) => e.name).find((n) => /\\/core-[^/]*\\.js$/.test(n));
+  return url ? import(url) : Promise.resolve(null);
+})()"""
+
+HEAD = f"""
+<script>
+(() => {{
+  window.labLang = {_RESOLVE};
+  window.labCore = {_CORE};
+  window.labCore.then((core) => core && core.changeLocale(window.labLang));
+  document.documentElement.lang = window.labLang;
+}})();
+</script>
+"""
+
+# demo.load's input: the language the page chose (the server cannot see navigator.language).
+LOAD_JS = f"(lang) => [window.labLang || {_RESOLVE}]"
+
+# The switch: the labels change in the browser at once; the server then redraws its own text.
+SWITCH_JS = """async (lang) => {
+  window.labLang = lang;
+  document.documentElement.lang = lang;
+  const core = await window.labCore;
+  if (core) core.changeLocale(lang);
+  return lang;
+}"""
+
+__all__ = ["HEAD", "LOAD_JS", "SWITCH_JS", "error", "normalise", "shown", "switch", "text", "translations"]
