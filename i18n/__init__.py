@@ -42,14 +42,15 @@ def normalise(lang: str | None) -> str:
 def t(key: str, lang: str | None = DEFAULT, **params) -> str:
     """Message `key` in `lang` (any tag `normalise` reads), its `{placeholders}` filled from `params`.
 
-    An id missing from the Chinese catalogue falls back to English (the catalogue test forbids it);
-    an id missing from English is a KeyError: a typo must fail, not show the id.
+    Parameters that are Messages are put in the same language. An id missing from the Chinese catalogue
+    falls back to English (the catalogue test forbids it); an id missing from English is a KeyError: a typo
+    must fail, not show the id.
     """
     lang = normalise(lang)
     text = catalogue(lang).get(key)
     if text is None:
         text = catalogue(DEFAULT)[key]
-    return text.format(**params)
+    return text.format(**{name: render(value, lang) for name, value in params.items()})
 
 
 class Message(str):
@@ -68,7 +69,10 @@ class Message(str):
         return self
 
     def render(self, lang: str | None) -> str:
-        return t(self.key, lang, **{k: render(v, lang) for k, v in self.params.items()})
+        return t(self.key, lang, **self.params)
+
+    def __getnewargs_ex__(self):  # copies and pickles (a cached run is deep-copied) are built the same way
+        return (self.key,), self.params
 
 
 class Joined(str):
@@ -84,6 +88,9 @@ class Joined(str):
 
     def render(self, lang: str | None) -> str:
         return self.sep.join(render(p, lang) for p in self.parts)
+
+    def __getnewargs_ex__(self):
+        return (self.parts, self.sep), {}
 
 
 def render(value, lang: str | None):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from i18n import Message
 from transformer_core import CheckpointError, attention_rollout, attention_while_generating, device_of
 from transformer_core.decoding.seq2seq import Codec, DecodingError, translate, traced
 
@@ -23,8 +24,7 @@ from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, tru
 MAX_NEW_TOKENS = 40
 # which attention a model has: encoder self-attention sees both ways, decoder self-attention
 # only the past, cross-attention reads the source from the target
-GROUP_NAMES = {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
-               "cross": "cross-attention (target reads source)"}
+GROUP_NAMES = {group: Message(f"attention.group.{group}") for group in ("encoder", "decoder", "cross")}
 GROUPS_OF = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
 EXAMPLE_TEXT = {
     "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
@@ -51,13 +51,13 @@ class AttentionRun:
     def head(self, layer, head, notices: list[str] | None = None) -> tuple[int, int, np.ndarray]:
         """(layer, head, that head's (Tq, Tk) weights), the indices clamped to this model's sizes."""
         n_layer, n_head = self.attn.shape[:2]
-        layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
-        head = clamp(head, 0, n_head - 1, "Head", notices)
+        layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
+        head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
         return layer, head, self.attn[layer, head]
 
     def query(self, query, notices: list[str] | None = None) -> tuple[int, np.ndarray]:
         """(query position, its rows (n_layer, n_head, Tk) in every head), the position clamped to the text."""
-        query = clamp(query, 0, self.attn.shape[2] - 1, "Query token", notices)
+        query = clamp(query, 0, self.attn.shape[2] - 1, Message("setting.query"), notices)
         return query, self.attn[:, :, query]
 
 
@@ -75,7 +75,7 @@ def example_text(name: str) -> str:
     return TRANSLATOR_EXAMPLES[task]
 
 
-GPT2_LABEL = "gpt2 (GPT-2 from the Hugging Face Hub)"
+GPT2_LABEL = Message("attention.gpt2_label")
 
 
 def models() -> dict[str, str]:
@@ -90,7 +90,7 @@ def resolve(label_or_name: str) -> str:
         return names[label_or_name]
     if label_or_name in names.values():
         return label_or_name
-    raise InputError(f"No model {label_or_name!r} in {store.model_dir()}; pick one from the list.")
+    raise InputError(Message("attention.no_model", label=repr(label_or_name), folder=store.model_dir()))
 
 
 def load(name: str):
@@ -111,11 +111,10 @@ def source_text(codec: Codec, max_len: int, text: str) -> tuple[str, str]:
     if " " not in codec.alphabet:
         text = "".join(text.split())
     if not text:
-        raise InputError("Type a source first: digits for copy/reverse/sort, a sentence for pig latin.")
+        raise InputError(Message("attention.type_source"))
     limit = min(MAX_DRAWN_TOKENS, max_len) - 1  # room for </s>
     if len(text) > limit:
-        cut = notice(cut, f"Your source has {len(text)} characters; this model reads at most {limit}, "
-                          f"so the first {limit} are used.")
+        cut = notice(cut, Message("attention.source_cut", n=len(text), limit=limit))
         text = text[:limit]
     try:
         codec.check(text, max_len)
@@ -130,14 +129,14 @@ def _translator_run(name: str, model, tokenizer, text: str, group: str, cut: str
     target = translate(model, codec, text).ids
     room = min(MAX_DRAWN_TOKENS, model.config.max_len) - 1  # the decoder reads <s> + the target
     if len(target) > room:
-        cut = notice(cut, f"The translation has {len(target)} tokens; the first {room} are shown.")
+        cut = notice(cut, Message("attention.translation_cut", n=len(target), room=room))
         target = target[:room]
     _, trace = traced(model, codec, text, target)
     src = list(text) + ["</s>"]
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
     q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
     return _labelled(name, group, trace.attention(group)[:, 0], q, k,
-                     notice(cut, f"Translation: **{codec.text(target)}**"))
+                     notice(cut, Message("attention.translation", text=codec.text(target))))
 
 
 def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
@@ -157,12 +156,12 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     name = resolve(model)
     text, cut = truncate(text)
     if not text.strip():
-        raise InputError("Type some text first.")
+        raise InputError(Message("attention.type_text"))
     groups = GROUPS_OF[store.arch(name)]
     if group not in groups:
         if group is not None:
-            cut = notice(cut, f"This model has no {GROUP_NAMES.get(group, group)}; showing its "
-                              f"{GROUP_NAMES[groups[0]]}.")
+            cut = notice(cut, Message("attention.no_group", group=GROUP_NAMES.get(group, group),
+                                          fallback=GROUP_NAMES[groups[0]]))
         group = groups[0]
     run = _runs.get((str(store.model_dir()), name, text, group), lambda: _compute(name, text, group))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
@@ -194,11 +193,11 @@ def generation_run(model: str, text: str | None, n_new) -> GenerationRun:
     name = resolve(model)
     text, cut = truncate(text)
     if not text.strip():
-        raise InputError("Type a prompt first.")
+        raise InputError(Message("attention.type_prompt"))
     if store.arch(name) != "DecoderLM":
-        raise InputError("Attention while generating needs a language model: pick one in the model list.")
+        raise InputError(Message("attention.needs_lm"))
     notices = [cut] if cut else []
-    n_new = clamp(n_new, 1, MAX_NEW_TOKENS, "New tokens", notices)
+    n_new = clamp(n_new, 1, MAX_NEW_TOKENS, Message("setting.new_tokens"), notices)
     return _runs.get((str(store.model_dir()), name, text, "generate", n_new),
                      lambda: _generate(name, text, n_new, notice(*notices)))
 

@@ -12,6 +12,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from i18n import Message
 from transformer_core import (
     BeamResult,
     CheckpointError,
@@ -28,8 +29,8 @@ from . import store
 from .cache import ViewCache
 from .policy import InputError, clamp, truncate
 
-SHIPPED = "Shakespeare LM (shipped)"
-GPT2 = "GPT-2 (downloads from the Hugging Face Hub)"
+SHIPPED = Message("generate.model.shipped")
+GPT2 = Message("generate.model.gpt2")
 MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
@@ -40,15 +41,15 @@ EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
 def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     if label not in MODELS:
-        raise InputError(f"Unknown model {label!r}; pick one of: {', '.join(MODELS)}.")
+        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(MODELS)))
     try:
         model, tokenizer = store.load(MODELS[label])
         return model, tokenizer, ""
     except CheckpointError as e:
         if label != GPT2:
-            raise InputError(f"The shipped language model could not be loaded: {e}") from e
+            raise InputError(Message("generate.shipped_failed", error=e)) from e
         model, tokenizer, _ = load(SHIPPED)
-        return model, tokenizer, f"{e}. Using the shipped Shakespeare model."
+        return model, tokenizer, Message("generate.gpt2_fallback", error=e)
 
 
 @dataclass(frozen=True)
@@ -77,36 +78,36 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix."""
     notices: list[str] = []
     if mode not in MODES:
-        raise InputError(f"Decoding must be one of {', '.join(MODES)}, not {mode!r}.")
+        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
     text, cut = truncate(prompt)
     if cut:
         notices.append(cut)
     if not text:
         text = EMPTY_PROMPT
-        notices.append("The prompt is empty, so the text starts from a new line.")
+        notices.append(Message("generate.empty_prompt"))
     limit = BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
-    max_new = clamp(max_new_tokens, 1, limit, "New tokens" + (" (beam search)" if mode == "beam" else ""), notices)
-    width = clamp(width, 1, MAX_WIDTH, "Beam width", notices)
+    max_new = clamp(max_new_tokens, 1, limit, Message("setting.new_tokens_beam" if mode == "beam" else "setting.new_tokens"),
+                    notices)
+    width = clamp(width, 1, MAX_WIDTH, Message("setting.beam_width"), notices)
     ids = tokenizer.encode(text)
     # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
     room = max_len - max_new if mode == "beam" else max_len
     if len(ids) > room:
-        notices.append(f"The prompt is {len(ids)} tokens; the model reads at most {room} here "
-                       f"(context {max_len}), so only its last {room} tokens are used.")
+        notices.append(Message("generate.prompt_cut", n=len(ids), room=room, max_len=max_len))
         ids = ids[-room:]
         text = tokenizer.decode(ids)
     try:
         config = SamplingConfig(
             temperature=0.0 if mode == "greedy" else float(temperature),
-            top_k=clamp(top_k or 0, 0, 10**6, "Top-k", notices), top_p=float(top_p), min_p=float(min_p or 0.0),
-            repetition_penalty=float(repetition_penalty or 1.0), seed=clamp(seed, 0, 2**32 - 1, "Seed", notices),
+            top_k=clamp(top_k or 0, 0, 10**6, Message("setting.top_k"), notices), top_p=float(top_p), min_p=float(min_p or 0.0),
+            repetition_penalty=float(repetition_penalty or 1.0), seed=clamp(seed, 0, 2**32 - 1, Message("setting.seed"), notices),
         )
     except (SamplingError, TypeError, ValueError) as e:
-        raise InputError(f"{e}. Move the slider back into its range.") from e
+        raise InputError(Message("generate.out_of_range", error=e)) from e
     try:
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
-        raise InputError(f"Length penalty must be a number, not {length_penalty!r}.") from None
+        raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN, sanitize
 
 MAX_CHARS = 5000  # longest text any tab takes; longer input is cut, with a visible notice
@@ -17,12 +18,13 @@ MAX_DRAWN_TOKENS = 128  # longest input drawn as attention: a 6 x 8 grid of 128 
 
 
 class InputError(ValueError):
-    """Input a person can fix; the message says what was wrong and what to do."""
+    """Input a person can fix; the message says what was wrong and what to do (a Message: English as a
+    string, in the reader's language on screen)."""
 
 
-def notice(*parts: str) -> str:
-    """Join notices into one line, dropping the empty ones."""
-    return " ".join(p for p in parts if p)
+def notice(*parts: str) -> Joined:
+    """Join notices into one line, dropping the empty ones (each part keeps its own translations)."""
+    return Joined(parts)
 
 
 def truncate(text: str | None, limit: int = MAX_CHARS) -> tuple[str, str]:
@@ -34,11 +36,10 @@ def truncate(text: str | None, limit: int = MAX_CHARS) -> tuple[str, str]:
     raw = text or ""
     text = sanitize(raw)
     repaired = sum(a != b for a, b in zip(raw, text)) if text != raw else 0
-    fixed = (f"Your text had {repaired} lone surrogate(s) (half of a UTF-16 pair, which no text can encode); "
-             "each is read as �.") if repaired else ""
+    fixed = Message("policy.surrogates", n=repaired) if repaired else ""
     if len(text) <= limit:
         return text, fixed
-    return text[:limit], notice(fixed, f"Your text has {len(text):,} characters; only the first {limit:,} are used.")
+    return text[:limit], notice(fixed, Message("policy.cut_chars", n=len(text), limit=limit))
 
 
 def clamp(value, low: int, high: int, name: str, notices: list[str] | None = None) -> int:
@@ -49,17 +50,17 @@ def clamp(value, low: int, high: int, name: str, notices: list[str] | None = Non
     """
     if value is None or value == "":
         if notices is not None:
-            notices.append(f"{name} was empty; used {low}.")
+            notices.append(Message("policy.empty_value", name=name, low=low))
         return low
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.") from None
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value))) from None
     if math.isnan(number):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value)))
     clamped = int(round(min(max(number, low), high)))  # infinities land on the ends too
     if notices is not None and number != clamped:
-        notices.append(f"{name} can be {low} to {high}; used {clamped}.")
+        notices.append(Message("policy.clamped", name=name, low=low, high=high, used=clamped))
     return clamped
 
 
@@ -81,15 +82,14 @@ def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str 
     spans = tokenizer.tokens(text)
     if len(spans) < min_tokens:
         if not spans:
-            raise InputError("The text has no tokens: type a sentence.")
-        raise InputError(f"The text has {len(spans)} token(s); type at least {min_tokens}.")
+            raise InputError(Message("policy.no_tokens"))
+        raise InputError(Message("policy.too_few_tokens", n=len(spans), min=min_tokens))
     unknown = tokenizer.token_to_id(UNKNOWN)
     if unknown is not None and all(s.id == unknown for s in spans):
-        raise InputError("This model's tokenizer cannot represent any of this text (every token would be "
-                         "unknown); type text in the model's alphabet.")
+        raise InputError(Message("policy.all_unknown"))
     cut = ""
     if len(spans) > limit:
-        which = "first" if keep == "first" else "last"
-        cut = f"Your text has {len(spans)} tokens; the {which} {limit} are used."
+        cut = Message("policy.cut_tokens_first" if keep == "first" else "policy.cut_tokens_last", n=len(spans),
+                      limit=limit)
         spans = spans[:limit] if keep == "first" else spans[-limit:]
     return Tokens([s.id for s in spans], [s.text for s in spans], cut)

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from i18n import Message
 from transformer_core import CheckpointError, default_device, load_gpt2, load_model
 from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
@@ -105,7 +106,8 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
             kind = read_config(folder)["arch"]
         except CheckpointError:
             continue
-        found.append((list(KIND_NAMES).index(kind), folder.name, f"{folder.name} ({KIND_NAMES[kind]})"))
+        found.append((list(KIND_NAMES).index(kind), folder.name,
+                      Message("store.model_label", name=folder.name, kind=Message(f"store.kind.{kind}"))))
     return {label: name for _, name, label in sorted(found)}
 
 

@@ -13,7 +13,7 @@ EN, ZH = catalogue("en"), catalogue("zh-CN")
 CJK = re.compile(r"[\u3400-\u9fff]")
 # entries that are the same in both languages: names, symbols and the terms the Chinese texts keep in Latin letters
 NEUTRAL = {"app.title", "common.warning", "concepts.h.p", "concepts.name.scaled", "figure.head_short",
-           "figure.layer_short", "concepts.follow_logits", "generate.contrast_label", "generate.min_p", "generate.top_k", "setting.top_k",
+           "figure.layer_short", "concepts.follow_logits", "masking.describe", "masking.describe.plain", "generate.contrast_label", "generate.min_p", "generate.top_k", "setting.top_k",
            "sampling.stage.min-p", "sampling.stage.top-k", "sampling.stage.top-p", "tokens.kind.WordPiece"}
 
 
@@ -95,3 +95,14 @@ def test_a_message_is_english_as_a_string_and_chinese_when_rendered():
 def test_counts_go_through_the_catalogue():
     assert i18n.plural(1, "token") == "1 token" and i18n.plural(2000, "token") == "2,000 tokens"
     assert i18n.plural(2000, "token", "zh-CN") == "2,000 个词元"
+
+
+def test_messages_survive_copies_and_pickles():
+    import copy
+    import pickle
+
+    m = Message("policy.clamped", name=Message("setting.layer"), low=0, high=5, used=5)
+    joined = Joined([m, Message("policy.no_tokens")], "\n\n")
+    for value in (m, joined):
+        for clone in (copy.deepcopy(value), pickle.loads(pickle.dumps(value))):
+            assert clone == value and render(clone, "zh-CN") == render(value, "zh-CN")

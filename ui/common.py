@@ -19,6 +19,7 @@ import plotly.io as pio
 from gradio import caching
 from gradio.components.plot import PlotData
 
+from i18n import DEFAULT, Joined, Message, render
 from lab import InputError
 from lab.cache import ViewCache
 
@@ -27,11 +28,13 @@ log = logging.getLogger("transformer_lab")
 CACHE_SIZE = 64  # outputs kept per cached handler
 
 
-def user_error(e: Exception) -> gr.Error:
-    """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback:
-    a refused input is the app working as meant, not a fault to debug."""
+def user_error(e: Exception, lang: str | None = DEFAULT) -> gr.Error:
+    """A gr.Error in the reader's language with the message escaped (it may quote the person's own text) and
+    one log line, no traceback: a refused input is the app working as meant, not a fault to debug."""
     log.warning("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
-    return gr.Error(html.escape(str(e), quote=False), print_exception=False)
+    message = e.args[0] if e.args else ""
+    shown = render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
+    return gr.Error(html.escape(shown, quote=False), print_exception=False)
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,22 @@ def cached(fn):
 
 
 def handler(fn):
-    """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error."""
+    """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error, in the
+    language of the handler's `lang` argument."""
+    signature = inspect.signature(fn)
+
+    def lang_of(args, kwargs) -> str:
+        if "lang" not in signature.parameters:
+            return DEFAULT
+        return signature.bind_partial(*args, **kwargs).arguments.get("lang", DEFAULT)
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def stream(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except InputError as e:
-                raise user_error(e) from None
+                raise user_error(e, lang_of(args, kwargs)) from None
         return stream
 
     @functools.wraps(fn)
@@ -107,5 +118,5 @@ def handler(fn):
         try:
             return fn(*args, **kwargs)
         except InputError as e:
-            raise user_error(e) from None
+            raise user_error(e, lang_of(args, kwargs)) from None
     return call

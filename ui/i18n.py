@@ -19,7 +19,7 @@ import json
 import gradio as gr
 from gradio.i18n import I18nData
 
-from i18n import DEFAULT, LANGUAGES, NAMES, Joined, Message, normalise, render, t
+from i18n import DEFAULT, LANGUAGES, NAMES, Message, t
 
 _texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
 
@@ -46,15 +46,16 @@ def switch() -> gr.Radio:
                     elem_id="lang", container=False, scale=1, min_width=240)
 
 
-def shown(value, lang: str | None) -> str:
-    """A server-built text (a Message, Joined messages or plain text) in language `lang`."""
-    return render(value, lang)
+def language(lang: gr.State | None = None) -> gr.State:
+    """A tab's language input: the page's (app.py passes it), or English for a tab built on its own."""
+    return lang if lang is not None else gr.State(DEFAULT)
 
 
-def error(e: Exception, lang: str | None) -> str:
-    """An exception's message in `lang` when it carries a Message (InputError does), else as raised."""
-    message = e.args[0] if e.args else str(e)
-    return render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
+def choice(value: str) -> tuple:
+    """A picker choice (shown text, value) for a value that may be a Message: shown in the reader's language,
+    while the value (what links, the API and the handlers see) stays the same in every language."""
+    shown = text(value.key, **value.params) if isinstance(value, Message) else value
+    return shown, value
 
 
 # The browser's side. The link's `lang`, else the browser's language, mapped like i18n.normalise.
@@ -94,4 +95,3 @@ SWITCH_JS = """async (lang) => {
   return lang;
 }"""
 
-__all__ = ["HEAD", "LOAD_JS", "SWITCH_JS", "error", "normalise", "shown", "switch", "text", "translations"]
