@@ -153,8 +153,10 @@ def build_app() -> gr.Blocks:
         to_view = [tabs, current_tab, *links.components]
 
         tabs.select(links.selected, None, current_tab, **shell)
+        relabelled = i18n.relabelled(demo)
         opened = [demo.load(links.open_link, switch, [*to_view, lecture, linked, switch, lang], js=i18n.LOAD_JS,
                             **shell)]
+        opened[0].then(lambda new: i18n.relabel(relabelled, new), lang, relabelled, **shell)
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
         opened.append(preset.input(links.open_preset, preset, [*to_view, linked], **shell))
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
@@ -165,7 +167,8 @@ def build_app() -> gr.Blocks:
         # The switch: labels change in the browser at once; then the current tab's view is drawn again in
         # the new language, from the runs already cached (inputs, tab and scroll position stay).
         switched = switch.input(None, switch, switch, js=i18n.SWITCH_JS, **shell).then(
-            lambda new, tab: (new, tab), [switch, current_tab], [lang, linked], **shell)
+            lambda new, tab: (new, tab, *i18n.relabel(relabelled, new)), [switch, current_tab],
+            [lang, linked, *relabelled], **shell)
         # The view a link, lecture step or switch opens runs on the server right after its inputs are
         # set: no click in the browser, nothing to wait for.
         for tab_item, view in zip(tab_items, views):
@@ -175,6 +178,9 @@ def build_app() -> gr.Blocks:
                 for event in [*opened, switched]:
                     event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
                                concurrency_limit=limit, concurrency_id=group or f"opened-{view.api_name}")
+                for fn, inputs, outputs in view.also:
+                    for event in (opened[0], switched):
+                        event.then(fn, inputs, outputs, api_visibility="private")
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo

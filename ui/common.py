@@ -45,6 +45,9 @@ class View:
     inputs: list
     outputs: list
     api_name: str
+    # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
+    # redraws them too, when it is set and when it is switched
+    also: tuple = ()
 
 
 def _serialized(output):

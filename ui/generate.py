@@ -230,7 +230,8 @@ def build(lang: gr.State | None = None) -> View:
                 text = gr.HighlightedText(label=_("generate.text"),
                                           show_legend=False, show_inline_category=False, elem_id="generated-text",
                                           elem_classes=["flowing-text"])
-                step_slider = gr.Slider(0, 1, value=0, step=1, label=_("generate.step_slider"), interactive=False)
+                step_slider = gr.Slider(0, 1, value=0, step=1, label=_("generate.step_slider"), interactive=False,
+                                        elem_id="step_to_inspect")
                 bars = gr.Plot(label=_("generate.bars"))
         with gr.Accordion(_("generate.beam_box"), open=False) as beam_box:
             tree = gr.Plot(label=_("generate.tree"))

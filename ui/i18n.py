@@ -29,7 +29,7 @@ def text(key: str, **params) -> I18nData:
     label's limits are fixed when the app is built), so each distinct set gets a key of its own."""
     t(key, DEFAULT, **params)  # an unknown id or a missing parameter fails while the app is built
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    derived = f"{key}#{digest}" if params else key
+    derived = f"lab.{key}#{digest}" if params else f"lab.{key}"  # "lab.": Gradio's own keys ("common.*") stay apart
     _texts[derived] = (key, params)
     return I18nData(derived)
 
@@ -38,6 +38,34 @@ def translations() -> gr.I18n:
     """Every component text the layout used, in every language: `launch(i18n=...)` sends it to the browser."""
     return gr.I18n(**{lang: {k: t(key, lang, **params) for k, (key, params) in _texts.items()}
                       for lang in LANGUAGES})
+
+
+def translated(value, lang: str):
+    """`value` with every component text in it (an I18nData, also inside lists and dicts) in language `lang`."""
+    if isinstance(value, I18nData):
+        key, params = _texts[value.key]
+        return t(key, lang, **params)
+    if isinstance(value, dict):
+        return {k: translated(v, lang) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(translated(v, lang) for v in value)
+    return value
+
+
+def relabelled(demo: gr.Blocks) -> list:
+    """The blocks whose text the browser does not translate by itself, so the server sends it in the page's
+    language on load and on a switch (`relabel`): tab names (a tab not yet opened keeps the name it got
+    before the page's language was applied) and the examples' tables (their headers and the choices they
+    show are copies the browser never translates)."""
+    return [b for b in demo.blocks.values()
+            if (isinstance(b, gr.Tab) and isinstance(b.label, I18nData)) or isinstance(b, gr.Dataset)]
+
+
+def relabel(blocks: list, lang: str) -> list:
+    """Updates that put the text of `relabelled` blocks in language `lang`."""
+    return [gr.Tab(label=translated(b.label, lang)) if isinstance(b, gr.Tab) else
+            gr.Dataset(headers=translated(b.headers, lang), component_props=translated(b.component_props, lang))
+            for b in blocks]
 
 
 def switch() -> gr.Radio:

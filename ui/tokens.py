@@ -110,7 +110,6 @@ def build(lang: gr.State | None = None) -> View:
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
         gr.on(triggers=None, fn=tokenize, inputs=[text, lang], outputs=[notice, chips], api_name="tokenize")
-        view = View(tokenize, [text, lang], [notice, chips], "tokenize")
 
         gr.Markdown(_("tokens.replay_heading"))
         try:
@@ -128,7 +127,7 @@ def build(lang: gr.State | None = None) -> View:
             gr.Markdown(_("tokens.scratch_explainer"))
         scratch_text = gr.Textbox(label=_("tokens.scratch_text", max_chars=use.SCRATCH_MAX_CHARS), lines=3,
                                   value=SAILOR, elem_id="scratch_text")
-        gr.Examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text])
+        gr.Examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text], label=_("common.examples"))
         scratch_notice = gr.Markdown()
         step = gr.Slider(0, 1, value=0, step=1, label=_("tokens.scratch_step"), elem_id="scratch_step")
         scratch_chips = gr.HTML(css_template=views.CHIP_CSS)
@@ -138,4 +137,6 @@ def build(lang: gr.State | None = None) -> View:
         gr.on(triggers=None, fn=train_scratch, inputs=[scratch_text, lang],
               outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
         step.change(scratch_step, [scratch_text, step, lang], [curve, scratch_chips], api_name="bpe_step")
-    return view
+    return View(tokenize, [text, lang], [notice, chips], "tokenize",
+                also=((replay, [text, k, lang], [replay_summary, replay_chips]),
+                      (train_scratch, [scratch_text, lang], [scratch_notice, step, merges, curve, scratch_chips])))

@@ -40,7 +40,9 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str
                      f'display: inline-block; '
                      f'font-family: monospace; line-height: 2;">{html.escape(visible(label), quote=True)}</span>')
     legend = t("sentiment.legend_signed" if signed else "sentiment.legend_read", lang)
-    return f'<div style="direction: ltr;">{"".join(spans)}</div><div style="color: #666; font-size: 0.85em;">{legend}</div>'
+    # "model-text": the tokens are the person's own text, shown as typed in either language
+    return (f'<div class="model-text" style="direction: ltr;">{"".join(spans)}</div>'
+            f'<div style="color: #666; font-size: 0.85em;">{legend}</div>')
 
 
 def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> go.Figure:
