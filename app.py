@@ -178,9 +178,10 @@ def build_app() -> gr.Blocks:
                 for event in [*opened, switched]:
                     event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
                                concurrency_limit=limit, concurrency_id=group or f"opened-{view.api_name}")
-                for fn, inputs, outputs in view.also:
-                    for event in (opened[0], switched):
-                        event.then(fn, inputs, outputs, api_visibility="private")
+                for fn, inputs, outputs in view.also:  # on load (the first tab shows at once), and on a switch
+                    opened[0].then(fn, inputs, outputs, api_visibility="private")  # while this tab is the one shown
+                    also = run_if_opened(str(tab_item.id), View(fn, inputs, outputs, view.api_name))
+                    switched.then(also, [linked, *inputs], outputs, api_visibility="private")
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo

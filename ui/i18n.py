@@ -117,7 +117,6 @@ LOAD_JS = f"(lang) => [window.labLang || {_RESOLVE}]"
 # The switch: the labels change in the browser at once; the server then redraws its own text.
 SWITCH_JS = """async (lang) => {
   window.labLang = lang;
-  document.documentElement.lang = lang;
   const core = await window.labCore;
   if (core) core.changeLocale(lang);
   return lang;
