@@ -13,11 +13,13 @@ from urllib.parse import urlencode
 import numpy as np
 
 from i18n import Message
-from transformer_core import CheckpointError, explain
+from transformer_core import EmptyTextError, explain
 
-from . import store
+from . import models, store
 from .cache import ViewCache
-from .policy import InputError, notice, truncate
+from .policy import InputError, check_readable, notice, truncate
+
+UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
 
 # picker label -> checkpoint; the ones not installed are not offered
 CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
@@ -69,16 +71,18 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
     text, cut = truncate(text)
     if not text.strip():
         raise InputError(Message("sentiment.type_text"))
-    run = _runs.get((str(store.model_dir()), name, text), lambda: _compute(name, text))
+    run = _runs.get(models.key(name, text), lambda: _compute(name, text))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
 
 def _compute(name: str, text: str) -> SentimentRun:
+    model, tokenizer = models.load(name)
+    # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
+    check_readable(tokenizer, tokenizer.tokens(text), max_unknown=UNREADABLE)
     try:
-        model, tokenizer = store.load(name)
-    except CheckpointError as e:
-        raise InputError(Message("sentiment.unavailable", error=e)) from e
-    verdict = explain(model, tokenizer, text)
+        verdict = explain(model, tokenizer, text)
+    except EmptyTextError as e:  # check_readable should have said it; never a traceback
+        raise InputError(Message("policy.invisible_only")) from e
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
@@ -92,7 +96,7 @@ def _compute(name: str, text: str) -> SentimentRun:
 
 def attention_link(run: SentimentRun) -> str:
     """The query string that opens the Attention tab on this classifier and the text it read."""
-    label = next((lab for lab, name in store.checkpoints().items() if name == run.model), run.model)
+    label = next((lab for lab, name in models.choices().items() if name == run.model), run.model)
     return "?" + urlencode({"tab": "attention", "model": label, "text": run.read_text})
 
 

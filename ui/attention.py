@@ -12,25 +12,25 @@ import gradio as gr
 
 from i18n import Message, render, t
 from lab import attention as use, store
-from lab.policy import MAX_DRAWN_TOKENS, clamp, notice
+from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui.common import cached, View, handler
 from ui.i18n import choice, language, text as _
-from views import attention as views
-from views.kit import placeholder
+from views import attention as figures
+from views.kit import placeholder, plain
 
 
 def checkpoints() -> dict[str, str]:
     """Picker label -> checkpoint name: the shipped checkpoints, then GPT-2."""
-    return use.models()
+    return use.models_offered()
 
 
 def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str], lang: str):
     layer, head, weights = run.head(layer, head, notices)
     query, rows = run.query(query, notices)
-    head_fig = views.head_heatmap(weights, run.q_labels, run.k_labels, t("attention.head_title", lang, layer=layer,
-                                                                          head=head), lang)
-    rows_fig = views.query_rows_heatmap(rows, run.k_labels, t("attention.rows_title", lang, query=query,
-                                                              token=views.plain(repr(run.q_labels[query]))), lang)
+    head_fig = figures.head_heatmap(weights, run.q_labels, run.k_labels, t("attention.head_title", lang, layer=layer,
+                                                                            head=head), lang)
+    rows_fig = figures.query_rows_heatmap(rows, run.k_labels, t("attention.rows_title", lang, query=query,
+                                                                token=plain(repr(run.q_labels[query]))), lang)
     return head_fig, rows_fig
 
 
@@ -51,12 +51,12 @@ def attention(label: str, text: str, group: str, layer: float, head: float, quer
     run = use.attention_run(label, text, group)
     n_layer, n_head, Tq, Tk = run.shape
     notices = [run.notice]
-    grid = views.layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
-                                                                         n_head=n_head, n_query=Tq, n_key=Tk), lang)
+    grid = figures.layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
+                                                                           n_head=n_head, n_query=Tq, n_key=Tk), lang)
     head_fig, rows_fig = _focus_figures(run, layer, head, query, notices, lang)
-    average = views.layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
+    average = figures.layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
     if run.rollout is not None:
-        rollout = views.rollout_heatmap(run.rollout, run.q_labels, lang)
+        rollout = figures.rollout_heatmap(run.rollout, run.q_labels, lang)
     else:
         rollout = placeholder(t("attention.rollout_needs_self", lang))
     return render(notice(*notices), lang), grid, head_fig, average, rows_fig, rollout
@@ -74,30 +74,25 @@ def attention_focus(label: str, text: str, group: str, layer: float, head: float
 def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float,
                        lang: str = "en"):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
-    gen = use.generation_run(label, text, n_new)
-    n_layer, n_head = gen.rows[0].shape[:2]
+    gen = use.while_generating_run(label, text, n_new)
     notices = [gen.notice]
-    layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
-    head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
-    step = clamp(step, 0, len(gen.rows) - 1, Message("setting.step"), notices)
-    staircase = views.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
-    chosen = gen.labels[gen.n_prompt + step]
-    step_fig = views.query_rows_heatmap(gen.rows[step], gen.labels[: gen.rows[step].shape[-1]],
-                                        t("attention.step_title", lang, step=step, token=views.plain(repr(chosen))), lang)
+    layer, head = gen.head(layer, head, notices)
+    step, chosen, rows, read = gen.step(step, notices)
+    staircase = figures.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
+    step_fig = figures.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=step,
+                                                        token=plain(repr(chosen))), lang)
     cut = render(notice(*notices), lang)
-    continuation = t("attention.continuation", lang, text=f'<span class="model-text">{views.plain(repr(gen.continuation))}</span>')
+    continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')
     return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig
 
 
 def model_changed(label: str, layer: float, head: float):
     """New model: size the layer/head sliders to it and keep the chosen values where they still fit."""
-    try:
-        config = store.config(use.resolve(label))
-    except Exception:  # noqa: BLE001 -- an unreadable or unreachable model is reported when it is run
+    sizes = use.slider_sizes(label, layer, head)
+    if sizes is None:  # an unreadable or unreachable model is reported when it is run
         return gr.Slider(), gr.Slider()
-    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
-    return (gr.Slider(maximum=max(1, top_layer), value=min(int(layer or 0), top_layer)),
-            gr.Slider(maximum=max(1, top_head), value=min(int(head or 0), top_head)))
+    (top_layer, layer), (top_head, head) = sizes
+    return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
 def build(lang: gr.State | None = None) -> View | None:

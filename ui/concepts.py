@@ -211,11 +211,16 @@ def build(lang: gr.State | None = None) -> View:
         tab.select(fn, [*inputs, lang], outputs, api_visibility="private")  # fill every section when the tab opens
 
     def every_section(*values):
-        """All six sections at once, for a link or lecture step that opens this tab (the last value: the language)."""
+        """All six sections at once, for a link or lecture step that opens this tab (the last value: the language).
+        A section whose inputs it cannot take says so in a warning and is left as it was: the other five still draw."""
         *values, language = values
         results, start = [], 0
-        for _button, fn, inputs, _outputs, _name in sections:
-            results += fn(*values[start: start + len(inputs)], lang=language)
+        for _button, fn, inputs, outputs, _name in sections:
+            try:
+                results += fn(*values[start: start + len(inputs)], lang=language)
+            except gr.Error as e:
+                gr.Warning(e.message)
+                results += [gr.skip() for _ in outputs]
             start += len(inputs)
         return results
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import generation as use
-from lab.generation import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
 from i18n import Message, render, t
-from lab.policy import InputError
+from lab import generate as use
+from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
 from ui.common import cached, View, handler
 from ui.i18n import choice, language, text as _
-from views import sampling as views
+from views import generate as figures
 from views.kit import placeholder
 
 CONTRAST_TEMPERATURES = (0.2, 0.8, 1.5)
@@ -50,16 +49,16 @@ def _label(tokenizer):
 
 
 def _highlighted(session: Session):
-    return views.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
+    return figures.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
 
 
 def _inspect(session: Session, tokenizer, step: int, lang: str):
     if not session.records:
         return placeholder(t("generate.inspect_empty", lang))
-    step = min(max(int(step), 0), len(session.records) - 1)
-    stages = views.STAGES if session.records[step].probs["penalty"] != session.records[step].probs["raw"] \
-        else tuple(s for s in views.STAGES if s != "penalty")
-    return views.stage_bars(session.records[step], _label(tokenizer), stages, lang)
+    _, record = session.record(step)
+    stages = figures.STAGES if record.probs["penalty"] != record.probs["raw"] \
+        else tuple(s for s in figures.STAGES if s != "penalty")
+    return figures.stage_bars(record, _label(tokenizer), stages, lang)
 
 
 def _slider(session: Session):
@@ -110,27 +109,24 @@ def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repeti
     """
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    if mode == "beam":
-        yield _outputs(notices, use.new_session(request), tokenizer, lang, streaming=True,
-                       info=t("generate.running_beam", lang))
-        yield _beam(model, tokenizer, request, notices, lang)
-        return
-    session = None
-    for session in use.generation(model, tokenizer, request):
-        yield _outputs(notices, session, tokenizer, lang, streaming=True)
-    yield _outputs(notices, session, tokenizer, lang)
+    last = None
+    for last in use.run(model, tokenizer, request):
+        if isinstance(last, use.BeamRun):
+            yield _beam(last, tokenizer, request, notices, lang)
+        else:
+            waiting = t("generate.running_beam", lang) if request.mode == "beam" else ""
+            yield _outputs(notices, last, tokenizer, lang, streaming=True, info=waiting)
+    if isinstance(last, Session):
+        yield _outputs(notices, last, tokenizer, lang)
 
 
-def _beam(model, tokenizer, request: use.Request, notices: list[str], lang: str):
+def _beam(beam: use.BeamRun, tokenizer, request: use.Request, notices: list[str], lang: str):
     """Beam search's best text in the main output, its tree, and a text sampled with the current settings."""
-    result = use.beam(model, request)
-    label = _label(tokenizer)
-    sampled = use.sampled(model, tokenizer, request)
-    beams = Session(prompt_text=request.prompt_text)  # no sampling records: the step bars stay empty
+    label, result = _label(tokenizer), beam.result
     info = t("generate.beam_info", lang, width=request.width, logprob=result.best.logprob)
-    out = _outputs(notices, beams, tokenizer, lang, info=info, tree=views.beam_tree(result, label, request.width, lang),
-                   compare=_highlighted(sampled))
-    return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
+    out = _outputs(notices, beam.session, tokenizer, lang, info=info,
+                   tree=figures.beam_tree(result, label, request.width, lang), compare=_highlighted(beam.sampled))
+    return (out[0], figures.beam_highlights(request.prompt_text, result, label), *out[2:])
 
 
 @cached
@@ -140,18 +136,17 @@ def beam_view(model_label, prompt, mode, temperature, top_k, top_p, min_p, repet
     """The beam tree and a sampled text for the current settings (run when the beam accordion opens)."""
     model, tokenizer, request, _ = _request(model_label, prompt, "beam", temperature, top_k, top_p, min_p,
                                             repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    return _beam(model, tokenizer, request, [], lang)[4:6]
+    return _beam(use.beam_run(model, tokenizer, request), tokenizer, request, [], lang)[4:6]
 
 
 @handler
 def step(session: Session | None, model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty,
          max_new_tokens, seed, width, length_penalty, lang="en"):
     """One more token: continue the current text, or start one if the prompt or a setting changed."""
-    if mode == "beam":
-        raise InputError(Message("generate.step_beam"))
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    return _outputs(notices, use.step(model, tokenizer, request, session), tokenizer, lang)
+    session = use.step(model, tokenizer, request, session)
+    return _outputs([*notices, session.notice] if session.notice else notices, session, tokenizer, lang)
 
 
 @handler
@@ -222,9 +217,9 @@ def build(lang: gr.State | None = None) -> View:
                     repetition_penalty = gr.Slider(1, 2, value=1.0, step=0.05, label=_("generate.repetition_penalty"),
                                                    info=_("generate.off_1"), elem_id="repetition_penalty")
                 with gr.Row():
-                    width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"), elem_id="beam_width")
+                    width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"))
                     length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label=_("generate.length_penalty"),
-                                               elem_id="length_penalty")
+                                               info=_("generate.length_penalty_info"))
             with gr.Column(scale=3):
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label=_("generate.text"),

@@ -11,16 +11,16 @@ training loss collapses, but it cannot generate.
 from __future__ import annotations
 
 import gradio as gr
-import numpy as np
 
 from i18n import Message, render, t
 from lab import masking as use, store
-from lab.policy import clamp, notice
+from lab.policy import notice
 from ui.common import cached, View, handler
 from ui.i18n import language, text as _
 from views import attention as attention_views
-from views import masks as views
+from views import masking as views
 from views.kit import plain
+from lab.markdown import literal
 
 # Julius Caesar is the validation play: text the shipped LM never trained on
 FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
@@ -28,15 +28,10 @@ FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar
 
 def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str], lang: str):
     """The attention, loss and top-5 figures of one run, at the chosen layer, head and position."""
-    n_layer, n_head, n, _ = run.attn[run.runs[0]].shape
-    layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
-    head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
-    position = clamp(position, 0, n - 1, Message("setting.position"), notices)
-    attn = np.stack([run.attn[name][layer, head] for name in run.runs])[None]
-    attention = attention_views.heatmap_grid(attn, run.labels, run.labels, [f"L{layer} H{head}"],
+    layer, head, position, weights, predictions = run.focus(layer, head, position, notices)
+    attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"],
                                              [render(name, lang) for name in run.runs],
                                              t("masking.attention_title", lang, layer=layer, head=head), lang)
-    predictions = {name: (run.top_probs[name][position], run.top_labels[name][position]) for name in run.runs}
     return (attention, views.loss_figure(run.losses, run.labels, lang),
             views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}", lang))
 
@@ -59,8 +54,8 @@ def cheating(prompt: str, n_new: float, lang: str = "en"):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
     lines = [t("masking.cheat_line", lang, title=r.title, train=r.final_train_loss, honest=r.honest_loss,
-               prompt=f'<span class="model-text">{plain(repr(prompt))}</span>',
-               continuation=f'<span class="model-text">{plain(repr(r.continuation))}</span>')
+               prompt=f'<span class="model-text">{literal(repr(prompt))}</span>',
+               continuation=f'<span class="model-text">{literal(repr(r.continuation))}</span>')
              for r in results]
     cut = render(cut, lang)
     return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories, lang)

@@ -92,9 +92,10 @@ def build(lang: gr.State | None = None) -> View:
     with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"), elem_id="text")
+                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"))
                 model = gr.Radio([choice(c) for c in installed], value=installed[0] if installed else None,
-                                 label=_("sentiment.classifier"), elem_id="classifier")
+                                 label=_("sentiment.classifier"),
+                                 elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
                                         visible=len(installed) > 1)
                 with gr.Row(equal_height=True):

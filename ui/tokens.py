@@ -93,7 +93,7 @@ def scratch_step(text: str | None, k: float, lang: str = "en"):
     text, training, _ = use.scratch(text)
     if training is None:
         return views.vocab_curve([0], 0, lang), views.hint(t("tokens.scratch_nothing", lang))
-    k = min(max(int(k or 0), 0), len(training.steps))
+    k = use.scratch_merges(training, k)
     return views.vocab_curve(training.vocab_sizes, k, lang), views.piece_chips(training.segmentation(k), lang)
 
 

@@ -12,13 +12,13 @@ import gradio as gr
 import pandas as pd
 
 from i18n import Message, render, t
-from lab import translation as use
+from lab import translate as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
 from ui.common import cached, View, handler, user_error
 from ui.i18n import language, text as _
 from views.kit import placeholder
-from views.sampling import beam_tree
+from views.generate import beam_tree
 from views.translate import attention_figure, length_figure, loss_curve, step_rows
 
 GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
@@ -181,12 +181,12 @@ def build(lang: gr.State | None = None) -> View:
             gr.Markdown(_("translate.live_note"))
             with gr.Row():
                 live_task = gr.Radio([(_(f"translate.task.{k}"), k) for k in TOY_TASKS], value="copy",
-                                     label=_("translate.live_task"), elem_id="task_to_train")
+                                     label=_("translate.live_task"))
                 preset = gr.Dropdown([(_(f"translate.size.{p}"), p) for p in LIVE_PRESETS], value="small",
-                                     label=_("translate.model_size"), elem_id="model_size",
+                                     label=_("translate.model_size"),
                                      info=_("translate.size_infos", **{p: Message("translate.size_info",
-                                            preset=Message(f"translate.size.{p}"), d_model=PRESETS[p][0],
-                                            n_layer=PRESETS[p][2]) for p in LIVE_PRESETS}))
+                                            preset=Message(f"translate.size.{p}"), d_model=PRESETS[p].d_model,
+                                            n_layer=PRESETS[p].n_layer) for p in LIVE_PRESETS}))
             with gr.Row():
                 live_steps = gr.Slider(50, 3000, value=1000, step=50, label=_("translate.steps"), elem_id="steps")
                 budget = gr.Slider(10, 180, value=60, step=5, label=_("translate.budget"), elem_id="time_budget")

@@ -9,11 +9,7 @@ the rows a language model used while it generated, step by step.
 Speed: a 6 x 8 grid over 128 tokens is 786k numbers, megabytes as plotly JSON and
 seconds for a browser to draw. So a large grid of thumbnails travels as one PNG (an
 image trace: ~100 kB, drawn at once) and only the selected head stays an interactive
-heatmap with hover. Figures are written directly in plotly's JSON form and not
-re-validated, which would cost about four times as much as building them.
-
-Colour: weights are drawn on a square-root scale (0.1 already shows as a clear light
-blue), so the low weights that spread attention stay visible on a washed-out projector.
+heatmap with hover. The heatmap itself, its colours and axes are views/kit.py's.
 """
 
 from __future__ import annotations
@@ -23,86 +19,22 @@ import io
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 from PIL import Image
-from plotly.colors import hex_to_rgb, sequential
+from plotly.colors import hex_to_rgb
 
 from i18n import t
-from views.kit import plain
+from views.kit import (
+    COLORSCALE,
+    array32,
+    axis_text,
+    grid_axes,
+    head_heatmap,
+    matrix_figure,
+    position_labels,
+    unchecked_figure,
+)
 
-GAMMA = 2.0  # colour position = weight ** (1 / GAMMA): low weights get a visible share of the scale
-# white (0) to dark blue (1), spelled out: plotly.js reads the name "Blues" the other way round
-COLORSCALE = [[(i / (len(sequential.Blues) - 1)) ** GAMMA, c] for i, c in enumerate(sequential.Blues)]
 IMAGE_CELLS = 40_000  # a grid with more cells than this is sent as one PNG instead of heatmaps
-MAX_TICKS = 40  # more token labels than this on an axis collide: every k-th is shown
-TOP_AXIS_MARGIN = dict(l=10, r=10, t=140, b=10)  # the key axis sits on top, under the title
-
-
-def _top_title(text: str) -> dict:
-    return dict(text=text, x=0.5, xanchor="center", y=0.995, yref="container", yanchor="top")
-
-
-def unchecked_figure(data: list[dict], layout: dict) -> go.Figure:
-    """A figure from traces and layout already in plotly's canonical form (titles as
-    {"text": ...}), skipping plotly's property-by-property validation."""
-    return go.Figure(data=data, layout=layout, _validate=False)
-
-
-def _matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: str, hover: str,
-                   height: int | None = None, shapes: tuple = ()) -> go.Figure:
-    """One heatmap read like a matrix: row 0 at the top, the key axis along the top edge."""
-    layout = dict(
-        title=_top_title(title), margin=TOP_AXIS_MARGIN, shapes=list(shapes),
-        xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **_ticks(x, x_text)),
-        yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", **_ticks(y, y_text)),
-    )
-    if height is not None:
-        layout["height"] = height
-    heatmap = dict(type="heatmap", z=z, x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1, hovertemplate=hover)
-    return unchecked_figure([heatmap], layout)
-
-
-def _ticks(values, text) -> dict:
-    """Tick positions and labels, thinned to at most MAX_TICKS so long texts keep readable axes."""
-    step = -(-len(values) // MAX_TICKS)
-    return dict(tickvals=values[::step], ticktext=text[::step])
-
-
-def _array(x) -> np.ndarray:
-    return x.numpy().astype(np.float32) if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
-
-
-def _text(labels: list[str]) -> np.ndarray:
-    return np.array([plain(t) for t in labels], dtype=object)
-
-
-def position_labels(labels: list[str]) -> np.ndarray:
-    """Unique axis categories "i:token", so repeated tokens keep their own column.
-
-    A numpy array, not a list: plotly validates lists item by item (~10x slower).
-    """
-    return np.array([f"{i}:{plain(t)}" for i, t in enumerate(labels)], dtype=object)
-
-
-def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> go.Figure:
-    """One head's weights (Tq, Tk): rows are queries, columns the keys they read."""
-    x, y = position_labels(k_labels), position_labels(q_labels)
-    return _matrix_figure(_array(attn), x, y, _text(k_labels), _text(q_labels), t("figure.key", lang),
-                          t("figure.query", lang), title, t("figure.head_hover", lang))
-
-
-def grid_axes(n_row: int, n_col: int, i: int, j: int, gap: float = 0.012) -> tuple[str, dict, dict]:
-    """Axis suffix and x/y axis settings of panel (i, j) in a grid placed by hand.
-
-    Cheaper than `make_subplots` by ~0.2 s at 48 panels; rows read top to bottom and
-    each panel's y axis is reversed so query 0 is the top row, as in a matrix.
-    """
-    n = i * n_col + j + 1
-    suffix = "" if n == 1 else str(n)
-    xaxis = dict(domain=[j / n_col + gap, (j + 1) / n_col - gap], anchor=f"y{suffix}", showticklabels=False, ticks="")
-    yaxis = dict(domain=[1 - (i + 1) / n_row + gap, 1 - i / n_row - gap], anchor=f"x{suffix}",
-                 showticklabels=False, ticks="", autorange="reversed")
-    return suffix, xaxis, yaxis
 
 
 def _colour_table(n: int = 255) -> np.ndarray:
@@ -171,7 +103,7 @@ def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: lis
     Hover reads "row col  query → key: weight"; tick labels are hidden (too small to read).
     A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note on speed).
     """
-    mats = _array(mats)
+    mats = array32(mats)
     n_row, n_col = mats.shape[:2]
     if mats.size > IMAGE_CELLS:
         return _image_grid(mats, row_titles, col_titles, title, lang)
@@ -206,7 +138,7 @@ def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str =
 
 def layer_average_grid(attn, q_labels: list[str], k_labels: list[str], lang: str = "en") -> go.Figure:
     """The head average of each layer side by side: attn (n_layer, n_head, Tq, Tk) -> 1 x n_layer."""
-    mean = _array(attn).mean(axis=1)[None]  # (1, n_layer, Tq, Tk)
+    mean = array32(attn).mean(axis=1)[None]  # (1, n_layer, Tq, Tk)
     return heatmap_grid(mean, q_labels, k_labels, [t("figure.mean_of_heads", lang)],
                         [f"L{i}" for i in range(mean.shape[1])], t("figure.average_title", lang), lang)
 
@@ -217,12 +149,12 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str, lang: str = "en") 
     Each line is one (layer, head); columns are the keys, so a glance shows which
     heads of which layers read which tokens.
     """
-    rows = _array(rows)
+    rows = array32(rows)
     n_layer, n_head, Tk = rows.shape
     names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)], dtype=object)
     x = position_labels(k_labels)
-    return _matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, _text(k_labels), names, t("figure.key", lang),
-                          t("figure.layer_head", lang), title, t("figure.rows_hover", lang),
+    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels), names, t("figure.key", lang),
+                         t("figure.layer_head", lang), title, t("figure.rows_hover", lang),
                           height=max(300, 16 * n_layer * n_head + 140))
 
 
@@ -241,12 +173,12 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
     n_steps, T = len(rows), rows[-1].shape[-1]  # the last chosen token is never read: no column for it
     z = np.full((n_steps, T), np.nan, dtype=np.float32)
     for s, row in enumerate(rows):
-        z[s, : row.shape[-1]] = _array(row[layer, head])
+        z[s, : row.shape[-1]] = array32(row[layer, head])
     chosen = [f"→ {labels[n_prompt + s]!r}" for s in range(n_steps)]
     x, y = position_labels(labels[:T]), position_labels(chosen)
     prompt_end = dict(type="line", x0=n_prompt - 0.5, x1=n_prompt - 0.5, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color="gray", dash="dot"))
-    return _matrix_figure(z, x, y, _text(labels[:T]), _text(chosen), t("figure.generation_x", lang),
-                          t("figure.generation_y", lang), t("figure.generation_title", lang, layer=layer, head=head),
-                          t("figure.generation_hover", lang),
+    return matrix_figure(z, x, y, axis_text(labels[:T]), axis_text(chosen), t("figure.generation_x", lang),
+                         t("figure.generation_y", lang), t("figure.generation_title", lang, layer=layer, head=head),
+                         t("figure.generation_hover", lang),
                           height=max(300, 22 * n_steps + 160), shapes=(prompt_end,))

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import t
-from views.attention import position_labels
+from views.kit import position_labels
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue

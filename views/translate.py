@@ -11,8 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import t
-from views.attention import head_heatmap
-from views.sampling import show
+from views.generate import show
+from views.kit import head_heatmap
 
 # labels of each group's (queries, keys): "source" positions; target positions by the token they
 # "writes" (so copy's cross-attention is a diagonal of equal labels) or the token they "reads"

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from .probes import attention_rollout
 from ..tokenization import MASK, PAD, TextTokenizer
+from ..device import device_of
 
 LABELS = ("negative", "positive")  # class index -> name; the classifier's n_class is 2
 
@@ -49,7 +50,7 @@ def special_ids(tokenizer: TextTokenizer) -> tuple[int, int]:
 @torch.no_grad()
 def predict_proba(model, ids: list[list[int]], pad_id: int, batch_size: int = 256) -> torch.Tensor:
     """Class probabilities (N, n_class) for N token id lists (each at most max_len long)."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     out = []
     for start in range(0, len(ids), batch_size):
         x, lengths = pad_batch(ids[start : start + batch_size], pad_id)
@@ -117,7 +118,7 @@ def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
     max_len = model.config.max_len
     truncated = max(0, len(spans) - max_len)
     spans = spans[:max_len]
-    device = next(model.parameters()).device
+    device = device_of(model)
     idx = torch.tensor([[s.id for s in spans]], device=device)
     logits, trace = model.run_with_trace(idx)
     probs = torch.softmax(logits[0].float(), -1).tolist()

@@ -1,4 +1,4 @@
-"""Generation use cases: a language model's next-token distribution, turned into text step by step.
+"""The Generate tab's use cases: a language model's next-token distribution, turned into text step by step.
 
 `check` applies the input policy to a prompt and the sampling knobs; `generation` streams a
 sampled or greedy text (one `Session` that grows token by token) and `beam` runs beam
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from i18n import Message
 from transformer_core import (
     BeamResult,
-    CheckpointError,
     Sampler,
     SamplingConfig,
     SamplingError,
@@ -25,31 +24,40 @@ from transformer_core import (
 )
 from transformer_core.decoding.beam import MAX_WIDTH
 
-from . import store
+from . import models, store
 from .cache import ViewCache
-from .policy import InputError, clamp, truncate
+from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
-GPT2 = Message("generate.model.gpt2")
+GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
 MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
+# the language models here have no end token: every beam has the same length, so no length penalty
+# can change their ranking (it would, for a model that can end a text early)
+NO_END_TOKEN = Message("generate.no_end_token")
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
 EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
 
 
+def checkpoint(label: str) -> str | None:
+    """The checkpoint name behind a Generate picker label (None for no such label)."""
+    return MODELS.get(label, models.ALIASES.get(label))
+
+
 def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
-    if label not in MODELS:
+    name = checkpoint(label)
+    if name is None:
         raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(MODELS)))
     try:
-        model, tokenizer = store.load(MODELS[label])
+        model, tokenizer = models.load(name)
         return model, tokenizer, ""
-    except CheckpointError as e:
-        if label != GPT2:
-            raise InputError(Message("generate.shipped_failed", error=e)) from e
+    except InputError as e:
+        if name != store.GPT2:
+            raise
         model, tokenizer, _ = load(SHIPPED)
-        return model, tokenizer, Message("generate.gpt2_fallback", error=e)
+        return model, tokenizer, Message("generate.gpt2_fallback", error=str(e).rstrip("."))
 
 
 @dataclass(frozen=True)
@@ -69,8 +77,13 @@ class Request:
     @property
     def key(self) -> tuple:
         """Everything that changes the result (the notices do not)."""
-        return (self.model, self.prompt_ids, self.config, self.mode, self.max_new_tokens, self.width,
-                self.length_penalty)
+        return (*self.text_key, self.max_new_tokens, self.width, self.length_penalty)
+
+    @property
+    def text_key(self) -> tuple:
+        """What decides the next token of a text: Step continues a text while these stay the same
+        (more New tokens, or beam settings, do not change it)."""
+        return (self.model, self.prompt_ids, self.config, self.mode)
 
 
 def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k, top_p, min_p,
@@ -79,7 +92,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     notices: list[str] = []
     if mode not in MODES:
         raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
-    text, cut = truncate(prompt)
+    text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
     if cut:
         notices.append(cut)
     if not text:
@@ -89,12 +102,12 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     max_new = clamp(max_new_tokens, 1, limit, Message("setting.new_tokens_beam" if mode == "beam" else "setting.new_tokens"),
                     notices)
     width = clamp(width, 1, MAX_WIDTH, Message("setting.beam_width"), notices)
-    ids = tokenizer.encode(text)
     # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
     room = max_len - max_new if mode == "beam" else max_len
-    if len(ids) > room:
-        notices.append(Message("generate.prompt_cut", n=len(ids), room=room, max_len=max_len))
-        ids = ids[-room:]
+    tokens = fit_tokens(tokenizer, text, room, keep="last")
+    ids = tokens.ids
+    if tokens.notice:
+        notices.append(Message("generate.prompt_cut", n=len(tokenizer.encode(text)), room=room, max_len=max_len))
         text = tokenizer.decode(ids)
     try:
         config = SamplingConfig(
@@ -108,6 +121,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
         raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
+    if mode == "beam" and length_penalty != 1.0:
+        notices.append(NO_END_TOKEN)
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
 
 
@@ -122,10 +137,16 @@ class Session:
     pieces: list[str] = field(default_factory=list)
     records: list[StepRecord] = field(default_factory=list)
     rng_state: object = None  # the sampler's generator, so Step continues the same random stream
+    notice: str = ""  # what Step did that the person did not ask for (started again from the prompt)
+
+    def record(self, step) -> tuple[int, StepRecord]:
+        """(step clamped to the text's steps, that step's record); the session must have records."""
+        step = clamp(step, 0, len(self.records) - 1, "Step")
+        return step, self.records[step]
 
 
 def new_session(request: Request) -> Session:
-    return Session(key=request.key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
+    return Session(key=request.text_key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
                    n_prompt=len(request.prompt_ids))
 
 
@@ -161,18 +182,48 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
         return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens)
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
-    yield from _texts.stream((str(store.model_dir()), request.key), produce, keep=copy.deepcopy)
+    yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)
 
 
 def step(model, tokenizer, request: Request, session: Session | None) -> Session:
-    """One more token: continue `session`, or start one if the prompt or a setting changed."""
-    if session is None or session.key != request.key or not session.ids:
+    """One more token: continue `session`, or start one (saying so) if the prompt, model or a sampling
+    setting changed; more New tokens or other beam settings keep the text going."""
+    if request.mode == "beam":
+        raise InputError(Message("generate.step_beam"))
+    if session is None or session.key != request.text_key or not session.ids:
+        restarted = session is not None and bool(session.records)
         session = new_session(request)
+        if restarted:
+            session.notice = Message("generate.step_restarted")
     else:
         session = copy.deepcopy(session)
+        session.notice = ""
     for session in sample_steps(model, tokenizer, session, request.config, 1):
         pass
     return session
+
+
+@dataclass(frozen=True)
+class BeamRun:
+    """Beam search's result for a request, beside a text sampled with the same settings."""
+
+    result: BeamResult
+    sampled: Session
+    session: Session  # the prompt alone: beam search keeps no sampling records, so the step bars stay empty
+
+
+def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
+    """What the Generate button shows, as it comes: sample and greedy stream one Session per token;
+    beam search yields the prompt alone (while it runs), then its BeamRun."""
+    if request.mode != "beam":
+        yield from generation(model, tokenizer, request)
+        return
+    yield new_session(request)
+    yield beam_run(model, tokenizer, request)
+
+
+def beam_run(model, tokenizer, request: Request) -> BeamRun:
+    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:
