@@ -18,6 +18,8 @@ import math
 import random
 from collections import Counter, defaultdict
 
+import numpy as np
+
 
 class KneserNey:
     """Interpolated Kneser-Ney of order `order` over the characters of `text`, with `alphabet_size` symbols."""
@@ -63,25 +65,27 @@ class KneserNey:
         return -sum(math.log2(self.prob(full[max(0, i - self.order + 1) : i], full[i]))
                     for i in range(start, len(full)))
 
-    def distribution(self, history: str, alphabet: list[str]) -> list[float]:
-        """P(c | history) for every c of `alphabet` (the symbols a sample may draw)."""
+    def distribution(self, history: str, alphabet: list[str]) -> np.ndarray:
+        """P(c | history) for every c of `alphabet` (the symbols a sample may draw; the same on every call), as one vector."""
         if self._followers is None:
             self._followers = {k: defaultdict(list) for k in self.counts}
             for k, counts in self.counts.items():
                 for gram in counts:
                     self._followers[k][gram[:-1]].append(gram[-1])
-        index = {c: i for i, c in enumerate(alphabet)}
-        probs = [1.0 / self.alphabet_size] * len(alphabet)
+            self._index, self._arrays = {c: i for i, c in enumerate(alphabet)}, {}
+        probs = np.full(len(alphabet), 1.0 / self.alphabet_size)
         for k in range(1, self.order + 1):
             context = history[len(history) - k + 1 :] if k > 1 else ""
             if (k > 1 and len(context) < k - 1) or not self.totals[k].get(context):
                 break
             total, d = self.totals[k][context], self.discounts[k]
-            weight = d * self.types[k][context] / total
-            probs = [p * weight for p in probs]
-            for c in self._followers[k][context]:
-                if c in index:
-                    probs[index[c]] += max(self.counts[k][context + c] - d, 0.0) / total
+            if (k, context) not in self._arrays:  # the followers' places and counts, once per context
+                chars = [c for c in self._followers[k][context] if c in self._index]
+                self._arrays[k, context] = (np.array([self._index[c] for c in chars], dtype=np.int64),
+                                            np.array([self.counts[k][context + c] for c in chars], dtype=float))
+            places, counts = self._arrays[k, context]
+            probs *= d * self.types[k][context] / total
+            probs[places] += np.maximum(counts - d, 0.0) / total
         return probs
 
     def sample(self, history: str, n: int, temperature: float, rng: random.Random, alphabet: list[str],
@@ -90,8 +94,8 @@ class KneserNey:
         stops after `stop` if it is drawn."""
         out = ""
         for _ in range(n):
-            weights = [p ** (1.0 / temperature) for p in self.distribution(history + out, alphabet)]
-            out += rng.choices(alphabet, weights)[0]
+            weights = self.distribution(history + out, alphabet) ** (1.0 / temperature)
+            out += rng.choices(alphabet, weights.tolist())[0]
             if stop is not None and out.endswith(stop):
                 break
         return out
