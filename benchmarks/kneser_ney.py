@@ -66,7 +66,8 @@ class KneserNey:
                     for i in range(start, len(full)))
 
     def distribution(self, history: str, alphabet: list[str]) -> np.ndarray:
-        """P(c | history) for every c of `alphabet` (the symbols a sample may draw; the same on every call), as one vector."""
+        """P(c | history) for every c of `alphabet` (the symbols a sample may draw, the same list on every
+        call), as one vector."""
         if self._followers is None:
             self._followers = {k: defaultdict(list) for k in self.counts}
             for k, counts in self.counts.items():
