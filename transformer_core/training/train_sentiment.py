@@ -352,7 +352,7 @@ def model_card(args, config, params, figures) -> str:
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
-a movie-review sentence is positive or negative, {origin} by our own command.
+{"a Chinese book or product review" if args.corpus == "reviews-zh" else "a movie-review sentence"} is positive or negative, {origin} by our own command.
 
 - Command: `{command}`
 - Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
