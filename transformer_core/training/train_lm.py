@@ -85,7 +85,7 @@ A `DecoderLM` (GPT-style, pre-LN, learned positions, tied embeddings) trained by
 - Training: {last['step']} steps of {args.batch_size} x {args.context} tokens in {seconds / 60:.1f} min
   on {describe(device)}.
 - Final train loss {last['train_loss']:.3f}, validation loss {last['val_loss']:.3f} nats/token.
-- Test-set quality: see `benchmarks/lm_quality.py` (bits per character on the test plays).
+- Test-set quality: see `benchmarks/lm_quality.py` (bits per character on the test {'poems' if args.corpus == 'tang' else 'plays'}).
 """
 
 
