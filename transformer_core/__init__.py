@@ -29,6 +29,7 @@ from .training.data import (
     split_text,
 )
 from .device import DeviceError, autocast, default_device, device_of
+from .training.data_zh import Poem, chinese_reviews, clauses, peoples_daily, tang_poems, tang_text, to_simplified
 from .training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 from .decoding.generation import context_window, generate, greedy_choice, next_token_logits, stream
 from .weights.gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
@@ -100,6 +101,8 @@ __all__ = [
     # data
     "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "minilm", "movie_reviews",
     "other_snippets", "shakespeare", "shakespeare_works", "split_text",
+    # Chinese data (Tang poems, reviews, People's Daily) and the traditional -> simplified conversion
+    "Poem", "chinese_reviews", "clauses", "peoples_daily", "tang_poems", "tang_text", "to_simplified",
     # BERT import and distillation (a pre-trained encoder teaches the sentiment classifier)
     "BertImportError", "augment", "bert_config", "encoder_classifier_from_bert", "load_bert", "teacher_probs",
     "transfer_texts", "wordpiece_ids",

@@ -64,8 +64,9 @@ def test_tang_lm_writes_seeded_chinese_lines():
     assert sum(map(_is_chinese, text)) >= 16 and any(mark in text for mark in "，。")
 
 
-def test_chinese_classifier_reads_plain_reviews_right():
-    folder = _asset("sentiment-zh")
+@pytest.mark.parametrize("name", ["sentiment-zh", "sentiment-zh-pretrained"])
+def test_chinese_classifier_reads_plain_reviews_right(name):
+    folder = _asset(name)
     model, tokenizer = load_model(folder).eval(), TextTokenizer.load(folder)
     pad_id, _ = special_ids(tokenizer)
     texts = {"质量很好，非常满意，推荐购买！": "positive", "太差了，用了一天就坏了，很失望。": "negative"}
