@@ -4,6 +4,9 @@ Lesson: an encoder reads the whole sentence at once, mean-pools its output
 vectors and maps them to P(positive) / P(negative). Gradient x input and
 attention rollout are two ways to ask which tokens mattered; they need not agree.
 With two classifiers installed, Compare shows what pre-training on a large corpus adds.
+A whole review is read sentence by sentence: a strip of its sentences coloured by their own
+verdicts, and the running verdict, show how the review's verdict forms; clicking a sentence
+shows its tokens and attention.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ EXAMPLES = [
     ["The film was released in 2004 and runs for 95 minutes.", METHODS[1]],
     ["Ce film est magnifique, je l'ai adoré.", METHODS[0]],
     ["👍🎉!!!", METHODS[0]],
+    [use.REVIEW, METHODS[0]],
 ]
 EXPLAINER = """
 **What am I looking at?** A transformer encoder reads your text. It turns each token into a vector,
@@ -50,6 +54,16 @@ that "but" shifts the weight to the second half — and fine-tuning only had to 
 Compare the token contributions: the pre-trained model's negations and contrasts carry weight of their own."""
 
 
+# The text issue 39 added, by message id, in English (to the i18n catalogue when it lands).
+MESSAGES = {
+    "sentiment.sentence": "Sentence (its tokens and attention are shown)",
+    "sentiment.sentence_shown": "**Sentence {i} of {n}** ({label}, P(positive) {p:.0%}): its tokens and attention below.",
+    "sentiment.review_box": "The review, sentence by sentence",
+}
+# A click on a sentence of the strip hands its number to the server (gr.HTML's js_on_load and trigger).
+PICK_SENTENCE = ("element.addEventListener('click', (e) => { const s = e.target.closest('[data-sentence]'); "
+                 "if (s) trigger('click', {sentence: Number(s.dataset.sentence)}); });")
+
 SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
 
 
@@ -69,16 +83,56 @@ def classify(text: str | None, method: str, model: str | None = None):
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
         model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
     """
-    run = use.classify(text, model)
+    return _drawn(use.classify(text, model), method)
+
+
+@cached
+@handler
+def classify_sentence(text: str | None, method: str, sentence: int, model: str | None = None):
+    """A whole review's verdict (as `classify`), with the tokens and attention of one of its sentences.
+
+    Args:
+        text: a review longer than one sentence (a short text is read whole, as by `classify`)
+        method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
+        sentence: which sentence's tokens to show, from 1
+        model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
+    """
+    return _drawn(use.classify(text, model, sentence), method)
+
+
+def _drawn(run: use.SentimentRun, method: str) -> tuple:
     scores, signed = _scores(run, method)
     return (
         run.probs,
+        _method_line(run),
         "\n\n".join(f"⚠️ {n}" for n in [run.notice] if n),
         views.token_html(run.labels, scores, signed),
         views.score_bars(run.labels, scores, signed, f"{method} per token"),
         attention_views.layer_head_grid(run.attn, run.labels, run.labels, "Attention: every layer and head"),
         f"[Open this text in the Attention tab →]({use.attention_link(run)})",
+        *_review(run),
     )
+
+
+def _method_line(run: use.SentimentRun) -> str:
+    """How the verdict was reached, in one line under it (a short text: nothing new to say)."""
+    return f"*{run.document.method}*" if run.document else ""
+
+
+def _review(run: use.SentimentRun) -> tuple:
+    """The review's parts of the tab: (its box shown or hidden, the strip, the sentence picker, the
+    running verdict, which sentence is shown); of a short text, the box hidden."""
+    document = run.document
+    if document is None:
+        return gr.Column(visible=False), "", gr.Slider(visible=False), None, ""
+    texts = [s.text for s in document.sentences]
+    p = [s.probs["positive"] for s in document.sentences]
+    shown = document.sentences[run.sentence]
+    return (gr.Column(visible=True), views.sentence_strip(texts, p, run.sentence),
+            gr.Slider(minimum=1, maximum=max(len(texts), 2), value=run.sentence + 1, step=1, visible=True),
+            views.running_chart(texts, p, list(document.running)),
+            MESSAGES["sentiment.sentence_shown"].format(i=run.sentence + 1, n=len(texts), label=shown.label,
+                                                        p=shown.probs["positive"]))
 
 
 @cached
@@ -90,8 +144,13 @@ def compare(text: str | None, method: str):
     for label, run in zip(use.classifiers(), runs):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
-        columns.append((f"**{label}**: {verdict} ({run.probs[verdict]:.0%})" + (f"  \n{run.notice}" if run.notice else ""),
-                        views.token_html(run.labels, scores, signed),
+        document = run.document
+        strip = "" if document is None else views.sentence_strip(
+            [s.text for s in document.sentences], [s.probs["positive"] for s in document.sentences], run.sentence)
+        columns.append((f"**{label}**: {verdict} ({run.probs[verdict]:.0%})"
+                        + (f"  \n{_method_line(run)}" if document else "")
+                        + (f"  \n{run.notice}" if run.notice else ""),
+                        strip, views.token_html(run.labels, scores, signed),
                         attention_views.layer_head_grid(run.attn, run.labels, run.labels, label)))
     return notice(), *[part for column in columns for part in column]
 
@@ -101,7 +160,8 @@ def build() -> View:
     with gr.Tab("Sentiment", id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...")
+                text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...",
+                                  info=use.limits_line())
                 model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier",
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label="Compare both classifiers side by side", elem_id="compare",
@@ -113,9 +173,17 @@ def build() -> View:
                     examples = gr.Examples(EXAMPLES, [text, method])
             with gr.Column(scale=1):
                 probs = gr.Label(label="Verdict", num_top_classes=2)
+                method_line = gr.Markdown(elem_id="sentiment-method")  # how a long text's verdict was reached
                 tokens = gr.HTML(label="Tokens coloured by contribution", elem_id="sentiment-tokens")
                 link = gr.Markdown()
         notices = gr.Markdown()
+        with gr.Column(visible=False, elem_id="sentiment-review") as review_box:
+            gr.Markdown(f"**{MESSAGES['sentiment.review_box']}**")
+            strip = gr.HTML(elem_id="sentiment-strip", js_on_load=PICK_SENTENCE)
+            running = gr.Plot(label="Running verdict", show_label=False, elem_id="sentiment-running")
+            sentence = gr.Slider(1, 2, value=1, step=1, label=MESSAGES["sentiment.sentence"],
+                                 elem_id="sentiment-sentence")
+            shown = gr.Markdown(elem_id="sentiment-shown")
         bars = gr.Plot(label="Score per token", show_label=False)
         with gr.Accordion("Attention in every layer and head", open=False) as attention_box:
             grid = gr.Plot()
@@ -123,8 +191,13 @@ def build() -> View:
             gr.Markdown(EXPLAINER)
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
         chosen = gr.State(installed[0] if installed else None)
-        inputs, outputs = [text, method, chosen], [probs, notices, tokens, bars, grid, link]
+        inputs = [text, method, chosen]
+        outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         button.click(classify, inputs, outputs, api_name="classify")
+        one_sentence = [text, method, sentence, chosen]
+        sentence.release(classify_sentence, one_sentence, outputs, api_name="classify_sentence")
+        strip.click(picked, None, sentence, api_name=False, queue=False).then(
+            classify_sentence, one_sentence, outputs, api_name=False)
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
         examples.load_input_event.then(classify, inputs, outputs, api_name=False)
         text.submit(classify, inputs, outputs, api_name=False)
@@ -142,7 +215,8 @@ def build() -> View:
                 with gr.Row():
                     for label in installed:
                         with gr.Column():  # each grid's title names its classifier
-                            parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}", show_label=False)]
+                            parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
+                                      gr.Plot(label=f"Attention: {label}", show_label=False)]
                 gr.Markdown(COMPARE_NOTE)  # after the verdicts: on a projector, the figures come first
             compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
             compare_box.expand(compare, [text, method], [compare_notice, *parts], api_name=False)
@@ -155,4 +229,9 @@ def build() -> View:
 
 def compare_if(on: bool, text: str | None, method: str):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))
+    return compare(text, method) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.classifiers())))
+
+
+def picked(event: gr.EventData) -> int:
+    """The number of the sentence clicked in the strip."""
+    return int(getattr(event, "sentence", 1) or 1)

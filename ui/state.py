@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import gradio as gr
 
 from lab.policy import truncate
+from lab.sentiment import REVIEW
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -38,7 +39,9 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                                        "compare": "0"},
     "6. What pre-training adds": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.",
                                   "compare": "1", "focus": "#sentiment-compare"},
-    "7. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
+    "7. A whole review, sentence by sentence": {"tab": "sentiment", "text": REVIEW, "compare": "0",
+                                                "focus": "#sentiment-review"},
+    "8. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
 }
 
 
@@ -71,7 +74,7 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                  "repetition_penalty": ("generate", 7), "beam_width": ("generate", 10),
                  "length_penalty": ("generate", 11), "step_to_inspect": ("generate_inspect", 2)},
     "sentiment": {"text": ("classify", 0), "classifier": "#sentiment-classifier", "compare": "#compare",
-                  "colour_tokens_by": ("classify", 1)},
+                  "colour_tokens_by": ("classify", 1)},  # a review's sentence is picked on the page, not linked
     "translate": {"text": ("translate", 1), "task": ("translate", 0), "attention": ("translate", 3),
                   "layer": ("translate", 4), "head": ("translate", 5), "beam_width": ("translate", 2),
                   "task_to_train": ("translate_train", 0), "model": ("translate_train", 1),
