@@ -36,10 +36,12 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "3. The causal mask": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
     "4. Temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
     "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
-                                       "compare": "0"},
+                                       "classifier": "trained from scratch (5.8M)", "compare": "0"},
     "6. What pre-training adds": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.",
                                   "compare": "1", "focus": "#sentiment-compare"},
+    # the pre-trained classifier hears the review turn; the from-scratch one stays negative (Compare shows both)
     "7. A whole review, sentence by sentence": {"tab": "sentiment", "text": REVIEW, "compare": "0",
+                                                "classifier": "pre-trained + fine-tuned (22.6M)",
                                                 "focus": "#sentiment-review"},
     "8. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
 }
