@@ -63,6 +63,8 @@ MESSAGES = {
     "sentiment.long_text": "Texts over {chars:,} characters with more than one sentence are read sentence by sentence "
                            "(at most {sentences} sentences of the first {max_chars:,} characters).",
     "sentiment.sentence_unreadable": "Sentence {i} has no token this model reads; pick another sentence.",
+    "sentiment.review_unreadable": "The model reads no token of a sentence of this text ({error}); type a review.",
+    "sentiment.sentence_name": "Sentence",
 }
 
 
@@ -115,7 +117,7 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
         return _explained(name, model, tokenizer, text)
     document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text))
     last = len(document.sentences) - 1
-    i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, "Sentence") - 1
+    i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, MESSAGES["sentiment.sentence_name"]) - 1
     evidence = _explained(name, model, tokenizer, document.sentences[i].text, sentence=i)
     return replace(evidence, probs=document.probs, document=document, sentence=i,
                    notice=notice(*(n.text for n in document.notices), evidence.notice))
@@ -128,7 +130,7 @@ def _read(model, tokenizer, text: str) -> DocumentVerdict:
     try:
         return read_document(model, tokenizer, text)
     except EmptyTextError as e:  # a sentence of characters this tokenizer drops entirely
-        raise InputError(f"The model reads no token of a sentence of this text ({e}); type a review.") from e
+        raise InputError(MESSAGES["sentiment.review_unreadable"].format(error=e)) from e
 
 
 def weightiest(document: DocumentVerdict) -> int:

@@ -59,6 +59,7 @@ MESSAGES = {
     "sentiment.sentence": "Sentence (its tokens and attention are shown)",
     "sentiment.sentence_shown": "**Sentence {i} of {n}** ({label}, P(positive) {p:.0%}): its tokens and attention below.",
     "sentiment.review_box": "The review, sentence by sentence",
+    "sentiment.running_label": "Running verdict",
 }
 # A click on a sentence of the strip hands its number to the server (gr.HTML's js_on_load and trigger).
 PICK_SENTENCE = ("element.addEventListener('click', (e) => { const s = e.target.closest('[data-sentence]'); "
@@ -180,7 +181,7 @@ def build() -> View:
         with gr.Column(visible=False, elem_id="sentiment-review") as review_box:
             gr.Markdown(f"**{MESSAGES['sentiment.review_box']}**")
             strip = gr.HTML(elem_id="sentiment-strip", js_on_load=PICK_SENTENCE)
-            running = gr.Plot(label="Running verdict", show_label=False, elem_id="sentiment-running")
+            running = gr.Plot(label=MESSAGES["sentiment.running_label"], show_label=False, elem_id="sentiment-running")
             sentence = gr.Slider(1, 2, value=1, step=1, label=MESSAGES["sentiment.sentence"],
                                  elem_id="sentiment-sentence")
             shown = gr.Markdown(elem_id="sentiment-shown")
