@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from i18n import Message
 from transformer_core import EmptyTextError, explain
 from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES, DocumentVerdict, read_document,
                                                  reads_by_sentences, split_sentences)
@@ -31,8 +32,8 @@ MAX_CHARS = 12_000
 UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
 
 # picker label -> checkpoint; the ones not installed are not offered
-CLASSIFIERS = {"trained from scratch (5.8M)": "sentiment",
-               "pre-trained + fine-tuned (22.6M)": "sentiment-pretrained"}
+CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
+               Message("sentiment.model.pretrained"): "sentiment-pretrained"}
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,6 @@ REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper a
           "The last forty minutes are gripping, beautifully shot and genuinely moving. "
           "By the end I was in tears: one of the best films I have seen this year.")
 
-# The text issue 39 added, by message id, in English (to the i18n catalogue when it lands).
-MESSAGES = {
-    "sentiment.long_text": "Texts over {chars:,} characters with more than one sentence are read sentence by sentence "
-                           "(at most {sentences} sentences of the first {max_chars:,} characters).",
-    "sentiment.sentence_unreadable": "Sentence {i} has no token this model reads; pick another sentence.",
-    "sentiment.review_unreadable": "The model reads no token of a sentence of this text ({error}); type a review.",
-    "sentiment.sentence_name": "Sentence",
-}
-
 
 def classifiers() -> dict[str, str]:
     """The installed classifiers: picker label -> checkpoint name."""
@@ -81,13 +73,13 @@ def _checkpoint(model: str | None) -> str:
     installed = classifiers()
     if model in (None, ""):
         if not installed:
-            raise InputError(f"No sentiment classifier in {store.model_dir()}.")
+            raise InputError(Message("sentiment.no_classifier", folder=store.model_dir()))
         return next(iter(installed.values()))
     if model in installed:
         return installed[model]
     if model in installed.values():
         return model
-    raise InputError(f"No classifier {model!r}; pick one of: {', '.join(installed)}.")
+    raise InputError(Message("sentiment.unknown_classifier", model=repr(model), installed=", ".join(installed)))
 
 
 _runs: ViewCache[SentimentRun] = ViewCache(size=128)
@@ -103,7 +95,7 @@ def classify(text: str | None, model: str | None = None, sentence: int | None = 
     name = _checkpoint(model)
     text, cut = truncate(text, MAX_CHARS)
     if not text.strip():
-        raise InputError("Type a sentence to classify, or click one of the examples.")
+        raise InputError(Message("sentiment.type_text"))
     run = _runs.get(models.key(name, text, sentence), lambda: _compute(name, text, sentence))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -117,10 +109,10 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
         return _explained(name, model, tokenizer, text)
     document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text))
     last = len(document.sentences) - 1
-    i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, MESSAGES["sentiment.sentence_name"]) - 1
+    i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, Message("sentiment.sentence_name")) - 1
     evidence = _explained(name, model, tokenizer, document.sentences[i].text, sentence=i)
     return replace(evidence, probs=document.probs, document=document, sentence=i,
-                   notice=notice(*(n.text for n in document.notices), evidence.notice))
+                   notice=notice(*(Message(n.id, **n.params) for n in document.notices), evidence.notice))
 
 
 _documents: ViewCache[DocumentVerdict] = ViewCache(size=32)  # a review's verdict, whichever sentence is shown
@@ -130,7 +122,7 @@ def _read(model, tokenizer, text: str) -> DocumentVerdict:
     try:
         return read_document(model, tokenizer, text)
     except EmptyTextError as e:  # a sentence of characters this tokenizer drops entirely
-        raise InputError(MESSAGES["sentiment.review_unreadable"].format(error=e)) from e
+        raise InputError(Message("sentiment.review_unreadable", error=e)) from e
 
 
 def weightiest(document: DocumentVerdict) -> int:
@@ -139,10 +131,7 @@ def weightiest(document: DocumentVerdict) -> int:
     return max(range(len(document.sentences)), key=lambda i: abs(document.sentences[i].log_odds))
 
 
-def limits_line() -> str:
-    """When the tab reads by sentences, in one line (said in the tab)."""
-    return MESSAGES["sentiment.long_text"].format(chars=LONG_TEXT_CHARS, sentences=MAX_SENTENCES,
-                                                  max_chars=MAX_CHARS)
+LIMITS = dict(chars=LONG_TEXT_CHARS, sentences=MAX_SENTENCES, max_chars=MAX_CHARS)  # said in the tab
 
 
 def _explained(name: str, model, tokenizer, text: str, sentence: int | None = None) -> SentimentRun:
@@ -151,16 +140,14 @@ def _explained(name: str, model, tokenizer, text: str, sentence: int | None = No
         verdict = explain(model, tokenizer, text)
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
         if sentence is not None:
-            raise InputError(MESSAGES["sentiment.sentence_unreadable"].format(i=sentence + 1)) from e
-        raise InputError(f"The model reads no token of this text ({e}); type a sentence.") from e
+            raise InputError(Message("sentiment.sentence_unreadable", i=sentence + 1)) from e
+        raise InputError(Message("policy.invisible_only")) from e
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
-        notices.append(f"The text has {read + verdict.truncated} tokens; the model reads at most {read}, "
-                       f"so only the first {read} were classified.")
+        notices.append(Message("sentiment.cut", n=read + verdict.truncated, read=read))
     if not _has_letters(text):
-        notices.append("The text has no letters or digits: the model saw only punctuation, symbols or emoji, "
-                       "which its training sentences rarely contain, so treat the verdict as a guess.")
+        notices.append(Message("sentiment.no_letters"))
     return SentimentRun(name, verdict.probs, [s.text for s in verdict.tokens], verdict.grad_x_input.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
                         notice(*notices))

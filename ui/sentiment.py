@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
 from ui.common import cached, View, handler
+from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import sentiment as views
 
@@ -31,40 +33,9 @@ EXAMPLES = [
     ["👍🎉!!!", METHODS[0]],
     [use.REVIEW, METHODS[0]],
 ]
-EXPLAINER = """
-**What am I looking at?** A transformer encoder reads your text. It turns each token into a vector,
-lets the tokens attend to each other for a few layers, **averages** the final vectors and maps the
-average to two probabilities. *Trained from scratch* (5.8M parameters) learned from 8.5k movie-review
-sentences only, with a larger pre-trained model as its teacher; *pre-trained + fine-tuned* started
-from all-MiniLM-L6-v2, which had read about a billion sentence pairs before it ever saw a review.
-
-*Gradient × input* asks: if this token's embedding were faded out, how far would the score move
-towards positive (green) or negative (red)? *Attention rollout* follows attention (plus the residual
-path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
-shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
-
-Try the examples: negation ("not good", "not bad at all"), contrast ("great but ... a mess"),
-sarcasm, a neutral fact, and French (the training data is English, so it guesses).
-"""
-COMPARE_NOTE = """**What pre-training gave.** Both models have the same shape of head: mean-pooled encoder
-vectors into two classes. The from-scratch model learned every word's meaning from 8.5k labelled sentences, so
-a word it met mostly in negative reviews stays negative whatever surrounds it ("not bad"). The pre-trained
-encoder had already learned, from a huge unlabelled corpus, how words combine — that "not" flips what follows,
-that "but" shifts the weight to the second half — and fine-tuning only had to map that knowledge to two labels.
-Compare the token contributions: the pre-trained model's negations and contrasts carry weight of their own."""
-
-
-# The text issue 39 added, by message id, in English (to the i18n catalogue when it lands).
-MESSAGES = {
-    "sentiment.sentence": "Sentence (its tokens and attention are shown)",
-    "sentiment.sentence_shown": "**Sentence {i} of {n}** ({label}, P(positive) {p:.0%}): its tokens and attention below.",
-    "sentiment.review_box": "The review, sentence by sentence",
-    "sentiment.running_label": "Running verdict",
-}
 # A click on a sentence of the strip hands its number to the server (gr.HTML's js_on_load and trigger).
 PICK_SENTENCE = ("element.addEventListener('click', (e) => { const s = e.target.closest('[data-sentence]'); "
                  "if (s) trigger('click', {sentence: Number(s.dataset.sentence)}); });")
-
 SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
 
 
@@ -75,7 +46,7 @@ def _scores(run: use.SentimentRun, method: str):
 
 @cached
 @handler
-def classify(text: str | None, method: str, model: str | None = None):
+def classify(text: str | None, method: str, model: str | None = None, lang: str = "en"):
     """A sentiment classifier's verdict on a text and which tokens drove it: (P(label), notices, tokens
     coloured by contribution as HTML, per-token bars, attention grid, link to the Attention tab).
 
@@ -84,12 +55,12 @@ def classify(text: str | None, method: str, model: str | None = None):
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
         model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
     """
-    return _drawn(use.classify(text, model), method)
+    return _drawn(use.classify(text, model), method, lang)
 
 
 @cached
 @handler
-def classify_sentence(text: str | None, method: str, sentence: int, model: str | None = None):
+def classify_sentence(text: str | None, method: str, sentence: int, model: str | None = None, lang: str = "en"):
     """A whole review's verdict (as `classify`), with the tokens and attention of one of its sentences.
 
     Args:
@@ -98,29 +69,31 @@ def classify_sentence(text: str | None, method: str, sentence: int, model: str |
         sentence: which sentence's tokens to show, from 1
         model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
     """
-    return _drawn(use.classify(text, model, sentence), method)
+    return _drawn(use.classify(text, model, sentence), method, lang)
 
 
-def _drawn(run: use.SentimentRun, method: str) -> tuple:
+def _drawn(run: use.SentimentRun, method: str, lang: str) -> tuple:
     scores, signed = _scores(run, method)
     return (
-        run.probs,
-        _method_line(run),
-        "\n\n".join(f"⚠️ {n}" for n in [run.notice] if n),
-        views.token_html(run.labels, scores, signed),
-        views.score_bars(run.labels, scores, signed, f"{method} per token"),
-        attention_views.layer_head_grid(run.attn, run.labels, run.labels, "Attention: every layer and head"),
-        f"[Open this text in the Attention tab →]({use.attention_link(run)})",
-        *_review(run),
+        {verdict_name(label, lang): p for label, p in run.probs.items()},
+        _method_line(run, lang),
+        "\n\n".join(t("common.warning", lang, text=render(n, lang)) for n in [run.notice] if n),
+        views.token_html(run.labels, scores, signed, lang),
+        views.score_bars(run.labels, scores, signed, t("sentiment.per_token", lang, method=method_name(method, lang)),
+                         lang),
+        attention_views.layer_head_grid(run.attn, run.labels, run.labels, t("sentiment.grid_title", lang), lang),
+        t("sentiment.open_in_attention", lang, link=use.attention_link(run) + f"&lang={lang}"),
+        *_review(run, lang),
     )
 
 
-def _method_line(run: use.SentimentRun) -> str:
+def _method_line(run: use.SentimentRun, lang: str) -> str:
     """How the verdict was reached, in one line under it (a short text: nothing new to say)."""
-    return f"*{run.document.method}*" if run.document else ""
+    document = run.document
+    return f"*{t(document.method_id, lang, **document.method_params)}*" if document else ""
 
 
-def _review(run: use.SentimentRun) -> tuple:
+def _review(run: use.SentimentRun, lang: str) -> tuple:
     """The review's parts of the tab: (its box shown or hidden, the strip, the sentence picker, the
     running verdict, which sentence is shown); of a short text, the box hidden."""
     document = run.document
@@ -129,16 +102,25 @@ def _review(run: use.SentimentRun) -> tuple:
     texts = [s.text for s in document.sentences]
     p = [s.probs["positive"] for s in document.sentences]
     shown = document.sentences[run.sentence]
-    return (gr.Column(visible=True), views.sentence_strip(texts, p, run.sentence),
+    return (gr.Column(visible=True), views.sentence_strip(texts, p, run.sentence, lang),
             gr.Slider(minimum=1, maximum=max(len(texts), 2), value=run.sentence + 1, step=1, visible=True),
-            views.running_chart(texts, p, list(document.running)),
-            MESSAGES["sentiment.sentence_shown"].format(i=run.sentence + 1, n=len(texts), label=shown.label,
-                                                        p=shown.probs["positive"]))
+            views.running_chart(texts, p, list(document.running), lang),
+            t("sentiment.sentence_shown", lang, i=run.sentence + 1, n=len(texts), label=verdict_name(shown.label, lang),
+              p=shown.probs["positive"]))
+
+
+def verdict_name(label: str, lang: str) -> str:
+    """A class ("positive") in the reader's language."""
+    return t(f"sentiment.label.{label}", lang)
+
+
+def method_name(method: str, lang: str) -> str:
+    return t("sentiment.method.grad" if method == METHODS[0] else "sentiment.method.rollout", lang)
 
 
 @cached
 @handler
-def compare(text: str | None, method: str):
+def compare(text: str | None, method: str, lang: str = "en"):
     """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
     runs = use.compare(text)
     columns = []
@@ -147,55 +129,57 @@ def compare(text: str | None, method: str):
         verdict = max(run.probs, key=run.probs.get)
         document = run.document
         strip = "" if document is None else views.sentence_strip(
-            [s.text for s in document.sentences], [s.probs["positive"] for s in document.sentences], run.sentence)
-        columns.append((f"**{label}**: {verdict} ({run.probs[verdict]:.0%})"
-                        + (f"  \n{_method_line(run)}" if document else "")
-                        + (f"  \n{run.notice}" if run.notice else ""),
-                        strip, views.token_html(run.labels, scores, signed),
-                        attention_views.layer_head_grid(run.attn, run.labels, run.labels, label)))
+            [s.text for s in document.sentences], [s.probs["positive"] for s in document.sentences], run.sentence, lang)
+        columns.append((t("sentiment.column", lang, label=label, verdict=verdict_name(verdict, lang),
+                          p=run.probs[verdict]) + (f"  \n{_method_line(run, lang)}" if document else "")
+                        + (f"  \n{render(run.notice, lang)}" if run.notice else ""),
+                        strip, views.token_html(run.labels, scores, signed, lang),
+                        attention_views.layer_head_grid(run.attn, run.labels, run.labels, render(label, lang), lang)))
     return notice(), *[part for column in columns for part in column]
 
 
-def build() -> View:
+def build(lang: gr.State | None = None) -> View:
+    lang = language(lang)
     installed = list(use.classifiers())
-    with gr.Tab("Sentiment", id="sentiment"):
+    with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...",
-                                  info=use.limits_line())
-                model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier",
+                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
+                                  info=_("sentiment.long_text", **use.LIMITS))
+                model = gr.Radio([choice(c) for c in installed], value=installed[0] if installed else None,
+                                 label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
-                comparing = gr.Checkbox(False, label="Compare both classifiers side by side", elem_id="compare",
+                comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
                                         visible=len(installed) > 1)
                 with gr.Row(equal_height=True):
-                    method = gr.Radio(list(METHODS), value=METHODS[0], label="Colour tokens by", scale=3)
-                    button = gr.Button("Classify", variant="primary", scale=1, elem_id="sentiment-run")
+                    method = gr.Radio([(_("sentiment.method.grad"), METHODS[0]), (_("sentiment.method.rollout"), METHODS[1])],
+                                      value=METHODS[0], label=_("sentiment.colour_by"), scale=3, elem_id="colour_tokens_by")
+                    button = gr.Button(_("sentiment.run"), variant="primary", scale=1, elem_id="sentiment-run")
                 with gr.Column(elem_classes=["lecture-hide"]):
-                    examples = gr.Examples(EXAMPLES, [text, method])
+                    examples = gr.Examples(EXAMPLES, [text, method], label=_("common.examples"))
             with gr.Column(scale=1):
-                probs = gr.Label(label="Verdict", num_top_classes=2)
+                probs = gr.Label(label=_("sentiment.verdict"), num_top_classes=2)
                 method_line = gr.Markdown(elem_id="sentiment-method")  # how a long text's verdict was reached
-                tokens = gr.HTML(label="Tokens coloured by contribution", elem_id="sentiment-tokens")
+                tokens = gr.HTML(label=_("sentiment.tokens"), elem_id="sentiment-tokens")
                 link = gr.Markdown()
         notices = gr.Markdown()
         with gr.Column(visible=False, elem_id="sentiment-review") as review_box:
-            gr.Markdown(f"**{MESSAGES['sentiment.review_box']}**")
+            gr.Markdown(_("sentiment.review_box"))
             strip = gr.HTML(elem_id="sentiment-strip", js_on_load=PICK_SENTENCE)
-            running = gr.Plot(label=MESSAGES["sentiment.running_label"], show_label=False, elem_id="sentiment-running")
-            sentence = gr.Slider(1, 2, value=1, step=1, label=MESSAGES["sentiment.sentence"],
-                                 elem_id="sentiment-sentence")
+            running = gr.Plot(label=_("sentiment.running_label"), show_label=False, elem_id="sentiment-running")
+            sentence = gr.Slider(1, 2, value=1, step=1, label=_("sentiment.sentence"), elem_id="sentiment-sentence")
             shown = gr.Markdown(elem_id="sentiment-shown")
-        bars = gr.Plot(label="Score per token", show_label=False)
-        with gr.Accordion("Attention in every layer and head", open=False) as attention_box:
-            grid = gr.Plot()
-        with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
-            gr.Markdown(EXPLAINER)
+        bars = gr.Plot(label=_("sentiment.bars"), show_label=False)
+        with gr.Accordion(_("sentiment.attention_box"), open=False) as attention_box:
+            grid = gr.Plot(label=_("common.attention"))
+        with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
+            gr.Markdown(_("sentiment.explainer"))
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
         chosen = gr.State(installed[0] if installed else None)
-        inputs = [text, method, chosen]
+        inputs = [text, method, chosen, lang]
         outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         button.click(classify, inputs, outputs, api_name="classify")
-        one_sentence = [text, method, sentence, chosen]
+        one_sentence = [text, method, sentence, chosen, lang]
         sentence.release(classify_sentence, one_sentence, outputs, api_name="classify_sentence")
         strip.click(picked, None, sentence, api_name=False, queue=False).then(
             classify_sentence, one_sentence, outputs, api_name=False)
@@ -208,29 +192,28 @@ def build() -> View:
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
         if len(installed) > 1:
-            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=False,
-                              elem_id="sentiment-compare") as compare_box:
-                compare_button = gr.Button("Compare the classifiers on this text")
+            with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
+                compare_button = gr.Button(_("sentiment.compare_run"))
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
                     for label in installed:
                         with gr.Column():  # each grid's title names its classifier
                             parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
-                                      gr.Plot(label=f"Attention: {label}", show_label=False)]
-                gr.Markdown(COMPARE_NOTE)  # after the verdicts: on a projector, the figures come first
-            compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
-            compare_box.expand(compare, [text, method], [compare_notice, *parts], api_name=False)
+                                      gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
+                gr.Markdown(_("sentiment.compare_note"))  # after the verdicts: on a projector, the figures come first
+            compare_button.click(compare, [text, method, lang], [compare_notice, *parts], api_name="classify_compare")
+            compare_box.expand(compare, [text, method, lang], [compare_notice, *parts], api_name=False)
             # ticked by hand, by a link (`compare=1`) or by a lecture step: the section opens, runs, comes into view
             comparing.change(lambda on: gr.Accordion(open=on), comparing, compare_box, api_name=False,
-                             queue=False).then(compare_if, [comparing, text, method], [compare_notice, *parts],
+                             queue=False).then(compare_if, [comparing, text, method, lang], [compare_notice, *parts],
                                                api_name=False).then(None, comparing, None, js=SHOW_COMPARE)
     return View(classify, inputs, outputs, "classify")
 
 
-def compare_if(on: bool, text: str | None, method: str):
+def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.classifiers())))
+    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.classifiers())))
 
 
 def picked(event: gr.EventData) -> int:

@@ -19,24 +19,13 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t
 from views.kit import position_labels, top_title, unchecked_figure
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
 HOVER_CHARS = 80  # of a sentence, in the running chart's hover label
 
-# The text issue 39 added, by message id, in English (to the i18n catalogue when it lands).
-MESSAGES = {
-    "sentiment.strip_title": "Sentence {i}: {label} (P(positive) {p:.0%})",
-    "sentiment.strip_legend": "Each sentence coloured by its own verdict: green positive, red negative, pale when "
-                              "unsure. Click a sentence to see its tokens and attention.",
-    "sentiment.running_title": "The running verdict, sentence by sentence",
-    "sentiment.running_line": "the review so far",
-    "sentiment.running_sentence": "each sentence alone",
-    "sentiment.running_x": "sentence",
-    "sentiment.running_y": "P(positive)",
-    "sentiment.turns": "turns {label}",
-}
 
 
 def normalised(scores) -> np.ndarray:
@@ -46,7 +35,7 @@ def normalised(scores) -> np.ndarray:
     return scores / top if top > 0 else scores.copy()
 
 
-def token_html(labels: list[str], scores, signed: bool) -> str:
+def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str:
     """Tokens as inline spans whose background strength is the normalised score; hover shows the raw score."""
     spans = []
     for label, raw, weight in zip(labels, np.asarray(scores).tolist(), normalised(scores).tolist()):
@@ -55,20 +44,21 @@ def token_html(labels: list[str], scores, signed: bool) -> str:
                      f'{abs(weight):.2f}); border-radius: 3px; padding: 1px 2px; margin: 1px; white-space: pre; '
                      f'display: inline-block; '
                      f'font-family: monospace; line-height: 2;">{html.escape(visible(label), quote=True)}</span>')
-    legend = ("green: pushes towards <b>positive</b>, red: towards <b>negative</b>" if signed
-              else "blue: how much of the token reaches the pooled vector")
-    return f'<div style="direction: ltr;">{"".join(spans)}</div><div style="color: #666; font-size: 0.85em;">{legend}</div>'
+    legend = t("sentiment.legend_signed" if signed else "sentiment.legend_read", lang)
+    # "model-text": the tokens are the person's own text, shown as typed in either language
+    return (f'<div class="model-text" style="direction: ltr;">{"".join(spans)}</div>'
+            f'<div style="color: #666; font-size: 0.85em;">{legend}</div>')
 
 
-def score_bars(labels: list[str], scores, signed: bool, title: str) -> go.Figure:
+def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> go.Figure:
     """One bar per token, in reading order: scores (T,)."""
     x = position_labels([visible(t) for t in labels])
     values = np.asarray(scores).tolist()
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values]
-    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate=t("sentiment.bar_hover", lang)))
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45)
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50, b=10),
-                      yaxis_title="towards positive" if signed else "share of pooled vector")
+                      yaxis_title=t("sentiment.y_signed" if signed else "sentiment.y_read", lang))
     return fig
 
 
@@ -77,24 +67,24 @@ def _verdict_rgb(p_positive: float) -> tuple[str, float]:
     return (POSITIVE_RGB if p_positive >= 0.5 else NEGATIVE_RGB), abs(2 * p_positive - 1)
 
 
-def sentence_strip(texts: list[str], p_positive: list[float], selected: int | None = None) -> str:
+def sentence_strip(texts: list[str], p_positive: list[float], selected: int | None = None, lang: str = "en") -> str:
     """A review's sentences in reading order, each a span coloured by its own verdict; the one whose
     tokens are shown is outlined. Each span carries data-sentence (its number from 1) for a click."""
     spans = []
     for i, (text, p) in enumerate(zip(texts, p_positive)):
         rgb, strength = _verdict_rgb(p)
-        label = "positive" if p >= 0.5 else "negative"
-        title = MESSAGES["sentiment.strip_title"].format(i=i + 1, label=label, p=p)
+        label = t("sentiment.label.positive" if p >= 0.5 else "sentiment.label.negative", lang)
+        title = t("sentiment.strip_title", lang, i=i + 1, label=label, p=p)
         outline = "outline: 2px solid #111; " if i == selected else ""
         spans.append(f'<span class="sentence" data-sentence="{i + 1}" title="{html.escape(title, quote=True)}" '
                      f'style="background: rgba({rgb},{0.12 + 0.6 * strength:.2f}); {outline}border-radius: 3px; '
                      f'padding: 2px 3px; margin: 1px; cursor: pointer; line-height: 2;">'
                      f'<sup style="color: #555;">{i + 1}</sup>&#8239;{html.escape(text, quote=True)}</span>')
     return (f'<div class="sentence-strip model-text">{" ".join(spans)}</div>'
-            f'<div style="color: #666; font-size: 0.85em;">{MESSAGES["sentiment.strip_legend"]}</div>')
+            f'<div style="color: #666; font-size: 0.85em;">{t("sentiment.strip_legend", lang)}</div>')
 
 
-def running_chart(texts: list[str], p_positive: list[float], running: list[float], title: str = "") -> go.Figure:
+def running_chart(texts: list[str], p_positive: list[float], running: list[float], lang: str = "en") -> go.Figure:
     """P(positive) of the review after each sentence (a line) over each sentence's own (dots), with the
     points where the running verdict crosses 0.5 marked: where the review turns."""
     x = list(range(1, len(texts) + 1))
@@ -102,21 +92,21 @@ def running_chart(texts: list[str], p_positive: list[float], running: list[float
     colours = [f"rgb({_verdict_rgb(p)[0]})" for p in p_positive]
     turns = [i for i in range(1, len(running)) if (running[i] >= 0.5) != (running[i - 1] >= 0.5)]
     data = [
-        dict(type="scatter", mode="markers", x=x, y=list(p_positive), name=MESSAGES["sentiment.running_sentence"],
+        dict(type="scatter", mode="markers", x=x, y=list(p_positive), name=t("sentiment.running_sentence", lang),
              marker=dict(color=colours, size=8, opacity=0.6), text=hover,
              hovertemplate="%{x}: %{y:.2f}<br>%{text}<extra></extra>"),
-        dict(type="scatter", mode="lines+markers", x=x, y=list(running), name=MESSAGES["sentiment.running_line"],
+        dict(type="scatter", mode="lines+markers", x=x, y=list(running), name=t("sentiment.running_line", lang),
              line=dict(color="rgb(17,24,39)", width=3), marker=dict(size=5),
              hovertemplate="%{x}: %{y:.2f}<extra></extra>"),
     ]
-    annotations = [dict(x=i + 1, y=running[i], text=MESSAGES["sentiment.turns"].format(
-        label="positive" if running[i] >= 0.5 else "negative"), showarrow=True, arrowhead=2, ay=-30)
-        for i in turns]
-    layout = dict(title=top_title(title or MESSAGES["sentiment.running_title"]), height=300,
+    annotations = [dict(x=i + 1, y=running[i], text=t("sentiment.turns", lang, label=t(
+        "sentiment.label.positive" if running[i] >= 0.5 else "sentiment.label.negative", lang)),
+        showarrow=True, arrowhead=2, ay=-30) for i in turns]
+    layout = dict(title=top_title(t("sentiment.running_title", lang)), height=300,
                   margin=dict(l=50, r=10, t=50, b=40), annotations=annotations,
                   shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=0.5, y1=0.5,
                                line=dict(color="#999", dash="dot", width=1))],
-                  xaxis=dict(title=dict(text=MESSAGES["sentiment.running_x"]), tickmode="auto", range=[0.5, len(x) + 0.5]),
-                  yaxis=dict(title=dict(text=MESSAGES["sentiment.running_y"]), range=[-0.03, 1.03]),
+                  xaxis=dict(title=dict(text=t("sentiment.running_x", lang)), tickmode="auto", range=[0.5, len(x) + 0.5]),
+                  yaxis=dict(title=dict(text=t("sentiment.running_y", lang)), range=[-0.03, 1.03]),
                   legend=dict(orientation="h", y=-0.25), hovermode="closest")
     return unchecked_figure(data, layout)
