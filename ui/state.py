@@ -49,11 +49,17 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
 
 
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
-# It may still be opening when the step starts, so the scroll is repeated until it has its height.
+# It may still be opening when the step starts (an accordion), or hidden until its first result (a review's
+# sentences, seconds on a busy machine): the scroll is repeated while it takes its height, for up to 20 s.
 SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
   const go = () => { const el = focus && document.querySelector(focus);
                      el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
-  go(); if (focus) [300, 1000, 2000].forEach((ms) => setTimeout(go, ms)); }""" % json.dumps(
+  go(); if (!focus) return;
+  let scrolled = 0; const until = Date.now() + 20000;
+  const again = () => { const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
+                        if (tall) { go(); scrolled += 1; }
+                        if (scrolled < 4 && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
+  setTimeout(again, 300); }""" % json.dumps(
     {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
 
 
