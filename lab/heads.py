@@ -122,6 +122,16 @@ def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
     return sorted(set(heads))
 
 
+def head_names(model: str) -> list[str] | None:
+    """Every head of a model by name ("L0 H0", ...), for the switch-off grid; None when it cannot be loaded."""
+    try:
+        net, _ = models.load(models.resolve(model))
+    except InputError:
+        return None
+    groups = _groups(net)
+    return [head_name(h, groups) for h in all_heads(net)]
+
+
 def head_name(head: Head, groups: list[str]) -> str:
     """A head as parse_heads reads it back: "L5 H11", with the group only when the model has several."""
     return (f"{head.group} " if len(groups) > 1 else "") + f"L{head.layer} H{head.head}"
@@ -398,5 +408,5 @@ def roles(model: str) -> RolesRun:
     return _runs.get(models.key(name, "roles"), compute)
 
 
-__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head",
+__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head", "head_names",
            "importance", "lens", "parse_heads", "positions", "roles"]

@@ -12,10 +12,12 @@ import gradio as gr
 
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
+from ui import heads as heads_section
 from ui.common import cached, View, handler
 from views import attention as figures
 from views.kit import placeholder, plain
 
+CSS = heads_section.CSS
 GROUP_CHOICES = [(name, group) for group, name in use.GROUP_NAMES.items()]
 EXPLAINER = """
 **What am I looking at?** Each small square is one attention head: row *i* is query token *i*,
@@ -147,6 +149,7 @@ def build() -> View | None:
             continuation = gr.Markdown()
             staircase = gr.Plot(label="Selected head, step by step", show_label=False)
             step_fig = gr.Plot(label="One step in every layer and head", show_label=False)
+        found, opened = heads_section.build(model, text, group)
 
         inputs = [model, text, group, layer, head, query]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
@@ -162,4 +165,9 @@ def build() -> View | None:
         step.release(attention_generate, generate_inputs, generate_outputs, api_name=False)
         # an accordion never opens on empty plots: opening it runs its view
         while_generating.expand(attention_generate, generate_inputs, generate_outputs, api_name=False)
+        # the ranking's top head (or the one picked from it) opens large above
+        shell = dict(queue=False, api_visibility="private")
+        for event in [*(e.then for e in found), opened.input]:
+            event(heads_section.open_head, opened, [layer, head], **shell).then(
+                attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return View(attention, inputs, outputs, "attention")

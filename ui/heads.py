@@ -1,0 +1,233 @@
+"""The Attention tab's "What does a head do?" section: find the head behind a link, switch heads off,
+read the layers (logit lens), name the heads' roles.
+
+Lesson: the grid above shows where each head looks; these four views ask what a head does.
+A radio picks one view (its part opens and runs); each view has its own public endpoint.
+Handlers are thin: lab/heads.py computes, views/heads.py draws. English text is in MESSAGES.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from lab import heads as use
+from lab.policy import notice
+from ui.common import cached, handler
+from views import heads as figures
+
+SECTIONS = {"find": "Which head links A to B?", "ablate": "Switch heads off", "lens": "Reading the layers",
+            "roles": "Head roles"}
+MESSAGES = {
+    "heads.section_label": "What does a head do?",
+    "heads.find_help": "Name a query token and a key token (a word of the text, or its position). Every head is "
+                       "ranked by the weight the query puts on the key; open a head to draw it large above.",
+    "heads.query": "Query token (word or position)",
+    "heads.key": "Key token (word or position)",
+    "heads.find_button": "Rank the heads",
+    "heads.open_head": "Open a head",
+    "heads.ablate_help": "Tick heads to switch off (or type them, e.g. \"L5 H11, L4 H11\"). Zero ablation writes 0 "
+                         "as the head's output; mean ablation writes its average output on this text. The "
+                         "importance map switches each head off alone: red heads matter for this text.",
+    "heads.toggles": "Heads to switch off",
+    "heads.spec": "Heads off",
+    "heads.mode": "Ablation",
+    "heads.ablate_button": "Switch them off",
+    "heads.importance_button": "Importance map",
+    "heads.lens_help": "**What it shows:** after each layer, the residual stream is read through the final layer "
+                       "norm and the unembedding, as if the model stopped there: you see the guess form layer by "
+                       "layer. **Where it misleads:** early layers were never trained to be read this way, so "
+                       "their guesses say more about the unembedding than about what the model \"thinks\".",
+    "heads.lens_button": "Read the layers",
+    "heads.roles_help": "Each head is scored on a random token sequence repeated twice: previous-token heads look "
+                        "one back, first-token heads sink into position 0, duplicate-token heads look at the same "
+                        "token's earlier copy, induction heads at the token after it. If induction heads exist, "
+                        "the loss drops in the second half: the model copies what followed last time.",
+    "heads.roles_button": "Score the heads",
+}
+CSS = "#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); }"
+
+
+def _ranked_names(found: use.FoundHeads) -> list[str]:
+    return [f"L{h.layer} H{h.head}" for h, _ in found.ranked]
+
+
+@cached
+@handler
+def find_head(label: str, text: str, group: str, query: str, key: str):
+    """Which head links a query token to a key token: every head ranked by that attention weight, re-sliced
+    from the Attention tab's cached run. Returns (what it found, layer x head map, sorted bars, the top head).
+
+    Args:
+        label: the model, as the picker names it, e.g. "sentiment-pretrained (classifier)"
+        text: the text, e.g. "The animal didn't cross the street because it was too tired"
+        group: "encoder", "decoder" or "cross" attention
+        query: the query token: a word of the text ("it") or a position ("10")
+        key: the key token: a word ("animal", several tokens summed when the word is cut) or a position
+    """
+    found = use.find_head(label, text, query, key, group)
+    names = _ranked_names(found)
+    key_text = "".join(found.run.k_labels[k] for k in found.keys)
+    bars = figures.ranking_bars([(n, w) for n, (_, w) in zip(names, found.ranked)])
+    return (found.summary, figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean),
+            bars, gr.Dropdown(choices=names, value=names[0]))
+
+
+def open_head(name: str | None):
+    """The layer and head sliders at the head picked from the ranking ("L5 H11")."""
+    heads = use.parse_heads(name, ["encoder"]) if name else []
+    if not heads:
+        return gr.skip(), gr.skip()
+    return heads[0].layer, heads[0].head
+
+
+@cached
+@handler
+def ablate(label: str, text: str, heads: str, mode: str):
+    """Switch heads off and show what changed: a language model's next-token guesses and per-token loss, a
+    classifier's verdict, a translator's output and log-probability. Returns (notice, before/after, loss change).
+
+    Args:
+        label: the model, as the picker names it
+        text: the text (a translator's source)
+        heads: the heads to switch off, e.g. "L5 H11, L4 H11" (translators: "cross L1 H0")
+        mode: "zero" (the head's output is 0) or "mean" (its mean output over the text)
+    """
+    run = use.ablation(label, text, heads, mode)
+    return run.notice, figures.ablation_outcome(run), figures.loss_change(run)
+
+
+@cached
+@handler
+def importance(label: str, text: str, mode: str):
+    """Importance map: every head switched off alone (batched), coloured by the damage to the model on this
+    text. Returns (which heads matter most, the map).
+
+    Args:
+        label: the model, as the picker names it
+        text: the text (a translator's source; its own translation is the target)
+        mode: "zero" or "mean" ablation
+    """
+    run = use.importance(label, text, mode)
+    top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
+    return notice(run.notice, f"Heads that matter most here: {top}; {run.measure}, baseline {run.baseline:.2f}."), \
+        figures.importance_figure(run)
+
+
+@cached
+@handler
+def logit_lens(label: str, text: str):
+    """Logit lens of a language model: the top next-token guess after each layer, and the rank of the final
+    prediction through the layers. Returns (notice, table, rank lines).
+
+    Args:
+        label: a language model, as the picker names it, e.g. "shakespeare-lm (language model)"
+        text: the text (at most 128 tokens)
+    """
+    run = use.lens(label, text)
+    return run.notice, figures.lens_table(run), figures.rank_lines(run)
+
+
+@cached
+@handler
+def head_roles(label: str):
+    """Head roles: every head scored as previous-token, first-token, duplicate-token and induction head on a
+    random sequence repeated twice, with the loss over it (the induction demo). Returns (summary, grid, curve).
+
+    Args:
+        label: the model, as the picker names it
+    """
+    run = use.roles(label)
+    return run.summary, figures.roles_grid(run), figures.induction_curve(run)
+
+
+def toggles_for(label: str, current: list | None = None):
+    """The switch-off grid for a model: one toggle per head ("L0 H0" ...), translators with their groups."""
+    sizes = use.head_names(label)
+    if sizes is None:
+        return gr.CheckboxGroup()
+    return gr.CheckboxGroup(choices=sizes, value=[v for v in (current or []) if v in sizes])
+
+
+def _when(section: str, fn, n_out: int):
+    """Run `fn` only when the radio shows `section` (the radio's change runs every section's listener)."""
+    def run(chosen, *values):
+        if chosen != section:
+            return tuple(gr.skip() for _ in range(n_out))
+        return fn(*values)
+    return run
+
+
+def build(model, text, group):
+    """The section, under the Attention tab's figures. Returns (the find event, the "open a head" picker)."""
+    with gr.Column(elem_id="heads"):
+        section = gr.Radio([(name, key) for key, name in SECTIONS.items()], value=None, elem_id="heads-section",
+                           label=MESSAGES["heads.section_label"])
+        with gr.Column(visible=False) as find_box:
+            gr.Markdown(MESSAGES["heads.find_help"])
+            with gr.Row(equal_height=True):
+                query = gr.Textbox("", label=MESSAGES["heads.query"], elem_id="find-query", scale=2)
+                key = gr.Textbox("", label=MESSAGES["heads.key"], elem_id="find-key", scale=2)
+                find_button = gr.Button(MESSAGES["heads.find_button"], variant="primary", scale=1)
+            find_note = gr.Markdown(elem_id="find-note")
+            with gr.Row():
+                ranking = gr.Plot(show_label=False, elem_id="find-ranking")
+                bars = gr.Plot(show_label=False, elem_id="find-bars")
+            opened = gr.Dropdown([], value=None, label=MESSAGES["heads.open_head"], elem_id="find-open")
+        with gr.Column(visible=False) as ablate_box:
+            gr.Markdown(MESSAGES["heads.ablate_help"])
+            toggles = gr.CheckboxGroup([], label=MESSAGES["heads.toggles"], elem_id="heads-toggles")
+            with gr.Row(equal_height=True):
+                spec = gr.Textbox("", label=MESSAGES["heads.spec"], elem_id="heads-off", scale=3)
+                mode = gr.Radio(["zero", "mean"], value="zero", label=MESSAGES["heads.mode"], elem_id="ablation-mode",
+                                scale=1)
+                ablate_button = gr.Button(MESSAGES["heads.ablate_button"], variant="primary", scale=1)
+                importance_button = gr.Button(MESSAGES["heads.importance_button"], scale=1)
+            ablate_note = gr.Markdown()
+            with gr.Row():
+                outcome = gr.Plot(show_label=False, elem_id="ablate-outcome")
+                losses = gr.Plot(show_label=False, elem_id="ablate-loss")
+            importance_note = gr.Markdown(elem_id="importance-note")
+            importance_map = gr.Plot(show_label=False, elem_id="importance-map")
+        with gr.Column(visible=False) as lens_box:
+            gr.Markdown(MESSAGES["heads.lens_help"])
+            lens_button = gr.Button(MESSAGES["heads.lens_button"], variant="primary")
+            lens_note = gr.Markdown()
+            lens_table = gr.Plot(show_label=False, elem_id="lens-table")
+            rank_lines = gr.Plot(show_label=False, elem_id="lens-ranks")
+        with gr.Column(visible=False) as roles_box:
+            gr.Markdown(MESSAGES["heads.roles_help"])
+            roles_button = gr.Button(MESSAGES["heads.roles_button"], variant="primary")
+            roles_note = gr.Markdown(elem_id="roles-note")
+            with gr.Row():
+                roles_grid = gr.Plot(show_label=False, elem_id="roles-grid")
+                induction = gr.Plot(show_label=False, elem_id="roles-induction")
+
+    boxes = [find_box, ablate_box, lens_box, roles_box]
+    shell = dict(queue=False, api_visibility="private")
+    section.change(lambda s: [gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
+
+    find_in, find_out = [model, text, group, query, key], [find_note, ranking, bars, opened]
+    ablate_in, ablate_out = [model, text, spec, mode], [ablate_note, outcome, losses]
+    importance_in, importance_out = [model, text, mode], [importance_note, importance_map]
+    lens_in, lens_out = [model, text], [lens_note, lens_table, rank_lines]
+    roles_in, roles_out = [model], [roles_note, roles_grid, induction]
+    found = find_button.click(find_head, find_in, find_out, api_name="find_head")
+    ablate_button.click(ablate, ablate_in, ablate_out, api_name="ablate")
+    importance_button.click(importance, importance_in, importance_out, api_name="importance")
+    lens_button.click(logit_lens, lens_in, lens_out, api_name="logit_lens")
+    roles_button.click(head_roles, roles_in, roles_out, api_name="head_roles")
+    for trigger in (query.submit, key.submit):
+        trigger(find_head, find_in, find_out, api_name=False)
+    # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
+    picked = [section.change(_when("find", find_head, 4), [section, *find_in], find_out, api_visibility="private"),
+              section.change(_when("ablate", importance, 2), [section, *importance_in], importance_out,
+                             api_visibility="private"),
+              section.change(_when("lens", logit_lens, 3), [section, *lens_in], lens_out, api_visibility="private"),
+              section.change(_when("roles", head_roles, 3), [section, *roles_in], roles_out,
+                             api_visibility="private")]
+    picked.append(section.change(_when("ablate", lambda *v: ablate(*v) if v[2] else (gr.skip(),) * 3, 3),
+                                 [section, *ablate_in], ablate_out, api_visibility="private"))
+    section.change(toggles_for, [model, toggles], toggles, **shell)
+    model.change(toggles_for, [model, toggles], toggles, **shell)
+    toggles.input(lambda ticked: ", ".join(ticked), toggles, spec, **shell)
+    return [found, picked[0]], opened
