@@ -140,6 +140,17 @@ def head_roles(label: str):
     return run.summary, figures.roles_grid(run), figures.induction_curve(run)
 
 
+def switch_off(label: str, text: str, heads: str, mode: str):
+    """The "switch heads off" view as it opens: the importance map, and the heads named (by default the
+    one that matters most here, read from the map) switched off."""
+    note, importance_map = importance(label, text, mode)
+    if not (heads or "").strip():
+        heads = use.importance(label, text, mode).ranked[0][0]
+    ticked = [h.strip() for h in heads.split(",") if h.strip()]
+    return (note, importance_map, heads, gr.CheckboxGroup(choices=use.head_names(label), value=ticked),
+            *ablate(label, text, heads, mode))
+
+
 def toggles_for(label: str, current: list | None = None):
     """The switch-off grid for a model: one toggle per head ("L0 H0" ...), translators with their groups."""
     sizes = use.head_names(label)
@@ -220,13 +231,11 @@ def build(model, text, group):
         trigger(find_head, find_in, find_out, api_name=False)
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     picked = [section.change(_when("find", find_head, 4), [section, *find_in], find_out, api_visibility="private"),
-              section.change(_when("ablate", importance, 2), [section, *importance_in], importance_out,
-                             api_visibility="private"),
+              section.change(_when("ablate", switch_off, 7), [section, *ablate_in],
+                             [*importance_out, spec, toggles, *ablate_out], api_visibility="private"),
               section.change(_when("lens", logit_lens, 3), [section, *lens_in], lens_out, api_visibility="private"),
               section.change(_when("roles", head_roles, 3), [section, *roles_in], roles_out,
                              api_visibility="private")]
-    picked.append(section.change(_when("ablate", lambda *v: ablate(*v) if v[2] else (gr.skip(),) * 3, 3),
-                                 [section, *ablate_in], ablate_out, api_visibility="private"))
     section.change(toggles_for, [model, toggles], toggles, **shell)
     model.change(toggles_for, [model, toggles], toggles, **shell)
     toggles.input(lambda ticked: ", ".join(ticked), toggles, spec, **shell)

@@ -42,7 +42,8 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     # the head is the ranking's top one, found when the step opens, not an index written here
     "8. Which head links it to animal?": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
                                           "text": "The animal didn't cross the street because it was too tired",
-                                          "heads_view": "find", "find_query": "it", "find_key": "animal",
+                                          "attention": "encoder", "heads_view": "find", "find_query": "it",
+                                          "find_key": "animal",
                                           "focus": "#heads"},
     "9. Switch a head off": {"tab": "attention", "model": "shakespeare-lm (language model)",
                              "text": "ROMEO: But soft, what light through yonder window breaks?",

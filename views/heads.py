@@ -42,8 +42,8 @@ MESSAGES = {
     "heads.block": "layer {layer}",
     "heads.rank_title": "Rank of the final prediction after each layer (0 = top guess), one line per position",
     "heads.rank": "rank + 1 (log scale)",
-    "heads.roles_title": "Head roles (mark: score ≥ {threshold}; P previous-token, F first-token, "
-                         "D duplicate-token, I induction)",
+    "heads.roles_title": "Head roles: a mark where a score reaches {threshold}",
+    "heads.roles_legend": "P previous-token · F first-token (sink) · D duplicate-token · I induction",
     "heads.role_score": "highest role score",
     "heads.induction_title": "Loss per token over a random sequence of {n} tokens repeated twice",
     "heads.position": "position in the sequence",
@@ -106,7 +106,7 @@ def ablation_outcome(run) -> go.Figure:
     before, after = run.before, run.after
     if run.kind == "DecoderLM":
         tokens = list(dict.fromkeys([t for t, _ in before.top] + [t for t, _ in after.top]))
-        shown = [repr(t)[1:-1] for t in tokens]  # a newline guess reads as \n
+        shown = [repr(t) for t in tokens]  # quoted: a newline or a space guess stays visible
         p_before, p_after = dict(before.top), dict(after.top)
         return _before_after_bars(shown, [p_before.get(t, 0.0) for t in tokens], [p_after.get(t, 0.0) for t in tokens],
                                   heads, run.mode, say("heads.next_token_title"), say("heads.probability"))
@@ -196,8 +196,10 @@ def roles_grid(run) -> go.Figure:
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
     hover = np.array([["<br>".join(f"{r}: {s[i, j]:.2f}" for r, s in scores.items())
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
-    layout = dict(title=top_title(say("heads.roles_title", threshold=run.threshold)),
-                  height=max(260, 34 * len(y) + 170), margin=dict(l=10, r=10, t=100, b=10),
+    legend = dict(text=say("heads.roles_legend"), x=0, y=-0.02, xref="paper", yref="paper", xanchor="left",
+                  yanchor="top", showarrow=False)
+    layout = dict(title=top_title(say("heads.roles_title", threshold=run.threshold)), annotations=[legend],
+                  height=max(260, 34 * len(y) + 200), margin=dict(l=10, r=10, t=100, b=40),
                   xaxis=dict(side="top", type="category"), yaxis=dict(type="category", autorange="reversed"))
     heatmap = dict(type="heatmap", z=best, x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1, text=marks,
                    customdata=hover, texttemplate="%{text}", textfont=dict(size=13),
