@@ -186,7 +186,6 @@ def build(model, text, group):
             opened = gr.Dropdown([], value=None, label=MESSAGES["heads.open_head"], elem_id="find-open")
         with gr.Column(visible=False) as ablate_box:
             gr.Markdown(MESSAGES["heads.ablate_help"])
-            toggles = gr.CheckboxGroup([], label=MESSAGES["heads.toggles"], elem_id="heads-toggles")
             with gr.Row(equal_height=True):
                 spec = gr.Textbox("", label=MESSAGES["heads.spec"], elem_id="heads-off", scale=3)
                 mode = gr.Radio(["zero", "mean"], value="zero", label=MESSAGES["heads.mode"], elem_id="ablation-mode",
@@ -197,6 +196,7 @@ def build(model, text, group):
             with gr.Row():
                 outcome = gr.Plot(show_label=False, elem_id="ablate-outcome")
                 losses = gr.Plot(show_label=False, elem_id="ablate-loss")
+            toggles = gr.CheckboxGroup([], label=MESSAGES["heads.toggles"], elem_id="heads-toggles")
             importance_note = gr.Markdown(elem_id="importance-note")
             importance_map = gr.Plot(show_label=False, elem_id="importance-map")
         with gr.Column(visible=False) as lens_box:
