@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "app")]
@@ -59,6 +60,25 @@ ACTIONS = {
                  "#sentiment-run", ["#sentiment-tokens span"], False),
     "translate": ("translate", {"#tab-translate textarea": lambda i: str(10 ** 7 + 7919 * i)[:9]},
                   "#translate-run", ["#translate-attention .js-plotly-plot"], False),
+    # what a head does (Attention tab): find re-slices the run the page already drew (a new key each time)
+    "find_head": ("attention", {"#find-key textarea": lambda i: str(1 + i % 12)}, "#find-button",
+                  ["#find-ranking .js-plotly-plot"], False),
+    "importance_lm_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#importance-button",
+                          ["#importance-map .js-plotly-plot"], False),
+    "importance_encoder_40": ("attention", {"#tab-attention textarea": lambda i: text(i, 30)}, "#importance-button",
+                              ["#importance-map .js-plotly-plot"], False),
+    "logit_lens_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#lens-button",
+                       ["#lens-table .js-plotly-plot"], False),
+}
+ANIMAL = "The animal didn't cross the street because it was too tired"
+# the link an action's page opens first (default: its tab), waited for until drawn
+START = {
+    "find_head": {"model": "sentiment-pretrained (classifier)", "attention": "encoder", "text": ANIMAL,
+                  "heads_view": "find", "find_query": "it", "find_key": "animal"},
+    "importance_lm_128": {"model": "shakespeare-lm (language model)", "heads_view": "ablate"},
+    "importance_encoder_40": {"model": "sentiment-pretrained (classifier)", "attention": "encoder",
+                              "heads_view": "ablate"},
+    "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
 }
 
 
@@ -125,7 +145,7 @@ def measure(browser, url: str, network: Relay, name: str, i: int) -> dict:
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{url}/?tab={tab}")  # a link without text runs the tab's default view: wait for it first
+    page.goto(f"{url}/?" + urlencode({"tab": tab, **START.get(name, {})}))  # the link's view: wait for it first
     page.locator(f"#tab-{tab}").wait_for()
     deadline = time.monotonic() + 120
     while not drawn(page, tab, needs) and time.monotonic() < deadline:
@@ -161,6 +181,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model-dir", default=None)
+    parser.add_argument("--only", nargs="*", default=None, help="measure only these actions")
     args = parser.parse_args(argv)
 
     from playwright.sync_api import sync_playwright
@@ -170,12 +191,12 @@ def main(argv=None) -> dict:
     process, startup_s = start_app(port, "--model-dir", str(models))
     network = Relay(port)  # the browser talks to the app through it
     url = f"http://127.0.0.1:{network.port}"
-    runs: dict[str, list[dict]] = {name: [] for name in ACTIONS}
+    runs: dict[str, list[dict]] = {name: [] for name in (args.only or ACTIONS)}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for r in range(args.repeats):
-                for k, name in enumerate(ACTIONS):
+                for k, name in enumerate(runs):
                     runs[name].append(measure(browser, url, network, name, 1000 * r + 10 * k))
                     print(name, {k: round(v, 3) for k, v in runs[name][-1].items()}, flush=True)
             browser.close()
@@ -187,8 +208,10 @@ def main(argv=None) -> dict:
     for name, values in runs.items():
         result[f"{name}_s"] = round(statistics.median(v["s"] for v in values), 2)
         result[f"{name}_mb"] = round(statistics.median(v["mb"] for v in values), 3)
-    result["generate_80_first_token_s"] = round(statistics.median(v["first_token_s"] for v in runs["generate_80"]), 2)
-    result["generate_80_bytes_per_token"] = round(statistics.median(v["bytes_per_token"] for v in runs["generate_80"]))
+    if "generate_80" in runs:
+        generated = runs["generate_80"]
+        result["generate_80_first_token_s"] = round(statistics.median(v["first_token_s"] for v in generated), 2)
+        result["generate_80_bytes_per_token"] = round(statistics.median(v["bytes_per_token"] for v in generated))
     print(json.dumps(result))
     return result
 

@@ -408,5 +408,5 @@ def roles(model: str) -> RolesRun:
     return _runs.get(models.key(name, "roles"), compute)
 
 
-__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head", "head_names",
-           "importance", "lens", "parse_heads", "positions", "roles"]
+__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head",
+           "head_names", "importance", "lens", "parse_heads", "positions", "roles"]

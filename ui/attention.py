@@ -168,6 +168,6 @@ def build() -> View | None:
         # the ranking's top head (or the one picked from it) opens large above
         shell = dict(queue=False, api_visibility="private")
         for event in [*(e.then for e in found), opened.input]:
-            event(heads_section.open_head, opened, [layer, head], **shell).then(
+            event(None, [opened, layer, head], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
                 attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return View(attention, inputs, outputs, "attention")

@@ -72,12 +72,10 @@ def find_head(label: str, text: str, group: str, query: str, key: str):
             bars, gr.Dropdown(choices=names, value=names[0]))
 
 
-def open_head(name: str | None):
-    """The layer and head sliders at the head picked from the ranking ("L5 H11")."""
-    heads = use.parse_heads(name, ["encoder"]) if name else []
-    if not heads:
-        return gr.skip(), gr.skip()
-    return heads[0].layer, heads[0].head
+# The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
+# a server round trip here cost a loaded machine a second of the click-to-drawn time.
+OPEN_HEAD = """(name, layer, head) => { const m = /L(\\d+)\\s*H(\\d+)/.exec(name || '');
+  return m ? [parseInt(m[1]), parseInt(m[2])] : [layer, head]; }"""
 
 
 @cached
@@ -178,7 +176,8 @@ def build(model, text, group):
             with gr.Row(equal_height=True):
                 query = gr.Textbox("", label=MESSAGES["heads.query"], elem_id="find-query", scale=2)
                 key = gr.Textbox("", label=MESSAGES["heads.key"], elem_id="find-key", scale=2)
-                find_button = gr.Button(MESSAGES["heads.find_button"], variant="primary", scale=1)
+                find_button = gr.Button(MESSAGES["heads.find_button"], variant="primary", scale=1,
+                                        elem_id="find-button")
             find_note = gr.Markdown(elem_id="find-note")
             with gr.Row():
                 ranking = gr.Plot(show_label=False, elem_id="find-ranking")
@@ -190,8 +189,9 @@ def build(model, text, group):
                 spec = gr.Textbox("", label=MESSAGES["heads.spec"], elem_id="heads-off", scale=3)
                 mode = gr.Radio(["zero", "mean"], value="zero", label=MESSAGES["heads.mode"], elem_id="ablation-mode",
                                 scale=1)
-                ablate_button = gr.Button(MESSAGES["heads.ablate_button"], variant="primary", scale=1)
-                importance_button = gr.Button(MESSAGES["heads.importance_button"], scale=1)
+                ablate_button = gr.Button(MESSAGES["heads.ablate_button"], variant="primary", scale=1,
+                                          elem_id="ablate-button")
+                importance_button = gr.Button(MESSAGES["heads.importance_button"], scale=1, elem_id="importance-button")
             ablate_note = gr.Markdown()
             with gr.Row():
                 outcome = gr.Plot(show_label=False, elem_id="ablate-outcome")
@@ -201,13 +201,13 @@ def build(model, text, group):
             importance_map = gr.Plot(show_label=False, elem_id="importance-map")
         with gr.Column(visible=False) as lens_box:
             gr.Markdown(MESSAGES["heads.lens_help"])
-            lens_button = gr.Button(MESSAGES["heads.lens_button"], variant="primary")
+            lens_button = gr.Button(MESSAGES["heads.lens_button"], variant="primary", elem_id="lens-button")
             lens_note = gr.Markdown()
             lens_table = gr.Plot(show_label=False, elem_id="lens-table")
             rank_lines = gr.Plot(show_label=False, elem_id="lens-ranks")
         with gr.Column(visible=False) as roles_box:
             gr.Markdown(MESSAGES["heads.roles_help"])
-            roles_button = gr.Button(MESSAGES["heads.roles_button"], variant="primary")
+            roles_button = gr.Button(MESSAGES["heads.roles_button"], variant="primary", elem_id="roles-button")
             roles_note = gr.Markdown(elem_id="roles-note")
             with gr.Row():
                 roles_grid = gr.Plot(show_label=False, elem_id="roles-grid")
