@@ -15,9 +15,13 @@ from lab.policy import notice
 from ui.common import cached, handler
 from views import heads as figures
 
-SECTIONS = {"find": "Which head links A to B?", "ablate": "Switch heads off", "lens": "Reading the layers",
-            "roles": "Head roles"}
+SECTIONS = ("find", "ablate", "lens", "roles")
 MESSAGES = {
+    "heads.section_find": "Which head links A to B?",
+    "heads.section_ablate": "Switch heads off",
+    "heads.section_lens": "Reading the layers",
+    "heads.section_roles": "Head roles",
+    "heads.matter_most": "Heads that matter most here: {heads}; {measure}, baseline {baseline:.2f}.",
     "heads.section_label": "What does a head do?",
     "heads.find_help": "Name a query token and a key token (a word of the text, or its position). Every head is "
                        "ranked by the weight the query puts on the key; open a head to draw it large above.",
@@ -107,8 +111,8 @@ def importance(label: str, text: str, mode: str):
     """
     run = use.importance(label, text, mode)
     top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
-    return notice(run.notice, f"Heads that matter most here: {top}; {run.measure}, baseline {run.baseline:.2f}."), \
-        figures.importance_figure(run)
+    summary = MESSAGES["heads.matter_most"].format(heads=top, measure=run.measure, baseline=run.baseline)
+    return notice(run.notice, summary), figures.importance_figure(run)
 
 
 @cached
@@ -169,7 +173,8 @@ def _when(section: str, fn, n_out: int):
 def build(model, text, group):
     """The section, under the Attention tab's figures. Returns (the find event, the "open a head" picker)."""
     with gr.Column(elem_id="heads"):
-        section = gr.Radio([(name, key) for key, name in SECTIONS.items()], value=None, elem_id="heads-section",
+        section = gr.Radio([(MESSAGES[f"heads.section_{key}"], key) for key in SECTIONS], value=None,
+                           elem_id="heads-section",
                            label=MESSAGES["heads.section_label"])
         with gr.Column(visible=False) as find_box:
             gr.Markdown(MESSAGES["heads.find_help"])
