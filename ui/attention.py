@@ -149,7 +149,7 @@ def build() -> View | None:
             continuation = gr.Markdown()
             staircase = gr.Plot(label="Selected head, step by step", show_label=False)
             step_fig = gr.Plot(label="One step in every layer and head", show_label=False)
-        found, opened = heads_section.build(model, text, group)
+        found, opened, section = heads_section.build(model, text, group)
 
         inputs = [model, text, group, layer, head, query]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
@@ -168,6 +168,6 @@ def build() -> View | None:
         # the ranking's top head (or the one picked from it) opens large above
         shell = dict(queue=False, api_visibility="private")
         for event in [*(e.then for e in found), opened.input]:
-            event(None, [opened, layer, head], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
+            event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
                 attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return View(attention, inputs, outputs, "attention")

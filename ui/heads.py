@@ -78,8 +78,9 @@ def find_head(label: str, text: str, group: str, query: str, key: str):
 
 # The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
 # a server round trip here cost a loaded machine a second of the click-to-drawn time.
-OPEN_HEAD = """(name, layer, head) => { const m = /L(\\d+)\\s*H(\\d+)/.exec(name || '');
-  return m ? [parseInt(m[1]), parseInt(m[2])] : [layer, head]; }"""
+# Only while the find section shows: the radio's change runs this chain for every section.
+OPEN_HEAD = """(name, layer, head, section) => { const m = /L(\\d+)\\s*H(\\d+)/.exec(name || '');
+  return m && section === 'find' ? [parseInt(m[1]), parseInt(m[2])] : [layer, head]; }"""
 
 
 @cached
@@ -148,17 +149,17 @@ def switch_off(label: str, text: str, heads: str, mode: str):
     note, importance_map = importance(label, text, mode)
     if not (heads or "").strip():
         heads = use.importance(label, text, mode).ranked[0][0]
-    ticked = [h.strip() for h in heads.split(",") if h.strip()]
-    return (note, importance_map, heads, gr.CheckboxGroup(choices=use.head_names(label), value=ticked),
-            *ablate(label, text, heads, mode))
+    return (note, importance_map, heads, *ablate(label, text, heads, mode))
 
 
-def toggles_for(label: str, current: list | None = None):
-    """The switch-off grid for a model: one toggle per head ("L0 H0" ...), translators with their groups."""
-    sizes = use.head_names(label)
-    if sizes is None:
+def toggles_for(label: str, heads: str):
+    """The switch-off grid for a model: one toggle per head ("L0 H0" ...; translators' with their group),
+    the heads named in the text box ticked."""
+    names = use.head_names(label)
+    if names is None:
         return gr.CheckboxGroup()
-    return gr.CheckboxGroup(choices=sizes, value=[v for v in (current or []) if v in sizes])
+    ticked = [h.strip() for h in (heads or "").split(",")]
+    return gr.CheckboxGroup(choices=names, value=[name for name in names if name in ticked])
 
 
 def _when(section: str, fn, n_out: int):
@@ -171,7 +172,8 @@ def _when(section: str, fn, n_out: int):
 
 
 def build(model, text, group):
-    """The section, under the Attention tab's figures. Returns (the find event, the "open a head" picker)."""
+    """The section, under the Attention tab's figures. Returns (the find events, the "open a head" picker,
+    the section radio)."""
     with gr.Column(elem_id="heads"):
         section = gr.Radio([(MESSAGES[f"heads.section_{key}"], key) for key in SECTIONS], value=None,
                            elem_id="heads-section",
@@ -236,12 +238,13 @@ def build(model, text, group):
         trigger(find_head, find_in, find_out, api_name=False)
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     picked = [section.change(_when("find", find_head, 4), [section, *find_in], find_out, api_visibility="private"),
-              section.change(_when("ablate", switch_off, 7), [section, *ablate_in],
-                             [*importance_out, spec, toggles, *ablate_out], api_visibility="private"),
+              section.change(_when("ablate", switch_off, 6), [section, *ablate_in],
+                             [*importance_out, spec, *ablate_out], api_visibility="private"),
               section.change(_when("lens", logit_lens, 3), [section, *lens_in], lens_out, api_visibility="private"),
               section.change(_when("roles", head_roles, 3), [section, *roles_in], roles_out,
                              api_visibility="private")]
-    section.change(toggles_for, [model, toggles], toggles, **shell)
-    model.change(toggles_for, [model, toggles], toggles, **shell)
+    # the grid follows the model and the text box (set by a link, the map's top head, typing or ticking)
+    for changed in (model.change, spec.change):
+        changed(toggles_for, [model, spec], toggles, **shell)
     toggles.input(lambda ticked: ", ".join(ticked), toggles, spec, **shell)
-    return [found, picked[0]], opened
+    return [found, picked[0]], opened, section

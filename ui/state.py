@@ -39,20 +39,20 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "6. What pre-training adds": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.",
                                   "compare": "1", "focus": "#sentiment-compare"},
     "7. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
-    # the head is the ranking's top one, found when the step opens, not an index written here
+    # the head is the ranking's top one, found when the step opens, not an index written here; the steps
+    # after it set layer and head to 0: the encoder's head 11 does not exist in the 6-head language model
     "8. Which head links it to animal?": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
                                           "text": "The animal didn't cross the street because it was too tired",
                                           "attention": "encoder", "heads_view": "find", "find_query": "it",
-                                          "find_key": "animal",
-                                          "focus": "#heads"},
-    "9. Switch a head off": {"tab": "attention", "model": "shakespeare-lm (language model)",
-                             "text": "ROMEO: But soft, what light through yonder window breaks?",
+                                          "find_key": "animal", "focus": "#heads"},
+    "9. Switch a head off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
+                             "head": "0", "text": "ROMEO: But soft, what light through yonder window breaks?",
                              "heads_view": "ablate", "focus": "#heads"},
-    "10. Reading the layers": {"tab": "attention", "model": "shakespeare-lm (language model)",
-                               "text": "ROMEO: But soft, what light through yonder window breaks?",
+    "10. Reading the layers": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
+                               "head": "0", "text": "ROMEO: But soft, what light through yonder window breaks?",
                                "heads_view": "lens", "focus": "#heads"},
-    "11. Copying from earlier": {"tab": "attention", "model": "shakespeare-lm (language model)",
-                                 "heads_view": "roles", "focus": "#heads"},
+    "11. Copying from earlier": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
+                                 "head": "0", "heads_view": "roles", "focus": "#heads"},
 }
 
 
