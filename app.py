@@ -20,7 +20,9 @@ import gradio as gr
 from lab import store
 from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
+from ui import i18n
 from ui.common import View
+from ui.i18n import text as _
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
@@ -37,6 +39,7 @@ body.lecture-mode .gradio-container { font-size: 22px; }
 body.lecture-mode .js-plotly-plot .xtick text, body.lecture-mode .js-plotly-plot .ytick text { font-weight: 600; }
 #lecture-step { min-width: 22em; }
 body.lecture-mode .lecture-hide { display: none !important; }
+#lang { flex-grow: 0; align-self: center; }
 """ + "".join(getattr(tab, "CSS", "") for tab in TABS)
 
 # Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of
@@ -65,7 +68,7 @@ HEAD = """
       gd._context.toImageButtonOptions = {filename: 'transformer-lab', scale: 2, ...gd._context.toImageButtonOptions};
     }, true);
     const svg = camera.cloneNode(false);
-    svg.setAttribute('data-title', 'Download plot as SVG');
+    svg.setAttribute('data-title', 'Download plot as SVG');  // a hover title in English, as plotly's own are
     svg.innerHTML = icon('SVG');
     svg.addEventListener('click', () => {
       const saved = gd._context.toImageButtonOptions;
@@ -104,7 +107,7 @@ FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     # system fonts only: the default theme would fetch web fonts, which fails offline
-    font=["ui-sans-serif", "system-ui", "sans-serif"],
+    font=["ui-sans-serif", "system-ui", "Noto Sans CJK SC", "Noto Sans SC", "Microsoft YaHei", "sans-serif"],
     font_mono=["ui-monospace", "monospace"],
 )
 
@@ -113,21 +116,22 @@ def build_app() -> gr.Blocks:
     sessions.make_sessions_lazy()  # a visitor's session costs microseconds, not 15 ms (see ui/sessions.py)
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
-        gr.Markdown("# Transformer Lab\nType text and see what a transformer does with it.",
-                    elem_classes=["lecture-hide"])
-        with gr.Accordion("🎓 Lecture mode and links", open=False, elem_id="lecture-controls"):
+        with gr.Row(elem_classes=["lecture-hide"], equal_height=True):
+            gr.Markdown(_("app.intro"))
+            switch = i18n.switch()
+        lang = gr.State(i18n.DEFAULT)  # the page's language, for every text the server builds
+        with gr.Accordion(_("app.lecture_controls"), open=False, elem_id="lecture-controls"):
             with gr.Row(equal_height=True):
-                lecture = gr.Checkbox(label="Lecture mode: large type, plots for a projector", value=False,
-                                      elem_id="lecture-mode", scale=2)
-                preset = gr.Dropdown(list(state.LECTURE_PRESETS), value=None, elem_id="lecture-step", scale=4,
-                                     show_label=False, container=False, info=None)
-                back = gr.Button("◀ Previous step", size="sm", elem_id="lecture-back", scale=1)
-                forward = gr.Button("Next step ▶", size="sm", elem_id="lecture-next", scale=1)
-                make_link = gr.Button("🔗 Link to this view", size="sm", elem_id="make-link", scale=1)
+                lecture = gr.Checkbox(label=_("app.lecture_mode"), value=False, elem_id="lecture-mode", scale=2)
+                preset = gr.Dropdown([(_(f"lecture.{step}"), step) for step in state.LECTURE_PRESETS], value=None,
+                                     elem_id="lecture-step", scale=4, show_label=False, container=False, info=None)
+                back = gr.Button(_("app.previous_step"), size="sm", elem_id="lecture-back", scale=1)
+                forward = gr.Button(_("app.next_step"), size="sm", elem_id="lecture-next", scale=1)
+                make_link = gr.Button(_("app.make_link"), size="sm", elem_id="make-link", scale=1)
             link_box = gr.Textbox(show_label=False, container=False, buttons=["copy"], interactive=False,
                                   elem_id="view-link", visible=False)
         with gr.Tabs() as tabs:
-            views = [tab.build() for tab in TABS]
+            views = [tab.build(lang) for tab in TABS]
         events.serve(demo)  # each tab event's queue group, GPU and MCP listing, from ui/events.ENDPOINTS
 
         # The app's own events below are instant and need no model: unqueued, private, no GPU.
@@ -141,7 +145,10 @@ def build_app() -> gr.Blocks:
         to_view = [tabs, current_tab, *links.components]
 
         tabs.select(links.selected, None, current_tab, **shell)
-        opened = [demo.load(links.open_link, None, [*to_view, lecture, linked], **shell)]
+        relabelled = i18n.relabelled(demo)
+        opened = [demo.load(links.open_link, switch, [*to_view, lecture, linked, switch, lang], js=i18n.LOAD_JS,
+                            **shell)]
+        opened[0].then(lambda new: i18n.relabel(relabelled, new), lang, relabelled, **shell)
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
         opened.append(preset.input(links.open_preset, preset, [*to_view, linked], **shell))
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
@@ -149,15 +156,24 @@ def build_app() -> gr.Blocks:
                 links.open_preset, preset, [*to_view, linked], **shell))
         for event in opened[1:]:  # a lecture step brings its part of the page into view
             event.then(None, preset, None, js=state.SCROLL_TO_STEP, **shell)
-        # The view a link or lecture step opens runs on the server right after its inputs are
+        # The switch: labels change in the browser at once; then the current tab's view is drawn again in
+        # the new language, from the runs already cached (inputs, tab and scroll position stay).
+        switched = switch.input(None, switch, switch, js=i18n.SWITCH_JS, **shell).then(
+            lambda new, tab: (new, tab, *i18n.relabel(relabelled, new)), [switch, current_tab],
+            [lang, linked, *relabelled], **shell)
+        # The view a link, lecture step or switch opens runs on the server right after its inputs are
         # set: no click in the browser, nothing to wait for.
         for tab_item, view in zip(tab_items, views):
             if view is not None:
                 run = events.on_gpu(run_if_opened(str(tab_item.id), view))
-                for event in opened:
+                for event in [*opened, switched]:
                     event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
                                **events.queue_settings(view.api_name, f"opened-{view.api_name}"))
-        make_link.click(links.link_box, [current_tab, *links.components], link_box, **shell).then(
+                for fn, inputs, outputs in view.also:  # on load (the first tab shows at once), and on a switch
+                    opened[0].then(fn, inputs, outputs, api_visibility="private")  # while this tab is the one shown
+                    also = run_if_opened(str(tab_item.id), View(fn, inputs, outputs, view.api_name))
+                    switched.then(also, [linked, *inputs], outputs, api_visibility="private")
+        make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo
 
@@ -228,9 +244,10 @@ def main(argv=None) -> None:
         store.set_model_dir(hub_model_dir(args.hub_repo))
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
-    build_app().queue(max_size=QUEUE_MAX_SIZE).launch(
-        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
-        mcp_server=True)
+    demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
+    demo.queue(max_size=QUEUE_MAX_SIZE).launch(
+        server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
+        i18n=i18n.translations(), mcp_server=True)
 
 
 if __name__ == "__main__":

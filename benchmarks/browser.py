@@ -1,6 +1,6 @@
 """Where people wait: seconds from a click until the tab's outputs are drawn, and the bytes the browser received.
 
-    python -m benchmarks.browser [--repeats 3] [--model-dir DIR]
+    python -m benchmarks.browser [--repeats 3] [--model-dir DIR] [--lang en|zh-CN]
 
 Starts `python app.py`, opens it in Debian's chromium (playwright) at 1280x720 and, for each
 tab's main action, types the text, clicks the button and waits until every visible plot
@@ -11,7 +11,10 @@ DevTools reports 0 bytes for chunks of a stream that is still open, as Gradio's 
 Each action runs on a fresh page
 with a text not seen before in the run, so neither the browser's nor the server's caches
 answer it. Generation also reports the time to its first streamed token and the bytes per
-streamed token. Prints one line per action, then one JSON object on the last line.
+streamed token. `--lang` opens every page in that language (`?lang=`); `switch_language_128` is the
+language switch on the 128-token attention view: from the click on the other language until that view is
+drawn again in it (labels, titles, notices), from the runs the server already has. Prints one line per
+action, then one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "app")]
 from serving import free_port, model_dir, start_app  # noqa: E402
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PROJECTOR, SEEN  # noqa: E402  (one definition of "drawn")
+
+from i18n import NAMES  # noqa: E402
 
 SHAKESPEARE = ("Now is the winter of our discontent made glorious summer by this sun of York, and all the clouds "
                "that loured upon our house in the deep bosom of the ocean buried. Now are our brows bound with "
@@ -140,12 +145,14 @@ def drawn(page, tab: str, needs: list[str]) -> bool:
             and all(page.query_selector(sel) for sel in needs))
 
 
-def measure(browser, url: str, network: Relay, name: str, i: int) -> dict:
+def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "en") -> dict:
+    if name == "switch_language_128":
+        return measure_switch(browser, url, network, i, lang)
     tab, inputs, button, needs, streamed = ACTIONS[name]
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{url}/?" + urlencode({"tab": tab, **START.get(name, {})}))  # the link's view: wait for it first
+    page.goto(f"{url}/?" + urlencode({"tab": tab, **START.get(name, {}), "lang": lang}))  # wait for its view first
     page.locator(f"#tab-{tab}").wait_for()
     deadline = time.monotonic() + 120
     while not drawn(page, tab, needs) and time.monotonic() < deadline:
@@ -177,10 +184,40 @@ def measure(browser, url: str, network: Relay, name: str, i: int) -> dict:
     return result
 
 
+# the attention grid's title is in the language that was asked for (Chinese has Han characters)
+TITLE_IN = """(lang) => { const title = document.querySelector('#attention-grid .gtitle');
+  return !!title && /[\u3400-\u9fff]/.test(title.textContent) === (lang === 'zh-CN'); }"""
+
+
+def measure_switch(browser, url: str, network: Relay, i: int, lang: str) -> dict:
+    """Seconds from a click on the other language until the 128-token attention view is drawn in it."""
+    other = "en" if lang == "zh-CN" else "zh-CN"
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}/?tab=attention&lang={lang}&text={quote_plus(text(i, 110))}")
+    needs = ACTIONS["attention_128"][3]
+    deadline = time.monotonic() + 120
+    while not (drawn(page, "attention", needs) and page.evaluate(TITLE_IN, lang)) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(500)
+    network.bytes = 0
+    started = time.perf_counter()
+    page.locator("#lang").get_by_text(NAMES[other], exact=True).click()
+    page.wait_for_timeout(20)
+    while time.monotonic() < deadline and not (page.evaluate(TITLE_IN, other) and drawn(page, "attention", needs)):
+        page.wait_for_timeout(20)
+    seconds = time.perf_counter() - started
+    page.wait_for_timeout(300)
+    context.close()
+    return {"s": seconds, "mb": network.bytes / 1e6}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model-dir", default=None)
+    parser.add_argument("--lang", default="en", choices=["en", "zh-CN"], help="the language every page opens in")
     parser.add_argument("--only", nargs="*", default=None, help="measure only these actions")
     args = parser.parse_args(argv)
 
@@ -191,20 +228,20 @@ def main(argv=None) -> dict:
     process, startup_s = start_app(port, "--model-dir", str(models))
     network = Relay(port)  # the browser talks to the app through it
     url = f"http://127.0.0.1:{network.port}"
-    runs: dict[str, list[dict]] = {name: [] for name in (args.only or ACTIONS)}
+    runs: dict[str, list[dict]] = {name: [] for name in (args.only or [*ACTIONS, "switch_language_128"])}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for r in range(args.repeats):
                 for k, name in enumerate(runs):
-                    runs[name].append(measure(browser, url, network, name, 1000 * r + 10 * k))
+                    runs[name].append(measure(browser, url, network, name, 1000 * r + 10 * k, args.lang))
                     print(name, {k: round(v, 3) for k, v in runs[name][-1].items()}, flush=True)
             browser.close()
     finally:
         process.terminate()
         process.wait(timeout=30)
 
-    result = {"startup_s": round(startup_s, 2), "repeats": args.repeats}
+    result = {"startup_s": round(startup_s, 2), "repeats": args.repeats, "lang": args.lang}
     for name, values in runs.items():
         result[f"{name}_s"] = round(statistics.median(v["s"] for v in values), 2)
         result[f"{name}_mb"] = round(statistics.median(v["mb"] for v in values), 3)

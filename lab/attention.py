@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from i18n import Message
 from transformer_core import attention_rollout, attention_while_generating, device_of
 from transformer_core.decoding.seq2seq import Codec, translate, traced
 
@@ -24,8 +25,7 @@ from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, pro
 MAX_NEW_TOKENS = 40
 # which attention a model has: encoder self-attention sees both ways, decoder self-attention
 # only the past, cross-attention reads the source from the target
-GROUP_NAMES = {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
-               "cross": "cross-attention (target reads source)"}
+GROUP_NAMES = {group: Message(f"attention.group.{group}") for group in ("encoder", "decoder", "cross")}
 GROUPS_OF = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
 EXAMPLE_TEXT = {
     "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
@@ -52,13 +52,13 @@ class AttentionRun:
     def head(self, layer, head, notices: list[str] | None = None) -> tuple[int, int, np.ndarray]:
         """(layer, head, that head's (Tq, Tk) weights), the indices clamped to this model's sizes."""
         n_layer, n_head = self.attn.shape[:2]
-        layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
-        head = clamp(head, 0, n_head - 1, "Head", notices)
+        layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
+        head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
         return layer, head, self.attn[layer, head]
 
     def query(self, query, notices: list[str] | None = None) -> tuple[int, np.ndarray]:
         """(query position, its rows (n_layer, n_head, Tk) in every head), the position clamped to the text."""
-        query = clamp(query, 0, self.attn.shape[2] - 1, "Query token", notices)
+        query = clamp(query, 0, self.attn.shape[2] - 1, Message("setting.query"), notices)
         return query, self.attn[:, :, query]
 
 
@@ -89,7 +89,7 @@ def slider_sizes(label: str, layer, head) -> tuple[tuple[int, int], tuple[int, i
     except Exception:  # noqa: BLE001 -- a missing, unreadable or unreachable model
         return None
     top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
-    return (top_layer, clamp(layer, 0, top_layer, "Layer")), (top_head, clamp(head, 0, top_head, "Head"))
+    return (top_layer, clamp(layer, 0, top_layer, Message("setting.layer"))), (top_head, clamp(head, 0, top_head, Message("setting.head")))
 
 
 def _translator_run(name: str, model, tokenizer, text: str, group: str, cut: str) -> AttentionRun:
@@ -98,14 +98,14 @@ def _translator_run(name: str, model, tokenizer, text: str, group: str, cut: str
     target = translate(model, codec, text).ids
     room = min(MAX_DRAWN_TOKENS, model.config.max_len) - 1  # the decoder reads <s> + the target
     if len(target) > room:
-        cut = notice(cut, f"The translation has {len(target)} tokens; the first {room} are shown.")
+        cut = notice(cut, Message("attention.translation_cut", n=len(target), room=room))
         target = target[:room]
     _, trace = traced(model, codec, text, target)
     src = list(text) + ["</s>"]
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
     q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
     return _labelled(name, group, trace.attention(group)[:, 0], q, k,
-                     notice(cut, f"Translation: **{codec.text(target)}**"))
+                     notice(cut, Message("attention.translation", text=codec.text(target))))
 
 
 def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
@@ -125,12 +125,12 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     name = resolve(model)
     text, cut = truncate(text)
     if not text.strip():
-        raise InputError("Type some text first.")
+        raise InputError(Message("attention.type_text"))
     groups = GROUPS_OF[store.arch(name)]
     if group not in groups:
         if group is not None:
-            cut = notice(cut, f"This model has no {GROUP_NAMES.get(group, group)}; showing its "
-                              f"{GROUP_NAMES[groups[0]]}.")
+            cut = notice(cut, Message("attention.no_group", group=GROUP_NAMES.get(group, group),
+                                          fallback=GROUP_NAMES[groups[0]]))
         group = groups[0]
     run = _runs.get(models.key(name, text, group), lambda: _compute(name, text, group))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
@@ -159,11 +159,12 @@ class WhileGeneratingRun:
     def head(self, layer, head, notices: list[str] | None = None) -> tuple[int, int]:
         """(layer, head) clamped to this model's sizes."""
         n_layer, n_head = self.rows[0].shape[:2]
-        return clamp(layer, 0, n_layer - 1, "Layer", notices), clamp(head, 0, n_head - 1, "Head", notices)
+        return (clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices),
+                clamp(head, 0, n_head - 1, Message("setting.head"), notices))
 
     def step(self, step, notices: list[str] | None = None) -> tuple[int, str, np.ndarray, list[str]]:
         """(step clamped, the token it chose, its rows (n_layer, n_head, Tk), the Tk labels it read)."""
-        step = clamp(step, 0, len(self.rows) - 1, "Step", notices)
+        step = clamp(step, 0, len(self.rows) - 1, Message("setting.step"), notices)
         rows = self.rows[step]
         return step, self.labels[self.n_prompt + step], rows, self.labels[: rows.shape[-1]]
 
@@ -172,11 +173,11 @@ def while_generating_run(model: str, text: str | None, n_new) -> WhileGenerating
     """Generate greedily with the KV cache and keep each new token's attention row."""
     name = resolve(model)
     if not (text or "").strip():
-        raise InputError("Type a prompt first.")
+        raise InputError(Message("attention.type_prompt"))
     if store.arch(name) != "DecoderLM":
-        raise InputError("Attention while generating needs a language model: pick one in the model list.")
+        raise InputError(Message("attention.needs_lm"))
     notices: list[str] = []
-    n_new = clamp(n_new, 1, MAX_NEW_TOKENS, "New tokens", notices)
+    n_new = clamp(n_new, 1, MAX_NEW_TOKENS, Message("setting.new_tokens"), notices)
     model, tokenizer = models.load(name)
     tokens = prompt_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new)
     run = _runs.get(models.key(name, tuple(tokens.ids), "generate", n_new),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from i18n import Message
 from transformer_core import CheckpointError, EncoderClassifier
 from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
@@ -76,15 +77,15 @@ def _classifier():
         model = store.model(CLASSIFIER_NAME)
         if isinstance(model, EncoderClassifier):
             names = SENTIMENT_CLASSES if model.config.n_class == 2 else None
-            return model, store.tokenizer(CLASSIFIER_NAME), names, f"the shipped `{CLASSIFIER_NAME}` classifier"
-        why = f"`{CLASSIFIER_NAME}` is a {type(model).__name__}, not an EncoderClassifier"
+            return model, store.tokenizer(CLASSIFIER_NAME), names, Message("concepts.shipped_classifier", name=CLASSIFIER_NAME)
+        why = Message("concepts.not_classifier", name=CLASSIFIER_NAME, kind=type(model).__name__)
     except (CheckpointError, TokenizerError) as e:
         why = str(e)
     try:
         tok = store.tokenizer(FALLBACK_TOKENIZER)
     except TokenizerError as e:
         raise InputError(f"No tokenizer for the order experiment: {e}") from e
-    return core.random_classifier(tok.vocab_size, seed=0), tok, None, f"an untrained classifier, seed 0 ({why})"
+    return core.random_classifier(tok.vocab_size, seed=0), tok, None, Message("concepts.untrained", why=why)
 
 
 def order(sentence, seed):
@@ -92,7 +93,7 @@ def order(sentence, seed):
     sentence, notice = truncate(sentence, MAX_SENTENCE_CHARS)
     words = sentence.split()
     if not 2 <= len(words) <= MAX_WORDS:
-        raise InputError(f"Type a sentence of 2 to {MAX_WORDS} words; got {len(words)}.")
+        raise InputError(Message("concepts.sentence_words", max_words=MAX_WORDS, n=len(words)))
     word_order = core.shuffled_order(len(words), whole(seed, "shuffle seed", 0, MAX_SEED))
     model, tok, names, which = _classifier()
     word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
@@ -102,11 +103,10 @@ def order(sentence, seed):
         variants = core.order_experiment(model, ids, perm)
     except core.ConceptInputError as e:
         raise InputError(f"Order experiment: {e}") from e
-    names = names or [f"class {c}" for c in range(model.config.n_class)]
+    names = names or [Message("concepts.class_n", c=c) for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
     shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
-    summary = (f"Model: {which}.\n\nShuffled sentence: **{shuffled}** "
-               f"({len(ids)} tokens). {notice}")
+    summary = Message("concepts.order_summary", which=which, shuffled=shuffled, n=len(ids), notice=notice)
     return summary, variants, labels, names
 
 
@@ -117,17 +117,17 @@ def _learned_table(n_positions: int):
         learned = core.learned_positions(store.model(LM_NAME), n_positions)
         if learned is not None:
             return LM_NAME, learned, ""
-        why = f"The shipped language model `{LM_NAME}` has no learned position table."
+        why = Message("concepts.no_table", name=LM_NAME)
     except CheckpointError as e:
-        why = f"The shipped language model `{LM_NAME}` is not available yet ({e})."
+        why = Message("concepts.lm_missing", name=LM_NAME, error=e)
     for name in (n for n in shipped_models() if n != LM_NAME):
         try:
             learned = core.learned_positions(store.model(name), n_positions)
         except CheckpointError:
             continue
         if learned is not None:
-            return name, learned, f"{why} Showing the learned positions of `{name}` instead."
-    return None, None, f"{why} No other shipped model has learned positions; they appear here once one is installed."
+            return name, learned, Message("concepts.other_learned", why=why, name=name)
+    return None, None, Message("concepts.none_learned", why=why)
 
 
 def positions(n_positions, d_model):
@@ -140,7 +140,7 @@ def positions(n_positions, d_model):
     name, learned, note = _learned_table(n_positions)
     if learned is None:
         return (pe, core.position_similarity(pe)), None, note
-    title = f"learned positions of {name} (first {len(learned)} of {store.model(name).config.max_len})"
+    title = Message("concepts.learned_title", name=name, n=len(learned), max_len=store.model(name).config.max_len)
     return (pe, core.position_similarity(pe)), (title, learned, core.position_similarity(learned)), note
 
 

@@ -12,6 +12,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from i18n import Message
 from transformer_core import (
     BeamResult,
     Sampler,
@@ -27,13 +28,12 @@ from . import models, store
 from .cache import ViewCache
 from .policy import InputError, clamp, fit_tokens, truncate
 
-SHIPPED = "Shakespeare LM (shipped)"
+SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
 MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
 # the language models here have no end token: every beam has the same length, so no length penalty
 # can change their ranking (it would, for a model that can end a text early)
-NO_END_TOKEN = ("Length penalty changes nothing here: this language model never writes an end token, so every "
-                "beam has the same length and the penalty ranks them as before.")
+NO_END_TOKEN = Message("generate.no_end_token")
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
@@ -49,7 +49,7 @@ def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     name = checkpoint(label)
     if name is None:
-        raise InputError(f"Unknown model {label!r}; pick one of: {', '.join(MODELS)}.")
+        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(MODELS)))
     try:
         model, tokenizer = models.load(name)
         return model, tokenizer, ""
@@ -57,7 +57,7 @@ def load(label: str) -> tuple[object, object, str]:
         if name != store.GPT2:
             raise
         model, tokenizer, _ = load(SHIPPED)
-        return model, tokenizer, f"{str(e).rstrip('.')}. Using the shipped Shakespeare model."
+        return model, tokenizer, Message("generate.gpt2_fallback", error=str(e).rstrip("."))
 
 
 @dataclass(frozen=True)
@@ -91,36 +91,36 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix."""
     notices: list[str] = []
     if mode not in MODES:
-        raise InputError(f"Decoding must be one of {', '.join(MODES)}, not {mode!r}.")
+        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
     text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
     if cut:
         notices.append(cut)
     if not text:
         text = EMPTY_PROMPT
-        notices.append("The prompt is empty, so the text starts from a new line.")
+        notices.append(Message("generate.empty_prompt"))
     limit = BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
-    max_new = clamp(max_new_tokens, 1, limit, "New tokens" + (" (beam search)" if mode == "beam" else ""), notices)
-    width = clamp(width, 1, MAX_WIDTH, "Beam width", notices)
+    max_new = clamp(max_new_tokens, 1, limit, Message("setting.new_tokens_beam" if mode == "beam" else "setting.new_tokens"),
+                    notices)
+    width = clamp(width, 1, MAX_WIDTH, Message("setting.beam_width"), notices)
     # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
     room = max_len - max_new if mode == "beam" else max_len
     tokens = fit_tokens(tokenizer, text, room, keep="last")
     ids = tokens.ids
     if tokens.notice:
-        notices.append(f"The prompt is {len(tokenizer.encode(text))} tokens; the model reads at most {room} here "
-                       f"(context {max_len}), so only its last {room} tokens are used.")
+        notices.append(Message("generate.prompt_cut", n=len(tokenizer.encode(text)), room=room, max_len=max_len))
         text = tokenizer.decode(ids)
     try:
         config = SamplingConfig(
             temperature=0.0 if mode == "greedy" else float(temperature),
-            top_k=clamp(top_k or 0, 0, 10**6, "Top-k", notices), top_p=float(top_p), min_p=float(min_p or 0.0),
-            repetition_penalty=float(repetition_penalty or 1.0), seed=clamp(seed, 0, 2**32 - 1, "Seed", notices),
+            top_k=clamp(top_k or 0, 0, 10**6, Message("setting.top_k"), notices), top_p=float(top_p), min_p=float(min_p or 0.0),
+            repetition_penalty=float(repetition_penalty or 1.0), seed=clamp(seed, 0, 2**32 - 1, Message("setting.seed"), notices),
         )
     except (SamplingError, TypeError, ValueError) as e:
-        raise InputError(f"{e}. Move the slider back into its range.") from e
+        raise InputError(Message("generate.out_of_range", error=e)) from e
     try:
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
-        raise InputError(f"Length penalty must be a number, not {length_penalty!r}.") from None
+        raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
     if mode == "beam" and length_penalty != 1.0:
         notices.append(NO_END_TOKEN)
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
@@ -189,13 +189,12 @@ def step(model, tokenizer, request: Request, session: Session | None) -> Session
     """One more token: continue `session`, or start one (saying so) if the prompt, model or a sampling
     setting changed; more New tokens or other beam settings keep the text going."""
     if request.mode == "beam":
-        raise InputError("Step works with sample and greedy decoding; beam search runs all its steps at once.")
+        raise InputError(Message("generate.step_beam"))
     if session is None or session.key != request.text_key or not session.ids:
         restarted = session is not None and bool(session.records)
         session = new_session(request)
         if restarted:
-            session.notice = ("The prompt, model or a sampling setting changed, so Step started a new text "
-                              "from the prompt.")
+            session.notice = Message("generate.step_restarted")
     else:
         session = copy.deepcopy(session)
         session.notice = ""

@@ -8,8 +8,8 @@ The model maths is transformer_core.analysis.heads; here a text becomes the runs
   a translator's output and log-probability); importance switches each head off alone;
 * lens reads a language model's layers through its unembedding (the logit lens);
 * roles scores every head on a random token sequence repeated twice.
-Runs are cached like every deterministic view. Text shown to people is in MESSAGES, by id
-(the language catalogue takes these ids over when the bilingual interface lands).
+Runs are cached like every deterministic view. Text shown to people is a Message, by id
+(the catalogue's "heads.*" ids, i18n/en.json and zh-CN.json).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from i18n import Message
 
 from transformer_core import (
     ROLE_THRESHOLD,
@@ -49,31 +51,9 @@ TOP_K = 5  # next-token guesses shown before and after an ablation
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
 ROLE_BATCH = 4
 
-MESSAGES = {
-    "heads.no_text": "Type some text first.",
-    "heads.no_token": "Type a query token and a key token (a word of the text, or its position).",
-    "heads.word_missing": "The text has no token {word!r}; its tokens are: {tokens}.",
-    "heads.position_outside": "Position {position} is outside the text (0..{last}).",
-    "heads.found": "Top head: **{head}** puts {weight:.2f} of the attention of “{query}” on “{key}” "
-                   "(the mean over all {n} heads is {mean:.2f}).",
-    "heads.bad_spec": "Cannot read {part!r} as a head: write heads like \"L5 H11\" (or \"cross L1 H0\"), "
-                      "separated by commas.",
-    "heads.none_off": "Switch at least one head off (tick it in the grid, or type e.g. \"L0 H1\").",
-    "heads.lens_needs_lm": "The logit lens reads a language model's layers: pick shakespeare-lm "
-                           "(a {kind} has no next-token guesses to read).",
-    "heads.model_refused": "{error}",
-    "heads.ablation_mode": "Ablation must be \"zero\" or \"mean\", not {mode!r}.",
-    "heads.no_roles": "No head reaches {threshold} on any role.",
-    "heads.roles_found": "{n} head(s) reach {threshold} on a role.",
-    "heads.no_induction": "This model has no induction head (no head reaches {threshold}): its loss does not "
-                          "drop in the second half, so it does not copy what followed last time.",
-    "heads.induction": "Induction heads: {heads}. The loss drops from {first:.2f} to {second:.2f} nats in the "
-                       "second half: the model copies what followed last time.",
-}
-
-
-def say(message_id: str, **params) -> str:
-    return MESSAGES[message_id].format(**params)
+def say(message_id: str, **params) -> Message:
+    """A message for a person: English as a string (API, MCP), the reader's language in the UI."""
+    return Message(message_id, **params)
 
 
 # --- naming tokens and heads -------------------------------------------------------------
@@ -163,7 +143,7 @@ def find_head(model: str, text: str | None, query, key, group: str | None = None
     top, weight = ranking.ranked[0]
     key_text = "".join(run.k_labels[k] for k in keys)
     summary = notice(run.notice, say("heads.found", head=f"L{top.layer} H{top.head}", weight=weight,
-                                     query=literal(run.q_labels[q]), key=literal(key_text), n=len(ranking.ranked),
+                                     query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
                                      mean=ranking.mean))
     return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
 

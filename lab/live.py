@@ -18,15 +18,14 @@ from dataclasses import dataclass, field
 import safetensors.torch
 import torch
 
+from i18n import Message
 from transformer_core import EncoderDecoder, EncoderDecoderConfig, exact_match
 from transformer_core.decoding.seq2seq import Codec, char_tokenizer
-from transformer_core.training.tasks import TOY_TASKS, examples, get_task
-from transformer_core.training.train_translate import LIVE_BATCH, PRESETS, build_model, fit, live_config  # noqa: F401 -- PRESETS: the sizes the UI offers
+from transformer_core.tasks import PRESETS, TOY_TASKS, examples, get_task  # noqa: F401 -- PRESETS: the sizes the UI offers
 
 from .policy import InputError
 
-BUSY = ("Another live training run is going on in this app right now. Wait until it finishes "
-        "(at most its time budget) and press Train again.")
+BUSY = Message("translate.busy")
 GOAL = 0.99  # exact match on held-out sources at which a live run has learned the task
 CHECK_EVERY = 50  # steps between the goal checks
 GOAL_CHECK_SIZE = 100  # held-out sources per goal check: about 0.1 s for a small model
@@ -47,6 +46,9 @@ class Progress:
 
 def _train(task_name: str, preset: str, steps: int, seconds: float, out: mp.Queue) -> None:
     """The child process: train, report every step, send the weights back (or the error's message)."""
+    # training code only here, in the child: serving the app imports none of it
+    from transformer_core.training.translation import LIVE_BATCH, build_model, fit, live_config
+
     torch.set_num_threads(THREADS)
     try:
         task = get_task(task_name)
@@ -93,8 +95,7 @@ class LiveTraining:
         """
         task = get_task(task_name)
         if task.name not in TOY_TASKS:
-            raise InputError(f"Live training offers {', '.join(TOY_TASKS)}; pig latin takes far longer "
-                             "than a lecture to learn.")
+            raise InputError(Message("translate.live_tasks", tasks=", ".join(TOY_TASKS)))
         if not self._lock.acquire(blocking=False):
             raise InputError(BUSY)
         context = mp.get_context("spawn")  # a fork of a threaded server could inherit held locks
@@ -110,7 +111,7 @@ class LiveTraining:
                     message = messages.get(timeout=poll)
                 except queue.Empty:
                     if not child.is_alive():
-                        raise InputError("Training stopped: the training process ended without a result.") from None
+                        raise InputError(Message("translate.no_result")) from None
                     message = ("wait",)
                 if time.perf_counter() - shown >= poll:
                     shown = time.perf_counter()
@@ -123,7 +124,7 @@ class LiveTraining:
                     state.checks.append((rest[0], rest[1]))
                     state.reached_goal = rest[1] >= GOAL
                 elif kind == "error":
-                    raise InputError(f"Training stopped: {rest[0]}")
+                    raise InputError(Message("translate.stopped", error=rest[0]))
                 elif kind == "done":
                     config, weights = rest
                     state.model, state.codec = _rebuild(config, weights, task.symbols)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from i18n import Joined, Message
 from transformer_core import (
     Mask,
     MaskError,
@@ -30,8 +31,8 @@ from .cache import ViewCache
 from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
 
 LM = "shakespeare-lm"
-CHEATERS = {"trained with the causal mask": ("cheat-causal", "causal"),
-            "trained with no mask": ("cheat-nomask", "none")}
+CHEATERS = {Message("masking.cheater.causal"): ("cheat-causal", "causal"),
+            Message("masking.cheater.nomask"): ("cheat-nomask", "none")}
 MAX_TOKENS = 64  # masks are drawn cell by cell: 64 x 64 still shows every cell
 MAX_CHEAT_TOKENS = 60
 EFFECT_KINDS = ["none", "causal", "sliding_window", "dilated_window", "global_window"]
@@ -70,9 +71,9 @@ class MaskingRun:
         """(layer, head, position) clamped to this run, the chosen head's (n_runs, T, T) weights under each
         mask, and {run: (top-5 probabilities, top-5 labels)} at the position."""
         n_layer, n_head, n, _ = self.attn[self.runs[0]].shape
-        layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
-        head = clamp(head, 0, n_head - 1, "Head", notices)
-        position = clamp(position, 0, n - 1, "Position", notices)
+        layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
+        head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
+        position = clamp(position, 0, n - 1, Message("setting.position"), notices)
         weights = np.stack([self.attn[name][layer, head] for name in self.runs])
         predictions = {name: (self.top_probs[name][position], self.top_labels[name][position]) for name in self.runs}
         return layer, head, position, weights, predictions
@@ -80,9 +81,11 @@ class MaskingRun:
 
 def describe(mask: Mask) -> str:
     """A mask's kind and parameters in words, e.g. "sliding window w=3, causal"."""
-    params = [("causal" if value else "both ways") if key == "causal" else f"{key}={value}"
-              for key, value in mask.params.items()]
-    return " ".join([mask.kind.replace("_", " "), ", ".join(params)]).strip()
+    params = [Message("masking.param.causal" if value else "masking.param.both_ways") if key == "causal"
+              else f"{key}={value}" for key, value in mask.params.items()]
+    kind = Message(f"masking.kindname.{mask.kind}")
+    return Message("masking.describe", kind=kind, params=Joined(params, ", ")) if params else \
+        Message("masking.describe.plain", kind=kind)
 
 
 def global_positions(text: str | None) -> tuple[int, ...]:
@@ -90,16 +93,16 @@ def global_positions(text: str | None) -> tuple[int, ...]:
     try:
         return tuple(int(g) for g in (text or "").replace(",", " ").split())
     except ValueError:
-        raise InputError(f"Global tokens must be positions like '0, 5'; got {text!r}.") from None
+        raise InputError(Message("masking.bad_global", text=repr(text))) from None
 
 
 def settings(kind: str, n: int, w, dilation, global_text: str | None, causal: bool,
              notices: list[str]) -> MaskSettings:
     """The mask settings for an n-token text: a window as wide as the text (or wider) is narrowed, with a notice."""
     if kind not in EFFECT_KINDS:
-        raise InputError(f"Mask must be one of {', '.join(EFFECT_KINDS)}, not {kind!r}.")
-    w = clamp(w, 1, max(1, n - 1), "Window width", notices)  # a window of n or more hides nothing
-    dilation = clamp(dilation, 1, max(1, n - 1), "Dilation", notices)
+        raise InputError(Message("masking.bad_kind", kinds=", ".join(EFFECT_KINDS), kind=repr(kind)))
+    w = clamp(w, 1, max(1, n - 1), Message("setting.window"), notices)  # a window of n or more hides nothing
+    dilation = clamp(dilation, 1, max(1, n - 1), Message("setting.dilation"), notices)
     return MaskSettings(kind, w, dilation, global_positions(global_text), bool(causal))
 
 
@@ -113,13 +116,13 @@ def _build(kind: str, n: int, s: MaskSettings, causal: bool) -> Mask:
 def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str, Mask]]:
     """(title, Mask) for every panel of the gallery, built by the same functions the model uses."""
     return [
-        ("none (bidirectional)", build_mask("none", n)),
-        ("causal", build_mask("causal", n)),
-        ("padding", padding_mask(lengths, n)),
-        (f"sliding window w={s.w}", _build("sliding_window", n, s, False)),
-        (f"causal sliding window w={s.w}", _build("sliding_window", n, s, True)),
-        (f"dilated window w={s.w}, d={s.dilation}", _build("dilated_window", n, s, False)),
-        (f"global {list(s.global_tokens)} + window w={s.w}", _build("global_window", n, s, False)),
+        (Message("masking.panel.none"), build_mask("none", n)),
+        (Message("masking.panel.causal"), build_mask("causal", n)),
+        (Message("masking.panel.padding"), padding_mask(lengths, n)),
+        (Message("masking.panel.sliding", w=s.w), _build("sliding_window", n, s, False)),
+        (Message("masking.panel.causal_sliding", w=s.w), _build("sliding_window", n, s, True)),
+        (Message("masking.panel.dilated", w=s.w, d=s.dilation), _build("dilated_window", n, s, False)),
+        (Message("masking.panel.global", tokens=list(s.global_tokens), w=s.w), _build("global_window", n, s, False)),
     ]
 
 
@@ -134,8 +137,7 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     tokens = fit_tokens(tokenizer, text, MAX_TOKENS, min_tokens=2)
     text_b = truncate(text_b)[0]
     if not tokenizer.tokens(text_b):
-        raise InputError("The second text of the padding batch is empty: type a few words there, so the padding "
-                         "mask has something to pad.")
+        raise InputError(Message("masking.empty_second"))
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     notices = [cut, tokens.notice]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
@@ -150,7 +152,7 @@ def _compute(model, tokenizer, tokens, tokens_b, s: MaskSettings) -> MaskingRun:
     gallery = gallery_masks(n, [n, len(tokens_b.ids)], s)
     chosen = _build(s.kind, n, s, s.causal)
     idx = torch.tensor([tokens.ids], device=device_of(model))
-    traced = {"causal (as trained)": model.run_with_trace(idx), describe(chosen): model.run_with_trace(idx, mask=chosen)}
+    traced = {Message("masking.run.as_trained"): model.run_with_trace(idx), describe(chosen): model.run_with_trace(idx, mask=chosen)}
     target = idx[0].cpu()
     attn, losses, probs, tops = {}, {}, {}, {}
     for name, (logits, trace) in traced.items():
@@ -165,7 +167,7 @@ def _compute(model, tokenizer, tokens, tokens_b, s: MaskSettings) -> MaskingRun:
 def history(name: str) -> list[dict]:
     path = store.folder(name) / "history.json"
     if not path.is_file():
-        raise InputError(f"No training history at {path}; the cheating demo needs both cheat-* checkpoints.")
+        raise InputError(Message("masking.no_history", path=path))
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -180,7 +182,7 @@ class CheatResult:
 def cheating(prompt: str | None, n_new) -> tuple[list[CheatResult], dict[str, list[dict]], str]:
     """Both cheating-demo models: greedy continuations, honest loss on the prompt, training histories."""
     notices: list[str] = []
-    n_new = clamp(n_new, 1, MAX_CHEAT_TOKENS, "New tokens", notices)
+    n_new = clamp(n_new, 1, MAX_CHEAT_TOKENS, Message("setting.new_tokens"), notices)
     results, histories = [], {}
     for title, (name, mask_kind) in CHEATERS.items():
         model, tokenizer = models.load(name)

@@ -8,12 +8,13 @@ again in place is never answered from an old run.
 
 from __future__ import annotations
 
+from i18n import Message
 from transformer_core import CheckpointError
 
 from . import store
 from .policy import InputError
 
-GPT2_LABEL = "gpt2 (GPT-2 from the Hugging Face Hub)"
+GPT2_LABEL = Message("attention.gpt2_label")
 # an older picker label still opens its model (links written before the one label existed)
 ALIASES = {"GPT-2 (downloads from the Hugging Face Hub)": store.GPT2}
 
@@ -32,10 +33,10 @@ def resolve(label_or_name: str | None, arch: str | None = None) -> str:
     elif label_or_name in names.values():
         name = label_or_name
     else:
-        raise InputError(f"No model {label_or_name!r} in {store.model_dir()}; pick one from the list.")
+        raise InputError(Message("attention.no_model", label=repr(label_or_name), folder=store.model_dir()))
     if arch is not None and store.arch(name) != arch:
-        raise InputError(f"The model {name!r} is a {store.KIND_NAMES[store.arch(name)]}; this needs a "
-                         f"{store.KIND_NAMES[arch]}: pick one in the model list.")
+        raise InputError(Message("models.wrong_kind", name=repr(name), kind=Message(f"store.kind.{store.arch(name)}"),
+                                 needed=Message(f"store.kind.{arch}")))
     return name
 
 
@@ -44,7 +45,7 @@ def load(name: str) -> tuple[object, object]:
     try:
         return store.load(name)
     except CheckpointError as e:
-        raise InputError(f"The model {name!r} could not be loaded: {e}") from e
+        raise InputError(Message("translate.not_loaded", name=repr(name), error=e)) from e
 
 
 def key(name: str, *inputs) -> tuple:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from i18n import Joined, Message
 from transformer_core.decoding.seq2seq import Codec, DecodingError
 from transformer_core.tokenization import UNKNOWN, sanitize
 
@@ -18,12 +19,13 @@ MAX_DRAWN_TOKENS = 128  # longest input drawn as attention: a 6 x 8 grid of 128 
 
 
 class InputError(ValueError):
-    """Input a person can fix; the message says what was wrong and what to do."""
+    """Input a person can fix; the message says what was wrong and what to do (a Message: English as a
+    string, in the reader's language on screen)."""
 
 
-def notice(*parts: str) -> str:
-    """Join notices into one line, dropping the empty ones."""
-    return " ".join(p for p in parts if p)
+def notice(*parts: str) -> Joined:
+    """Join notices into one line, dropping the empty ones (each part keeps its own translations)."""
+    return Joined(parts)
 
 
 def truncate(text: str | None, limit: int = MAX_CHARS, keep: str = "first") -> tuple[str, str]:
@@ -37,12 +39,11 @@ def truncate(text: str | None, limit: int = MAX_CHARS, keep: str = "first") -> t
     raw = text or ""
     text = sanitize(raw)
     repaired = sum(a != b for a, b in zip(raw, text)) if text != raw else 0
-    fixed = (f"Your text had {repaired} lone surrogate(s) (half of a UTF-16 pair, which no text can encode); "
-             "each is read as �.") if repaired else ""
+    fixed = Message("policy.surrogates", n=repaired) if repaired else ""
     if len(text) <= limit:
         return text, fixed
     which, kept = ("last", text[-limit:]) if keep == "last" else ("first", text[:limit])
-    return kept, notice(fixed, f"Your text has {len(text):,} characters; only the {which} {limit:,} are used.")
+    return kept, notice(fixed, Message(f"policy.cut_chars_{which}", n=len(text), limit=limit))
 
 
 def clamp(value, low: int, high: int, name: str, notices: list[str] | None = None) -> int:
@@ -53,17 +54,17 @@ def clamp(value, low: int, high: int, name: str, notices: list[str] | None = Non
     """
     if value is None or value == "":
         if notices is not None:
-            notices.append(f"{name} was empty; used {low}.")
+            notices.append(Message("policy.empty_value", name=name, low=low))
         return low
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
-        raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.") from None
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value))) from None
     if math.isnan(number):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value)))
     clamped = int(round(min(max(number, low), high)))  # infinities land on the ends too
     if notices is not None and number != clamped:
-        notices.append(f"{name} can be {low} to {high}; used {clamped}.")
+        notices.append(Message("policy.clamped", name=name, low=low, high=high, used=clamped))
     return clamped
 
 
@@ -74,16 +75,13 @@ def check_readable(tokenizer, spans, max_unknown: float = 1.0) -> None:
     give a confident verdict on `[CLS] [UNK] [UNK] [SEP]`."""
     read = [s for s in spans if s.start != s.end]
     if not read:
-        raise InputError("The model reads no token of this text (it is only invisible or combining characters); "
-                         "type a sentence.")
+        raise InputError(Message("policy.invisible_only"))
     unknown = tokenizer.token_to_id(UNKNOWN)
     n_unknown = sum(s.id == unknown for s in read) if unknown is not None else 0
     if n_unknown == len(read):
-        raise InputError("This model's tokenizer cannot represent any of this text (every token would be "
-                         f"{UNKNOWN}); type text in the model's alphabet.")
+        raise InputError(Message("policy.all_unknown", unknown=UNKNOWN))
     if n_unknown / len(read) > max_unknown:
-        raise InputError(f"This model cannot read this text: {n_unknown} of its {len(read)} tokens would be "
-                         f"{UNKNOWN} (it learned an English vocabulary); type English text.")
+        raise InputError(Message("policy.english_only", n_unknown=n_unknown, n=len(read), unknown=UNKNOWN))
 
 
 @dataclass(frozen=True)
@@ -104,13 +102,13 @@ def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str 
     spans = tokenizer.tokens(text)
     if len(spans) < min_tokens:
         if not spans:
-            raise InputError("The text has no tokens: type a sentence.")
-        raise InputError(f"The text has {len(spans)} token(s); type at least {min_tokens}.")
+            raise InputError(Message("policy.no_tokens"))
+        raise InputError(Message("policy.too_few_tokens", n=len(spans), min=min_tokens))
     check_readable(tokenizer, spans)
     cut = ""
     if len(spans) > limit:
-        which = "first" if keep == "first" else "last"
-        cut = f"Your text has {len(spans)} tokens; the {which} {limit} are used."
+        cut = Message("policy.cut_tokens_first" if keep == "first" else "policy.cut_tokens_last", n=len(spans),
+                      limit=limit)
         spans = spans[:limit] if keep == "first" else spans[-limit:]
     return Tokens([s.id for s in spans], [s.text for s in spans], cut)
 
@@ -137,11 +135,10 @@ def source_text(codec: Codec, max_len: int, text: str | None) -> tuple[str, str]
     if " " not in codec.alphabet:
         text = "".join(text.split())
     if not text:
-        raise InputError("Type a source first: digits for copy/reverse/sort, a sentence for pig latin.")
+        raise InputError(Message("attention.type_source"))
     limit = min(MAX_DRAWN_TOKENS, max_len) - 1  # room for </s>
     if len(text) > limit:
-        cut = notice(cut, f"Your source has {len(text)} characters; this model reads at most {limit}, "
-                          f"so the first {limit} are used.")
+        cut = notice(cut, Message("attention.source_cut", n=len(text), limit=limit))
         text = text[:limit]
     try:
         codec.check(text, max_len)

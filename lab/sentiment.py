@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from i18n import Message
 from transformer_core import EmptyTextError, explain
 
 from . import models, store
@@ -21,8 +22,8 @@ from .policy import InputError, check_readable, notice, truncate
 UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
 
 # picker label -> checkpoint; the ones not installed are not offered
-CLASSIFIERS = {"trained from scratch (5.8M)": "sentiment",
-               "pre-trained + fine-tuned (22.6M)": "sentiment-pretrained"}
+CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
+               Message("sentiment.model.pretrained"): "sentiment-pretrained"}
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,13 @@ def _checkpoint(model: str | None) -> str:
     installed = classifiers()
     if model in (None, ""):
         if not installed:
-            raise InputError(f"No sentiment classifier in {store.model_dir()}.")
+            raise InputError(Message("sentiment.no_classifier", folder=store.model_dir()))
         return next(iter(installed.values()))
     if model in installed:
         return installed[model]
     if model in installed.values():
         return model
-    raise InputError(f"No classifier {model!r}; pick one of: {', '.join(installed)}.")
+    raise InputError(Message("sentiment.unknown_classifier", model=repr(model), installed=", ".join(installed)))
 
 
 _runs: ViewCache[SentimentRun] = ViewCache(size=128)
@@ -69,7 +70,7 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
     name = _checkpoint(model)
     text, cut = truncate(text)
     if not text.strip():
-        raise InputError("Type a sentence to classify, or click one of the examples.")
+        raise InputError(Message("sentiment.type_text"))
     run = _runs.get(models.key(name, text), lambda: _compute(name, text))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -81,15 +82,13 @@ def _compute(name: str, text: str) -> SentimentRun:
     try:
         verdict = explain(model, tokenizer, text)
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
-        raise InputError(f"The model reads no token of this text ({e}); type a sentence.") from e
+        raise InputError(Message("policy.invisible_only")) from e
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
-        notices.append(f"The text has {read + verdict.truncated} tokens; the model reads at most {read}, "
-                       f"so only the first {read} were classified.")
+        notices.append(Message("sentiment.cut", n=read + verdict.truncated, read=read))
     if not _has_letters(text):
-        notices.append("The text has no letters or digits: the model saw only punctuation, symbols or emoji, "
-                       "which its training sentences rarely contain, so treat the verdict as a guess.")
+        notices.append(Message("sentiment.no_letters"))
     return SentimentRun(name, verdict.probs, [s.text for s in verdict.tokens], verdict.grad_x_input.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
                         notice(*notices))

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from i18n import Message
 from transformer_core import CheckpointError, default_device, load_gpt2, load_model
 from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
@@ -151,7 +152,8 @@ def _read_checkpoints() -> list[tuple[int, str, str]]:
         except CheckpointError:
             continue
         if kind is not None:
-            found.append((list(KIND_NAMES).index(kind), path.name, f"{path.name} ({KIND_NAMES[kind]})"))
+            found.append((list(KIND_NAMES).index(kind), path.name,
+                          Message("store.model_label", name=path.name, kind=Message(f"store.kind.{kind}"))))
     return found
 
 

@@ -6,6 +6,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
 
 from . import store
@@ -53,9 +54,10 @@ def _read_shipped() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
         try:
             tokenizer = store.tokenizer(names[0])
         except TokenizerError as error:
-            problems.append(f"⚠️ Skipped {', '.join(names)}: {error}")
+            problems.append(Message("tokens.skipped", names=", ".join(names), error=error))
             continue
-        label = f"{', '.join(names)} · {tokenizer.kind} · {tokenizer.vocab_size:,} tokens"
+        label = Message("tokens.panel_label", names=", ".join(names), kind=Message(f"tokens.kind.{tokenizer.kind}"),
+                        vocab=tokenizer.vocab_size)
         found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
     return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
 
@@ -67,8 +69,7 @@ def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
         return "", [], notice
     tokenizers, problems = shipped_tokenizers()
     if not tokenizers:
-        raise InputError(f"No readable tokenizer.json under {store.model_dir()}; start the app with --model-dir "
-                         "pointing at the shipped assets/ folder.")
+        raise InputError(Message("tokens.no_tokenizer", folder=store.model_dir()))
     views = []
     for label, tokenizer in tokenizers:
         spans = tokenizer.tokens(text)
@@ -76,17 +77,17 @@ def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
         n_unknown = sum(s.id == unknown for s in spans) if unknown is not None else 0
         problem = ""
         if spans and n_unknown / len(spans) > UNREADABLE:
-            problem = (f"This tokenizer cannot represent this text: {n_unknown:,} of its {len(spans):,} tokens "
-                       f"would be {UNKNOWN} (its alphabet is {tokenizer.vocab_size:,} symbols).")
+            problem = Message("tokens.cannot_represent", n_unknown=n_unknown, n=len(spans), unknown=UNKNOWN,
+                              vocab=tokenizer.vocab_size)
         views.append(Tokenized(label, spans, problem))
-    return text, views, "\n\n".join([notice, *problems]).strip()
+    return text, views, Joined([notice, *problems], "\n\n")
 
 
 def replay_tokenizer() -> TextTokenizer:
     try:
         return store.tokenizer(REPLAY_MODEL)
     except TokenizerError as error:
-        raise InputError(f"Merge replay needs the Shakespeare BPE: {error}") from error
+        raise InputError(Message("tokens.replay_needs_bpe", error=error)) from error
 
 
 def replay(text: str | None, k) -> tuple[str, int, list[TokenSpan], tuple[str, str] | None]:

@@ -10,10 +10,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from i18n import Message
 from transformer_core import BeamResult, Codec, translate
 from transformer_core.decoding.seq2seq import traced
-from transformer_core.training.tasks import TOY_LENGTHS, get_task
-from transformer_core.training.translation import accuracy_by_length
+from transformer_core.tasks import TOY_LENGTHS, accuracy_by_length, get_task
 
 from . import models
 from .cache import ViewCache
@@ -50,7 +50,7 @@ class TranslationRun:
     def layer(self, layer, notices: list[str] | None = None) -> int:
         if layer is not None and str(layer).strip() == str(AUTO_LAYER):
             return self.sharpest_layer()
-        return clamp(layer, 0, self.attn["cross"].shape[0] - 1, "Layer", notices)
+        return clamp(layer, 0, self.attn["cross"].shape[0] - 1, Message("setting.layer"), notices)
 
 
 def token_label(codec: Codec):
@@ -83,9 +83,9 @@ _runs: ViewCache[TranslationRun] = ViewCache(size=64)
 def translation(task: str, source: str | None, width=1) -> TranslationRun:
     """The shipped model of `task` translates `source` (greedy, or beam search of `width` 2-8)."""
     if task not in CHECKPOINTS:
-        raise InputError(f"Task must be one of {', '.join(CHECKPOINTS)}, not {task!r}.")
+        raise InputError(Message("translate.bad_task", tasks=", ".join(CHECKPOINTS), task=repr(task)))
     notices: list[str] = []
-    width = clamp(width, 1, 8, "Beam width", notices)
+    width = clamp(width, 1, 8, Message("setting.beam_width"), notices)
     model, codec = _load(CHECKPOINTS[task])
     text, cut = source_text(codec, model.config.max_len, source)
     run = _runs.get(models.key(CHECKPOINTS[task], text, width),
@@ -95,7 +95,7 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
 
 def length_generalisation(n_per_length) -> tuple[dict[str, dict[int, float]], int]:
     """({position kind: {length: exact match}}, the longest training length) for the two copy models."""
-    n = clamp(n_per_length, 1, 1000, "Test sources per length")
+    n = clamp(n_per_length, 1, 1000, Message("setting.per_length"))
     task = get_task("copy")
     curves = {}
     for name, checkpoint in POSITION_MODELS.items():

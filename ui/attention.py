@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import gradio as gr
 
+from i18n import Message, render, t
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
 from ui.common import cached, View, handler
+from ui.i18n import choice, language, text as _
 from views import attention as figures
 from views.kit import placeholder, plain
 
+
 CSS = heads_section.CSS
-GROUP_CHOICES = [(name, group) for group, name in use.GROUP_NAMES.items()]
-EXPLAINER = """
-**What am I looking at?** Each small square is one attention head: row *i* is query token *i*,
-column *j* is key token *j*, and the colour is how much of token *j*'s value vector token *i* takes
-(every row sums to 1). Rows of the grid are layers, columns are heads. Below: one head large with its
-tokens, the head average of each layer, one query token's row in every head ("what does token *i*
-attend to?"), and **attention rollout** (Abnar & Zuidema, 2020): each layer's head average plus the
-identity (the residual path), rows renormalised, multiplied through the layers — a rough summary of
-which input tokens flow into each output. A language model cannot look ahead, so its matrices are
-triangular; an encoder's are full; cross-attention shows which source token each target token reads.
-"""
 
 
 def checkpoints() -> dict[str, str]:
@@ -36,18 +28,19 @@ def checkpoints() -> dict[str, str]:
     return use.models_offered()
 
 
-def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]):
+def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str], lang: str):
     layer, head, weights = run.head(layer, head, notices)
     query, rows = run.query(query, notices)
-    head_fig = figures.head_heatmap(weights, run.q_labels, run.k_labels, f"Layer {layer}, head {head}")
-    rows_fig = figures.query_rows_heatmap(rows, run.k_labels, f"What does token {query} "
-                                        f"({plain(repr(run.q_labels[query]))}) attend to, in every head?")
+    head_fig = figures.head_heatmap(weights, run.q_labels, run.k_labels, t("attention.head_title", lang, layer=layer,
+                                                                            head=head), lang)
+    rows_fig = figures.query_rows_heatmap(rows, run.k_labels, t("attention.rows_title", lang, query=query,
+                                                                token=plain(repr(run.q_labels[query]))), lang)
     return head_fig, rows_fig
 
 
 @cached
 @handler
-def attention(label: str, text: str, group: str, layer: float, head: float, query: float):
+def attention(label: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
     """Every attention head of a shipped model on a text: (notice, layer x head grid, selected head,
     head average per layer, one query's row in every head, attention rollout), as Plotly figures.
 
@@ -62,39 +55,39 @@ def attention(label: str, text: str, group: str, layer: float, head: float, quer
     run = use.attention_run(label, text, group)
     n_layer, n_head, Tq, Tk = run.shape
     notices = [run.notice]
-    grid = figures.layer_head_grid(run.attn, run.q_labels, run.k_labels,
-                                 f"{n_layer} layers x {n_head} heads over {Tq} x {Tk} tokens")
-    head_fig, rows_fig = _focus_figures(run, layer, head, query, notices)
-    average = figures.layer_average_grid(run.attn, run.q_labels, run.k_labels)
+    grid = figures.layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
+                                                                           n_head=n_head, n_query=Tq, n_key=Tk), lang)
+    head_fig, rows_fig = _focus_figures(run, layer, head, query, notices, lang)
+    average = figures.layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
     if run.rollout is not None:
-        rollout = figures.rollout_heatmap(run.rollout, run.q_labels)
+        rollout = figures.rollout_heatmap(run.rollout, run.q_labels, lang)
     else:
-        rollout = placeholder("Rollout follows self-attention through one stack: "
-                                       "choose encoder or decoder self-attention.")
-    return notice(*notices), grid, head_fig, average, rows_fig, rollout
+        rollout = placeholder(t("attention.rollout_needs_self", lang))
+    return render(notice(*notices), lang), grid, head_fig, average, rows_fig, rollout
 
 
 @cached
 @handler
-def attention_focus(label: str, text: str, group: str, layer: float, head: float, query: float):
+def attention_focus(label: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
     """Only the selected head and query figures, re-sliced from the (cached) run: the grid stays as it is."""
-    return _focus_figures(use.attention_run(label, text, group), layer, head, query, [])
+    return _focus_figures(use.attention_run(label, text, group), layer, head, query, [], lang)
 
 
 @cached
 @handler
-def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float):
+def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float,
+                       lang: str = "en"):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
     gen = use.while_generating_run(label, text, n_new)
     notices = [gen.notice]
     layer, head = gen.head(layer, head, notices)
     step, chosen, rows, read = gen.step(step, notices)
-    staircase = figures.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head)
-    step_fig = figures.query_rows_heatmap(rows, read, f"Step {step}: choosing {plain(repr(chosen))}, "
-                                          "every layer and head")
-    cut = notice(*notices)
-    continuation = f"**Continuation:** {plain(repr(gen.continuation))}" + (f"  \n{cut}" if cut else "")
-    return continuation, staircase, step_fig
+    staircase = figures.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
+    step_fig = figures.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=step,
+                                                        token=plain(repr(chosen))), lang)
+    cut = render(notice(*notices), lang)
+    continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')
+    return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig
 
 
 def model_changed(label: str, layer: float, head: float):
@@ -106,52 +99,54 @@ def model_changed(label: str, layer: float, head: float):
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
-def build() -> View | None:
-    with gr.Tab("Attention", id="attention"):
+def build(lang: gr.State | None = None) -> View | None:
+    lang = language(lang)
+    with gr.Tab(_("tab.attention"), id="attention"):
         models = checkpoints()
         if not models:
-            gr.Markdown(f"No trained model found in `{store.model_dir()}`: train or download one first.")
+            gr.Markdown(_("common.no_model", folder=store.model_dir()))
             return None
         labels = list(models)
         first = store.config(models[labels[0]])
         with gr.Row():
-            model = gr.Dropdown(labels, value=labels[0], label="Model")
-            group = gr.Dropdown(GROUP_CHOICES, value=use.GROUPS_OF[first["arch"]][0], label="Attention")
+            model = gr.Dropdown([choice(label) for label in labels], value=labels[0], label=_("common.model"),
+                                elem_id="model")
+            group = gr.Dropdown([(_(f"attention.group.{g}"), g) for g in use.GROUP_NAMES],
+                                value=use.GROUPS_OF[first["arch"]][0], label=_("common.attention"), elem_id="attention")
         with gr.Row(equal_height=True):
             text = gr.Textbox(use.example_text(models[labels[0]]), lines=1, max_lines=4, scale=5,
-                              label=f"Text (up to {MAX_DRAWN_TOKENS} tokens are drawn)")
-            run = gr.Button("Show attention", variant="primary", scale=1, elem_id="attention-run")
+                              label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")
+            run = gr.Button(_("attention.run"), variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
-                         for name in store.checkpoints()], [model, text, group])
-            with gr.Accordion("What am I looking at?", open=False):
-                gr.Markdown(EXPLAINER)
+                         for name in store.checkpoints()], [model, text, group], label=_("common.examples"))
+            with gr.Accordion(_("common.what"), open=False):
+                gr.Markdown(_("attention.explainer"))
         notice_box = gr.Markdown()
-        grid = gr.Plot(label="Every head of every layer", elem_id="attention-grid", show_label=False)
+        grid = gr.Plot(label=_("attention.grid_label"), elem_id="attention-grid", show_label=False)
         with gr.Row():
-            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label="Layer")
-            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label="Head")
-            query = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=8, step=1, label="Query token (position)")
+            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("common.layer"), elem_id="layer")
+            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("common.head"), elem_id="head")
+            query = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=8, step=1, label=_("attention.query"), elem_id="query_token")
         with gr.Row():
-            head_fig = gr.Plot(label="Selected head", show_label=False)
-            rows_fig = gr.Plot(label="One query token in every head", show_label=False)
+            head_fig = gr.Plot(label=_("attention.head_label"), show_label=False)
+            rows_fig = gr.Plot(label=_("attention.rows_label"), show_label=False)
         with gr.Row():
-            average = gr.Plot(label="Head average per layer", show_label=False)
-            rollout = gr.Plot(label="Attention rollout", show_label=False)
-        with gr.Accordion("Attention while generating (language models)", open=False) as while_generating:
-            gr.Markdown("The model continues your text greedily. Each line is one new token: the attention "
-                        "of the position that chose it, over everything before it. Pick a step to see that "
-                        "row in every layer and head.")
+            average = gr.Plot(label=_("attention.average_label"), show_label=False)
+            rollout = gr.Plot(label=_("attention.rollout_label"), show_label=False)
+        with gr.Accordion(_("attention.while_generating"), open=False) as while_generating:
+            gr.Markdown(_("attention.while_generating_note"))
             with gr.Row():
-                n_new = gr.Slider(1, use.MAX_NEW_TOKENS, value=12, step=1, label="New tokens")
-                step = gr.Slider(0, use.MAX_NEW_TOKENS - 1, value=0, step=1, label="Step")
-            go_button = gr.Button("Generate and show attention")
+                n_new = gr.Slider(1, use.MAX_NEW_TOKENS, value=12, step=1, label=_("common.new_tokens"),
+                                  elem_id="new_tokens")
+                step = gr.Slider(0, use.MAX_NEW_TOKENS - 1, value=0, step=1, label=_("common.step"), elem_id="step")
+            go_button = gr.Button(_("attention.generate_run"))
             continuation = gr.Markdown()
-            staircase = gr.Plot(label="Selected head, step by step", show_label=False)
-            step_fig = gr.Plot(label="One step in every layer and head", show_label=False)
-        found, opened, section = heads_section.build(model, text, group)
+            staircase = gr.Plot(label=_("attention.staircase_label"), show_label=False)
+            step_fig = gr.Plot(label=_("attention.step_label"), show_label=False)
+        found, opened, section = heads_section.build(model, text, group, lang)
 
-        inputs = [model, text, group, layer, head, query]
+        inputs = [model, text, group, layer, head, query, lang]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
         run.click(attention, inputs, outputs, api_name="attention")
         text.submit(attention, inputs, outputs, api_name=False)
@@ -159,7 +154,7 @@ def build() -> View | None:
         for slider in (layer, head, query):
             slider.release(attention_focus, inputs, [head_fig, rows_fig], api_name=False)
         model.change(model_changed, [model, layer, head], [layer, head], api_name=False)
-        generate_inputs = [model, text, n_new, layer, head, step]
+        generate_inputs = [model, text, n_new, layer, head, step, lang]
         generate_outputs = [continuation, staircase, step_fig]
         go_button.click(attention_generate, generate_inputs, generate_outputs, api_name="attention_generate")
         step.release(attention_generate, generate_inputs, generate_outputs, api_name=False)

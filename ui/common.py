@@ -20,6 +20,7 @@ import plotly.io as pio
 from gradio import caching
 from gradio.components.plot import PlotData
 
+from i18n import DEFAULT, Joined, Message, render
 from lab import InputError
 from lab.policy import MAX_CHARS
 from lab.cache import ViewCache
@@ -29,11 +30,13 @@ log = logging.getLogger("transformer_lab")
 CACHE_SIZE = 64  # outputs kept per cached handler (and at most lab.cache.MAX_BYTES of them)
 
 
-def user_error(e: Exception) -> gr.Error:
-    """A gr.Error with the message escaped (it may quote the person's own text) and one log line, no traceback:
-    a refused input is the app working as meant, not a fault to debug."""
+def user_error(e: Exception, lang: str | None = DEFAULT) -> gr.Error:
+    """A gr.Error in the reader's language with the message escaped (it may quote the person's own text) and
+    one log line, no traceback: a refused input is the app working as meant, not a fault to debug."""
     log.warning("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
-    return gr.Error(html.escape(str(e), quote=False), print_exception=False)
+    message = e.args[0] if e.args else ""
+    shown = render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
+    return gr.Error(html.escape(shown, quote=False), print_exception=False)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class View:
     inputs: list
     outputs: list
     api_name: str
+    # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
+    # redraws them too, when it is set and when it is switched
+    also: tuple = ()
 
 
 def _serialized(output):
@@ -108,14 +114,22 @@ def cached(fn):
 
 
 def handler(fn):
-    """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error."""
+    """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error, in the
+    language of the handler's `lang` argument."""
+    signature = inspect.signature(fn)
+
+    def lang_of(args, kwargs) -> str:
+        if "lang" not in signature.parameters:
+            return DEFAULT
+        return signature.bind_partial(*args, **kwargs).arguments.get("lang", DEFAULT)
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def stream(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except InputError as e:
-                raise user_error(e) from None
+                raise user_error(e, lang_of(args, kwargs)) from None
         return stream
 
     @functools.wraps(fn)
@@ -123,5 +137,5 @@ def handler(fn):
         try:
             return fn(*args, **kwargs)
         except InputError as e:
-            raise user_error(e) from None
+            raise user_error(e, lang_of(args, kwargs)) from None
     return call

@@ -3,51 +3,21 @@ read the layers (logit lens), name the heads' roles.
 
 Lesson: the grid above shows where each head looks; these four views ask what a head does.
 A radio picks one view (its part opens and runs); each view has its own public endpoint.
-Handlers are thin: lab/heads.py computes, views/heads.py draws. English text is in MESSAGES.
+Handlers are thin: lab/heads.py computes, views/heads.py draws, in the page's language (`lang`).
 """
 
 from __future__ import annotations
 
 import gradio as gr
 
+from i18n import render, t
 from lab import heads as use
 from lab.policy import notice
 from ui.common import cached, handler
+from ui.i18n import text as _
 from views import heads as figures
 
 SECTIONS = ("find", "ablate", "lens", "roles")
-MESSAGES = {
-    "heads.section_find": "Which head links A to B?",
-    "heads.section_ablate": "Switch heads off",
-    "heads.section_lens": "Reading the layers",
-    "heads.section_roles": "Head roles",
-    "heads.matter_most": "Heads that matter most here: {heads}; {measure}, baseline {baseline:.2f}.",
-    "heads.section_label": "What does a head do?",
-    "heads.find_help": "Name a query token and a key token (a word of the text, or its position). Every head is "
-                       "ranked by the weight the query puts on the key; open a head to draw it large above.",
-    "heads.query": "Query token (word or position)",
-    "heads.key": "Key token (word or position)",
-    "heads.find_button": "Rank the heads",
-    "heads.open_head": "Open a head",
-    "heads.ablate_help": "Tick heads to switch off (or type them, e.g. \"L5 H11, L4 H11\"). Zero ablation writes 0 "
-                         "as the head's output; mean ablation writes its average output on this text. The "
-                         "importance map switches each head off alone: red heads matter for this text.",
-    "heads.toggles": "Heads to switch off",
-    "heads.spec": "Heads off",
-    "heads.mode": "Ablation",
-    "heads.ablate_button": "Switch them off",
-    "heads.importance_button": "Importance map",
-    "heads.lens_help": "**What it shows:** after each layer, the residual stream is read through the final layer "
-                       "norm and the unembedding, as if the model stopped there: you see the guess form layer by "
-                       "layer. **Where it misleads:** early layers were never trained to be read this way, so "
-                       "their guesses say more about the unembedding than about what the model \"thinks\".",
-    "heads.lens_button": "Read the layers",
-    "heads.roles_help": "Each head is scored on a random token sequence repeated twice: previous-token heads look "
-                        "one back, first-token heads sink into position 0, duplicate-token heads look at the same "
-                        "token's earlier copy, induction heads at the token after it. If induction heads exist, "
-                        "the loss drops in the second half: the model copies what followed last time.",
-    "heads.roles_button": "Score the heads",
-}
 CSS = "#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); }"
 
 
@@ -57,7 +27,7 @@ def _ranked_names(found: use.FoundHeads) -> list[str]:
 
 @cached
 @handler
-def find_head(label: str, text: str, group: str, query: str, key: str):
+def find_head(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
     """Which head links a query token to a key token: every head ranked by that attention weight, re-sliced
     from the Attention tab's cached run. Returns (what it found, layer x head map, sorted bars, the top head).
 
@@ -71,9 +41,9 @@ def find_head(label: str, text: str, group: str, query: str, key: str):
     found = use.find_head(label, text, query, key, group)
     names = _ranked_names(found)
     key_text = "".join(found.run.k_labels[k] for k in found.keys)
-    bars = figures.ranking_bars([(n, w) for n, (_, w) in zip(names, found.ranked)])
-    return (found.summary, figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean),
-            bars, gr.Dropdown(choices=names, value=names[0]))
+    bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
+    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
+    return render(found.summary, lang), ranking, bars, gr.Dropdown(choices=names, value=names[0])
 
 
 # The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
@@ -85,7 +55,7 @@ OPEN_HEAD = """(name, layer, head, section) => { const m = /L(\\d+)\\s*H(\\d+)/.
 
 @cached
 @handler
-def ablate(label: str, text: str, heads: str, mode: str):
+def ablate(label: str, text: str, heads: str, mode: str, lang: str = "en"):
     """Switch heads off and show what changed: a language model's next-token guesses and per-token loss, a
     classifier's verdict, a translator's output and log-probability. Returns (notice, before/after, loss change).
 
@@ -96,12 +66,12 @@ def ablate(label: str, text: str, heads: str, mode: str):
         mode: "zero" (the head's output is 0) or "mean" (its mean output over the text)
     """
     run = use.ablation(label, text, heads, mode)
-    return run.notice, figures.ablation_outcome(run), figures.loss_change(run)
+    return render(run.notice, lang), figures.ablation_outcome(run, lang), figures.loss_change(run, lang)
 
 
 @cached
 @handler
-def importance(label: str, text: str, mode: str):
+def importance(label: str, text: str, mode: str, lang: str = "en"):
     """Importance map: every head switched off alone (batched), coloured by the damage to the model on this
     text. Returns (which heads matter most, the map).
 
@@ -112,13 +82,13 @@ def importance(label: str, text: str, mode: str):
     """
     run = use.importance(label, text, mode)
     top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
-    summary = MESSAGES["heads.matter_most"].format(heads=top, measure=run.measure, baseline=run.baseline)
-    return notice(run.notice, summary), figures.importance_figure(run)
+    summary = t("heads.matter_most", lang, heads=top, measure=run.measure, baseline=run.baseline)
+    return render(notice(run.notice, summary), lang), figures.importance_figure(run, lang)
 
 
 @cached
 @handler
-def logit_lens(label: str, text: str):
+def logit_lens(label: str, text: str, lang: str = "en"):
     """Logit lens of a language model: the top next-token guess after each layer, and the rank of the final
     prediction through the layers. Returns (notice, table, rank lines).
 
@@ -127,12 +97,12 @@ def logit_lens(label: str, text: str):
         text: the text (at most 128 tokens)
     """
     run = use.lens(label, text)
-    return run.notice, figures.lens_table(run), figures.rank_lines(run)
+    return render(run.notice, lang), figures.lens_table(run, lang), figures.rank_lines(run, lang)
 
 
 @cached
 @handler
-def head_roles(label: str):
+def head_roles(label: str, lang: str = "en"):
     """Head roles: every head scored as previous-token, first-token, duplicate-token and induction head on a
     random sequence repeated twice, with the loss over it (the induction demo). Returns (summary, grid, curve).
 
@@ -140,16 +110,16 @@ def head_roles(label: str):
         label: the model, as the picker names it
     """
     run = use.roles(label)
-    return run.summary, figures.roles_grid(run), figures.induction_curve(run)
+    return render(run.summary, lang), figures.roles_grid(run, lang), figures.induction_curve(run, lang)
 
 
-def switch_off(label: str, text: str, heads: str, mode: str):
+def switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
     """The "switch heads off" view as it opens: the importance map, and the heads named (by default the
     one that matters most here, read from the map) switched off."""
-    note, importance_map = importance(label, text, mode)
+    note, importance_map = importance(label, text, mode, lang)
     if not (heads or "").strip():
         heads = use.importance(label, text, mode).ranked[0][0]
-    return (note, importance_map, heads, *ablate(label, text, heads, mode))
+    return (note, importance_map, heads, *ablate(label, text, heads, mode, lang))
 
 
 def toggles_for(label: str, heads: str):
@@ -171,50 +141,50 @@ def _when(section: str, fn, n_out: int):
     return run
 
 
-def build(model, text, group):
+def build(model, text, group, lang):
     """The section, under the Attention tab's figures. Returns (the find events, the "open a head" picker,
     the section radio)."""
     with gr.Column(elem_id="heads"):
-        section = gr.Radio([(MESSAGES[f"heads.section_{key}"], key) for key in SECTIONS], value=None,
+        section = gr.Radio([(_(f"heads.section_{key}"), key) for key in SECTIONS], value=None,
                            elem_id="heads-section",
-                           label=MESSAGES["heads.section_label"])
+                           label=_("heads.section_label"))
         with gr.Column(visible=False) as find_box:
-            gr.Markdown(MESSAGES["heads.find_help"])
+            gr.Markdown(_("heads.find_help"))
             with gr.Row(equal_height=True):
-                query = gr.Textbox("", label=MESSAGES["heads.query"], elem_id="find-query", scale=2)
-                key = gr.Textbox("", label=MESSAGES["heads.key"], elem_id="find-key", scale=2)
-                find_button = gr.Button(MESSAGES["heads.find_button"], variant="primary", scale=1,
+                query = gr.Textbox("", label=_("heads.query"), elem_id="find-query", scale=2)
+                key = gr.Textbox("", label=_("heads.key"), elem_id="find-key", scale=2)
+                find_button = gr.Button(_("heads.find_button"), variant="primary", scale=1,
                                         elem_id="find-button")
             find_note = gr.Markdown(elem_id="find-note")
             with gr.Row():
                 ranking = gr.Plot(show_label=False, elem_id="find-ranking")
                 bars = gr.Plot(show_label=False, elem_id="find-bars")
-            opened = gr.Dropdown([], value=None, label=MESSAGES["heads.open_head"], elem_id="find-open")
+            opened = gr.Dropdown([], value=None, label=_("heads.open_head"), elem_id="find-open")
         with gr.Column(visible=False) as ablate_box:
-            gr.Markdown(MESSAGES["heads.ablate_help"])
+            gr.Markdown(_("heads.ablate_help"))
             with gr.Row(equal_height=True):
-                spec = gr.Textbox("", label=MESSAGES["heads.spec"], elem_id="heads-off", scale=3)
-                mode = gr.Radio(["zero", "mean"], value="zero", label=MESSAGES["heads.mode"], elem_id="ablation-mode",
+                spec = gr.Textbox("", label=_("heads.spec"), elem_id="heads-off", scale=3)
+                mode = gr.Radio(["zero", "mean"], value="zero", label=_("heads.mode"), elem_id="ablation-mode",
                                 scale=1)
-                ablate_button = gr.Button(MESSAGES["heads.ablate_button"], variant="primary", scale=1,
+                ablate_button = gr.Button(_("heads.ablate_button"), variant="primary", scale=1,
                                           elem_id="ablate-button")
-                importance_button = gr.Button(MESSAGES["heads.importance_button"], scale=1, elem_id="importance-button")
+                importance_button = gr.Button(_("heads.importance_button"), scale=1, elem_id="importance-button")
             ablate_note = gr.Markdown()
             with gr.Row():
                 outcome = gr.Plot(show_label=False, elem_id="ablate-outcome")
                 losses = gr.Plot(show_label=False, elem_id="ablate-loss")
-            toggles = gr.CheckboxGroup([], label=MESSAGES["heads.toggles"], elem_id="heads-toggles")
+            toggles = gr.CheckboxGroup([], label=_("heads.toggles"), elem_id="heads-toggles")
             importance_note = gr.Markdown(elem_id="importance-note")
             importance_map = gr.Plot(show_label=False, elem_id="importance-map")
         with gr.Column(visible=False) as lens_box:
-            gr.Markdown(MESSAGES["heads.lens_help"])
-            lens_button = gr.Button(MESSAGES["heads.lens_button"], variant="primary", elem_id="lens-button")
+            gr.Markdown(_("heads.lens_help"))
+            lens_button = gr.Button(_("heads.lens_button"), variant="primary", elem_id="lens-button")
             lens_note = gr.Markdown()
             lens_table = gr.Plot(show_label=False, elem_id="lens-table")
             rank_lines = gr.Plot(show_label=False, elem_id="lens-ranks")
         with gr.Column(visible=False) as roles_box:
-            gr.Markdown(MESSAGES["heads.roles_help"])
-            roles_button = gr.Button(MESSAGES["heads.roles_button"], variant="primary", elem_id="roles-button")
+            gr.Markdown(_("heads.roles_help"))
+            roles_button = gr.Button(_("heads.roles_button"), variant="primary", elem_id="roles-button")
             roles_note = gr.Markdown(elem_id="roles-note")
             with gr.Row():
                 roles_grid = gr.Plot(show_label=False, elem_id="roles-grid")
@@ -224,11 +194,11 @@ def build(model, text, group):
     shell = dict(queue=False, api_visibility="private")
     section.change(lambda s: [gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
 
-    find_in, find_out = [model, text, group, query, key], [find_note, ranking, bars, opened]
-    ablate_in, ablate_out = [model, text, spec, mode], [ablate_note, outcome, losses]
-    importance_in, importance_out = [model, text, mode], [importance_note, importance_map]
-    lens_in, lens_out = [model, text], [lens_note, lens_table, rank_lines]
-    roles_in, roles_out = [model], [roles_note, roles_grid, induction]
+    find_in, find_out = [model, text, group, query, key, lang], [find_note, ranking, bars, opened]
+    ablate_in, ablate_out = [model, text, spec, mode, lang], [ablate_note, outcome, losses]
+    importance_in, importance_out = [model, text, mode, lang], [importance_note, importance_map]
+    lens_in, lens_out = [model, text, lang], [lens_note, lens_table, rank_lines]
+    roles_in, roles_out = [model, lang], [roles_note, roles_grid, induction]
     found = find_button.click(find_head, find_in, find_out, api_name="find_head")
     ablate_button.click(ablate, ablate_in, ablate_out, api_name="ablate")
     importance_button.click(importance, importance_in, importance_out, api_name="importance")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from i18n import Message, render, t
 from lab import masking as use, store
 from lab.policy import notice
 from ui.common import cached, View, handler
+from ui.i18n import language, text as _
 from views import attention as attention_views
 from views import masking as views
 from views.kit import plain
@@ -22,49 +24,41 @@ from lab.markdown import literal
 
 # Julius Caesar is the validation play: text the shipped LM never trained on
 FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
-EXPLAINER = """
-**What am I looking at?** Each matrix is a mask: row *i* is a query token, column *j* a key token;
-blue means "may attend", grey "hidden". **none** lets every token see every other (an encoder);
-**causal** lets a token see only itself and the past (a language model: the future is the answer);
-**padding** hides the filler tokens that make two texts of different length fit one batch;
-**sliding window** keeps only keys within *w* positions; **dilated** windows skip every *d*-th
-position to reach further at the same cost; **global tokens** see and are seen by everyone, on top
-of a window. Below, the shipped language model reads your text once with its causal mask and once
-with the mask you pick: compare the attention of one head, the loss on every token, and the top
-guesses for the next token.
-"""
 
 
-def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str]):
+def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str], lang: str):
     """The attention, loss and top-5 figures of one run, at the chosen layer, head and position."""
     layer, head, position, weights, predictions = run.focus(layer, head, position, notices)
-    attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"], run.runs,
-                                             f"Layer {layer}, head {head} under each mask")
-    return (attention, views.loss_figure(run.losses, run.labels),
-            views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}"))
+    attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"],
+                                             [render(name, lang) for name in run.runs],
+                                             t("masking.attention_title", lang, layer=layer, head=head), lang)
+    return (attention, views.loss_figure(run.losses, run.labels, lang),
+            views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}", lang))
 
 
 @cached
 @handler
 def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global_text: str, causal: bool,
-            layer: float, head: float, position: float):
+            layer: float, head: float, position: float, lang: str = "en"):
     """Gallery of masks for the text, and the shipped LM read with its causal mask vs the chosen one."""
     run = use.masking_run(text, text_b, kind, w, dilation, global_text, causal)
     notices = [run.notice]
-    gallery = views.mask_gallery(views.gallery_panels(run.gallery, run.labels, run.labels_b))
-    figures = effect_figures(run, layer, head, position, notices)
-    return notice(*notices), gallery, *figures
+    gallery = views.mask_gallery(views.gallery_panels(run.gallery, run.labels, run.labels_b, lang), lang)
+    figures = effect_figures(run, layer, head, position, notices, lang)
+    return render(notice(*notices), lang), gallery, *figures
 
 
 @cached
 @handler
-def cheating(prompt: str, n_new: float):
+def cheating(prompt: str, n_new: float, lang: str = "en"):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
-    lines = [f"**{r.title}** (final training loss {r.final_train_loss:.2f}; loss on your text without peeking "
-             f"{r.honest_loss:.2f} nats/token)  \n{literal(repr(prompt))} → **{literal(repr(r.continuation))}**"
+    lines = [t("masking.cheat_line", lang, title=r.title, train=r.final_train_loss, honest=r.honest_loss,
+               prompt=f'<span class="model-text">{literal(repr(prompt))}</span>',
+               continuation=f'<span class="model-text">{literal(repr(r.continuation))}</span>')
              for r in results]
-    return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories)
+    cut = render(cut, lang)
+    return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories, lang)
 
 
 def _lm_size() -> tuple[int, int]:
@@ -76,41 +70,44 @@ def _lm_size() -> tuple[int, int]:
     return config["n_layer"], config["n_head"]
 
 
-def build() -> View:
+def build(lang: gr.State | None = None) -> View:
+    lang = language(lang)
     n_layer, n_head = _lm_size()
-    with gr.Tab("Masking", id="masking"):
-        with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
-            gr.Markdown(EXPLAINER)
+    with gr.Tab(_("tab.masking"), id="masking"):
+        with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
+            gr.Markdown(_("masking.explainer"))
         with gr.Row(equal_height=True):
-            text = gr.Textbox(FRIENDS, lines=1, max_lines=3, label=f"Text (up to {use.MAX_TOKENS} tokens)", scale=3)
-            kind = gr.Dropdown(use.EFFECT_KINDS, value="none", label="Mask to try", elem_id="mask",
-                               scale=1)
-            run = gr.Button("Show masks", variant="primary", elem_id="masking-run", scale=1)
+            text = gr.Textbox(FRIENDS, lines=1, max_lines=3, label=_("masking.text", max_tokens=use.MAX_TOKENS), scale=3,
+                              elem_id="text")
+            kind = gr.Dropdown([(_(f"masking.kind.{k}"), k) for k in use.EFFECT_KINDS], value="none",
+                               label=_("masking.mask"), elem_id="mask", scale=1)
+            run = gr.Button(_("masking.run"), variant="primary", elem_id="masking-run", scale=1)
         with gr.Row():
             # elem_ids keep the links' parameter names of the longer labels these boxes had
-            text_b = gr.Textbox("To be, or not", label="Padding: 2nd text", elem_id="second_text_of_the_padding_batch")
-            causal = gr.Checkbox(True, label="Windows look back only (causal)")
-            w = gr.Slider(1, 16, value=3, step=1, label="Window width w")
-            dilation = gr.Slider(1, 8, value=2, step=1, label="Dilation d")
-            global_text = gr.Textbox("0", label="Global tokens", elem_id="global_token_positions")
+            text_b = gr.Textbox("To be, or not", label=_("masking.second_text"), elem_id="second_text_of_the_padding_batch")
+            causal = gr.Checkbox(True, label=_("masking.causal"), elem_id="windows_look_back_only")
+            w = gr.Slider(1, 16, value=3, step=1, label=_("masking.window"), elem_id="window_width_w")
+            dilation = gr.Slider(1, 8, value=2, step=1, label=_("masking.dilation"), elem_id="dilation_d")
+            global_text = gr.Textbox("0", label=_("masking.global"), elem_id="global_token_positions")
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples(
                 [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
                  ["To be, or not to be, that is the question", "dilated_window", 3, True]],
-                [text, kind, w, causal],
+                [text, kind, w, causal], label=_("common.examples"),
             )
         notice_box = gr.Markdown()
-        gallery = gr.Plot(label="Mask gallery", elem_id="masking-gallery", show_label=False)
-        gr.Markdown("### Effect on a trained model")
+        gallery = gr.Plot(label=_("masking.gallery_label"), elem_id="masking-gallery", show_label=False)
+        gr.Markdown(_("masking.effect"))
         with gr.Row():
-            layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="Layer")
-            head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label="Head")
-            position = gr.Slider(0, use.MAX_TOKENS - 1, value=5, step=1, label="Position for the top-5 guesses")
-        attention = gr.Plot(label="One head, causal vs chosen mask", show_label=False)
+            layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label=_("common.layer"), elem_id="layer")
+            head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label=_("common.head"), elem_id="head")
+            position = gr.Slider(0, use.MAX_TOKENS - 1, value=5, step=1, label=_("masking.position"),
+                                 elem_id="position_for_the_top_5_guesses")
+        attention = gr.Plot(label=_("masking.attention_label"), show_label=False)
         with gr.Row():
-            loss = gr.Plot(label="Per-token loss")
-            top = gr.Plot(label="Top-5 next tokens")
-        inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position]
+            loss = gr.Plot(label=_("masking.loss_label"))
+            top = gr.Plot(label=_("masking.top_label"))
+        inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, lang]
         outputs = [notice_box, gallery, attention, loss, top]
         run.click(masking, inputs, outputs, api_name="masking")
         # a changed setting re-runs; the run itself is cached, so layer/head/position only re-slice it
@@ -119,16 +116,16 @@ def build() -> View:
         for slider in (w, dilation, layer, head, position):
             slider.release(masking, inputs, outputs, api_name=False)
 
-        with gr.Accordion("The cheating demo: a model trained without the causal mask", open=False) as cheat_box:
-            gr.Markdown("Two tiny language models, same size, data and steps; one was trained without the causal "
-                        "mask, so it could read each answer in its input.")
+        with gr.Accordion(_("masking.cheat_box"), open=False) as cheat_box:
+            gr.Markdown(_("masking.cheat_note"))
             with gr.Row():
-                prompt = gr.Textbox("KING HENRY: Once more unto the breach", label="Prompt")
-                n_new = gr.Slider(5, 60, value=30, step=1, label="New tokens")
-            cheat_button = gr.Button("Compare the two models")
-            gr.Examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt])
+                prompt = gr.Textbox("KING HENRY: Once more unto the breach", label=_("masking.prompt"), elem_id="prompt")
+                n_new = gr.Slider(5, 60, value=30, step=1, label=_("common.new_tokens"), elem_id="new_tokens")
+            cheat_button = gr.Button(_("masking.cheat_run"))
+            gr.Examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt],
+                        label=_("common.examples"))
             generations = gr.Markdown()
-            curves = gr.Plot(label="Training loss of both models")
-        cheat_button.click(cheating, [prompt, n_new], [generations, curves], api_name="cheating")
-        cheat_box.expand(cheating, [prompt, n_new], [generations, curves], api_name=False)
+            curves = gr.Plot(label=_("masking.cheat_curves"))
+        cheat_button.click(cheating, [prompt, n_new, lang], [generations, curves], api_name="cheating")
+        cheat_box.expand(cheating, [prompt, n_new, lang], [generations, curves], api_name=False)
     return View(masking, inputs, outputs, "masking")

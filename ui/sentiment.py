@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
 from ui.common import cached, View, handler
+from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import sentiment as views
 
@@ -27,29 +29,6 @@ EXAMPLES = [
     ["Ce film est magnifique, je l'ai adoré.", METHODS[0]],
     ["👍🎉!!!", METHODS[0]],
 ]
-EXPLAINER = """
-**What am I looking at?** A transformer encoder reads your text. It turns each token into a vector,
-lets the tokens attend to each other for a few layers, **averages** the final vectors and maps the
-average to two probabilities. *Trained from scratch* (5.8M parameters) learned from 8.5k movie-review
-sentences only, with a larger pre-trained model as its teacher; *pre-trained + fine-tuned* started
-from all-MiniLM-L6-v2, which had read about a billion sentence pairs before it ever saw a review.
-
-*Gradient × input* asks: if this token's embedding were faded out, how far would the score move
-towards positive (green) or negative (red)? *Attention rollout* follows attention (plus the residual
-path) through every layer and says how much of each token ends up in the averaged vector (blue) — it
-shows what was **read**, not which way it pushed. The two often disagree: attention is not explanation.
-
-Try the examples: negation ("not good", "not bad at all"), contrast ("great but ... a mess"),
-sarcasm, a neutral fact, and French (the training data is English, so it guesses).
-"""
-COMPARE_NOTE = """**What pre-training gave.** Both models have the same shape of head: mean-pooled encoder
-vectors into two classes. The from-scratch model learned every word's meaning from 8.5k labelled sentences, so
-a word it met mostly in negative reviews stays negative whatever surrounds it ("not bad"). The pre-trained
-encoder had already learned, from a huge unlabelled corpus, how words combine — that "not" flips what follows,
-that "but" shifts the weight to the second half — and fine-tuning only had to map that knowledge to two labels.
-Compare the token contributions: the pre-trained model's negations and contrasts carry weight of their own."""
-
-
 SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
 
 
@@ -60,7 +39,7 @@ def _scores(run: use.SentimentRun, method: str):
 
 @cached
 @handler
-def classify(text: str | None, method: str, model: str | None = None):
+def classify(text: str | None, method: str, model: str | None = None, lang: str = "en"):
     """A sentiment classifier's verdict on a text and which tokens drove it: (P(label), notices, tokens
     coloured by contribution as HTML, per-token bars, attention grid, link to the Attention tab).
 
@@ -72,58 +51,72 @@ def classify(text: str | None, method: str, model: str | None = None):
     run = use.classify(text, model)
     scores, signed = _scores(run, method)
     return (
-        run.probs,
-        "\n\n".join(f"⚠️ {n}" for n in [run.notice] if n),
-        views.token_html(run.labels, scores, signed),
-        views.score_bars(run.labels, scores, signed, f"{method} per token"),
-        attention_views.layer_head_grid(run.attn, run.labels, run.labels, "Attention: every layer and head"),
-        f"[Open this text in the Attention tab →]({use.attention_link(run)})",
+        {verdict_name(label, lang): p for label, p in run.probs.items()},
+        "\n\n".join(t("common.warning", lang, text=render(n, lang)) for n in [run.notice] if n),
+        views.token_html(run.labels, scores, signed, lang),
+        views.score_bars(run.labels, scores, signed, t("sentiment.per_token", lang, method=method_name(method, lang)),
+                         lang),
+        attention_views.layer_head_grid(run.attn, run.labels, run.labels, t("sentiment.grid_title", lang), lang),
+        t("sentiment.open_in_attention", lang, link=use.attention_link(run) + f"&lang={lang}"),
     )
+
+
+def verdict_name(label: str, lang: str) -> str:
+    """A class ("positive") in the reader's language."""
+    return t(f"sentiment.label.{label}", lang)
+
+
+def method_name(method: str, lang: str) -> str:
+    return t("sentiment.method.grad" if method == METHODS[0] else "sentiment.method.rollout", lang)
 
 
 @cached
 @handler
-def compare(text: str | None, method: str):
+def compare(text: str | None, method: str, lang: str = "en"):
     """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
     runs = use.compare(text)
     columns = []
     for label, run in zip(use.classifiers(), runs):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
-        columns.append((f"**{label}**: {verdict} ({run.probs[verdict]:.0%})" + (f"  \n{run.notice}" if run.notice else ""),
-                        views.token_html(run.labels, scores, signed),
-                        attention_views.layer_head_grid(run.attn, run.labels, run.labels, label)))
+        columns.append((t("sentiment.column", lang, label=label, verdict=verdict_name(verdict, lang),
+                          p=run.probs[verdict]) + (f"  \n{render(run.notice, lang)}" if run.notice else ""),
+                        views.token_html(run.labels, scores, signed, lang),
+                        attention_views.layer_head_grid(run.attn, run.labels, run.labels, render(label, lang), lang)))
     return notice(), *[part for column in columns for part in column]
 
 
-def build() -> View:
+def build(lang: gr.State | None = None) -> View:
+    lang = language(lang)
     installed = list(use.classifiers())
-    with gr.Tab("Sentiment", id="sentiment"):
+    with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...")
-                model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier",
+                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"))
+                model = gr.Radio([choice(c) for c in installed], value=installed[0] if installed else None,
+                                 label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
-                comparing = gr.Checkbox(False, label="Compare both classifiers side by side", elem_id="compare",
+                comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
                                         visible=len(installed) > 1)
                 with gr.Row(equal_height=True):
-                    method = gr.Radio(list(METHODS), value=METHODS[0], label="Colour tokens by", scale=3)
-                    button = gr.Button("Classify", variant="primary", scale=1, elem_id="sentiment-run")
+                    method = gr.Radio([(_("sentiment.method.grad"), METHODS[0]), (_("sentiment.method.rollout"), METHODS[1])],
+                                      value=METHODS[0], label=_("sentiment.colour_by"), scale=3, elem_id="colour_tokens_by")
+                    button = gr.Button(_("sentiment.run"), variant="primary", scale=1, elem_id="sentiment-run")
                 with gr.Column(elem_classes=["lecture-hide"]):
-                    examples = gr.Examples(EXAMPLES, [text, method])
+                    examples = gr.Examples(EXAMPLES, [text, method], label=_("common.examples"))
             with gr.Column(scale=1):
-                probs = gr.Label(label="Verdict", num_top_classes=2)
-                tokens = gr.HTML(label="Tokens coloured by contribution", elem_id="sentiment-tokens")
+                probs = gr.Label(label=_("sentiment.verdict"), num_top_classes=2)
+                tokens = gr.HTML(label=_("sentiment.tokens"), elem_id="sentiment-tokens")
                 link = gr.Markdown()
         notices = gr.Markdown()
-        bars = gr.Plot(label="Score per token", show_label=False)
-        with gr.Accordion("Attention in every layer and head", open=False) as attention_box:
-            grid = gr.Plot()
-        with gr.Accordion("What am I looking at?", open=False, elem_classes=["lecture-hide"]):
-            gr.Markdown(EXPLAINER)
+        bars = gr.Plot(label=_("sentiment.bars"), show_label=False)
+        with gr.Accordion(_("sentiment.attention_box"), open=False) as attention_box:
+            grid = gr.Plot(label=_("common.attention"))
+        with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
+            gr.Markdown(_("sentiment.explainer"))
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
         chosen = gr.State(installed[0] if installed else None)
-        inputs, outputs = [text, method, chosen], [probs, notices, tokens, bars, grid, link]
+        inputs, outputs = [text, method, chosen, lang], [probs, notices, tokens, bars, grid, link]
         button.click(classify, inputs, outputs, api_name="classify")
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
         examples.load_input_event.then(classify, inputs, outputs, api_name=False)
@@ -134,25 +127,25 @@ def build() -> View:
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
         if len(installed) > 1:
-            with gr.Accordion("Compare: trained from scratch vs pre-trained + fine-tuned", open=False,
-                              elem_id="sentiment-compare") as compare_box:
-                compare_button = gr.Button("Compare the classifiers on this text")
+            with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
+                compare_button = gr.Button(_("sentiment.compare_run"))
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
                     for label in installed:
                         with gr.Column():  # each grid's title names its classifier
-                            parts += [gr.Markdown(), gr.HTML(), gr.Plot(label=f"Attention: {label}", show_label=False)]
-                gr.Markdown(COMPARE_NOTE)  # after the verdicts: on a projector, the figures come first
-            compare_button.click(compare, [text, method], [compare_notice, *parts], api_name="classify_compare")
-            compare_box.expand(compare, [text, method], [compare_notice, *parts], api_name=False)
+                            parts += [gr.Markdown(), gr.HTML(),
+                                      gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
+                gr.Markdown(_("sentiment.compare_note"))  # after the verdicts: on a projector, the figures come first
+            compare_button.click(compare, [text, method, lang], [compare_notice, *parts], api_name="classify_compare")
+            compare_box.expand(compare, [text, method, lang], [compare_notice, *parts], api_name=False)
             # ticked by hand, by a link (`compare=1`) or by a lecture step: the section opens, runs, comes into view
             comparing.change(lambda on: gr.Accordion(open=on), comparing, compare_box, api_name=False,
-                             queue=False).then(compare_if, [comparing, text, method], [compare_notice, *parts],
+                             queue=False).then(compare_if, [comparing, text, method, lang], [compare_notice, *parts],
                                                api_name=False).then(None, comparing, None, js=SHOW_COMPARE)
     return View(classify, inputs, outputs, "classify")
 
 
-def compare_if(on: bool, text: str | None, method: str):
+def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))
+    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
+from i18n import normalise
 from lab.policy import truncate
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
@@ -27,32 +28,31 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 # A lecture, step by step: each preset is the link a lecturer would otherwise post.
 # Keys a tab does not have are ignored (and "focus" is the step's part of the page, see
 # SCROLL_TO_STEP), so a preset never breaks a lecture. Seeds are
-# fixed so the same slide shows the same sample in every run.
+# fixed so the same slide shows the same sample in every run. A step is named by an id; the
+# picker shows its name in the reader's language ("lecture.<id>" in the catalogue), and a step
+# keeps the language it is shown in.
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
-    "1. Text becomes tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
-    "2. One head at a time": {"tab": "attention", "text": "The cat sat on the mat because it was tired.",
-                              "layer": "1", "head": "0"},
-    "3. The causal mask": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
-    "4. Temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
-    "5. A classifier reads a review": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
-                                       "compare": "0"},
-    "6. What pre-training adds": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.",
-                                  "compare": "1", "focus": "#sentiment-compare"},
-    "7. Encoder meets decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
+    "tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
+    "attention": {"tab": "attention", "text": "The cat sat on the mat because it was tired.", "layer": "1", "head": "0"},
+    "causal": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
+    "temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
+    "classifier": {"tab": "sentiment", "text": "A moving, beautifully acted film.", "compare": "0"},
+    "pretraining": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.", "compare": "1",
+                    "focus": "#sentiment-compare"},
+    "encoder_decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
     # the head is the ranking's top one, found when the step opens, not an index written here; the steps
     # after it set layer and head to 0: the encoder's head 11 does not exist in the 6-head language model
-    "8. Which head links it to animal?": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
-                                          "text": "The animal didn't cross the street because it was too tired",
-                                          "attention": "encoder", "heads_view": "find", "find_query": "it",
-                                          "find_key": "animal", "focus": "#heads"},
-    "9. Switch a head off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
-                             "head": "0", "text": "ROMEO: But soft, what light through yonder window breaks?",
-                             "heads_view": "ablate", "focus": "#heads"},
-    "10. Reading the layers": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
-                               "head": "0", "text": "ROMEO: But soft, what light through yonder window breaks?",
-                               "heads_view": "lens", "focus": "#heads"},
-    "11. Copying from earlier": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0",
-                                 "head": "0", "heads_view": "roles", "focus": "#heads"},
+    "find_head": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
+                  "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
+                  "heads_view": "find", "find_query": "it", "find_key": "animal", "focus": "#heads"},
+    "switch_off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "ablate",
+                   "focus": "#heads"},
+    "logit_lens": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "lens",
+                   "focus": "#heads"},
+    "copying": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                "heads_view": "roles", "focus": "#heads"},
 }
 
 
@@ -216,7 +216,8 @@ class ViewLinks:
     def __init__(self, demo: gr.Blocks, tabs: list[gr.Tab], keys: dict[str, dict[str, Where]] | None = None):
         self.tabs = link_tabs(demo, tabs, keys)
         self.components = all_components(self.tabs)
-        self.tab_ids = {tab.label: str(tab.id) for tab in tabs}
+        self.tab_ids = {str(tab.label): str(tab.id) for tab in tabs}
+        self.tab_order = [str(tab.id) for tab in tabs]
 
     def view(self, params: dict[str, str]) -> list:
         """Updates that open the view `params` describes (nothing changes for an unknown tab)."""
@@ -229,12 +230,14 @@ class ViewLinks:
         """The tab whose view must now run: the one `params` opens, or "" for none."""
         return apply(params, self.tabs)[0] or ""
 
-    def open_link(self, request: gr.Request) -> list:
-        """On page load: the view in the URL's query parameters, lecture mode if `lecture=1`, and
-        the tab to run (a plain visit runs nothing)."""
+    def open_link(self, lang: str | None, request: gr.Request) -> list:
+        """On page load: the view in the URL's query parameters, lecture mode if `lecture=1`, the tab to
+        run (a plain visit runs nothing), and the page's language (the link's `lang`, else the browser's,
+        `lang` as the page reports it) for the switch and for the text the server builds."""
         params = dict(request.query_params) if request else {}
         lecture = params.get("lecture", "").strip().lower() in TRUE_WORDS
-        return [*self.view(params), True if lecture else gr.skip(), self.opened(params)]
+        lang = normalise(params.get("lang") or lang)
+        return [*self.view(params), True if lecture else gr.skip(), self.opened(params), lang, lang]
 
     def open_preset(self, name: str | None) -> list:
         """A lecture step: its view's inputs and the tab to run."""
@@ -242,15 +245,18 @@ class ViewLinks:
         return [*self.view(params), self.opened(params)]
 
     def selected(self, event: gr.SelectData) -> str:
-        """The id of the tab a person just clicked (Gradio reports its label)."""
-        return self.tab_ids.get(event.value, "")
+        """The id of the tab a person just clicked, by its place (its label is in the reader's language)."""
+        if isinstance(event.index, int) and 0 <= event.index < len(self.tab_order):
+            return self.tab_order[event.index]
+        return self.tab_ids.get(str(event.value), "")
 
-    def link_box(self, tab_id: str, *values):
+    def link_box(self, tab_id: str, lang: str, *values):
         """The link box, shown, holding the query string of the current view."""
-        return gr.Textbox(value=self.link(tab_id, *values), visible=True)
+        return gr.Textbox(value=self.link(tab_id, *values, lang=lang), visible=True)
 
-    def link(self, tab_id: str, *values) -> str:
-        """The query string ("?tab=...&...") that reopens tab `tab_id` with the current input values.
+    def link(self, tab_id: str, *values, lang: str | None = None) -> str:
+        """The query string ("?tab=...&...&lang=...") that reopens tab `tab_id` with the current input values,
+        in language `lang` (left out when None).
 
         `values` are the current values of `self.components`, in order.
         """
@@ -262,4 +268,6 @@ class ViewLinks:
             if value in (None, "", c.value) or isinstance(value, (list, dict)):
                 continue  # defaults stay out of the link, which keeps it short
             params[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        if lang:
+            params["lang"] = normalise(lang)
         return "?" + urlencode(params)

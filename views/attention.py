@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from PIL import Image
 from plotly.colors import hex_to_rgb
 
+from i18n import t
 from views.kit import (
     COLORSCALE,
     array32,
@@ -74,7 +75,7 @@ def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), canvas.shape[1], canvas.shape[0]
 
 
-def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str) -> go.Figure:
+def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str, lang: str) -> go.Figure:
     """The grid as one image trace: row and column titles as tick labels, no per-cell hover."""
     n_row, n_col, Tq, Tk = mats.shape
     scale = max(1, 64 // max(Tq, Tk))
@@ -89,14 +90,14 @@ def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], 
                    side="top", showgrid=False, zeroline=False, range=[0, width]),
         yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,
                    showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x"),
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(len=0.8, title=dict(text="weight"))),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(len=0.8, title=dict(text=t("figure.weight", lang)))),
         margin=dict(l=40, r=40, t=90 if title else 50, b=10),
     )
     return unchecked_figure([image, colourbar], layout)
 
 
 def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
-                 title: str = "") -> go.Figure:
+                 title: str = "", lang: str = "en") -> go.Figure:
     """A rows x cols grid of small heatmaps, mats (rows, cols, Tq, Tk), on one 0..1 colour scale.
 
     Hover reads "row col  query → key: weight"; tick labels are hidden (too small to read).
@@ -105,7 +106,7 @@ def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: lis
     mats = array32(mats)
     n_row, n_col = mats.shape[:2]
     if mats.size > IMAGE_CELLS:
-        return _image_grid(mats, row_titles, col_titles, title)
+        return _image_grid(mats, row_titles, col_titles, title, lang)
     x, y = position_labels(k_labels), position_labels(q_labels)
     traces, layout = [], {}
     for i in range(n_row):
@@ -113,7 +114,7 @@ def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: lis
             suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j)
             traces.append(dict(
                 type="heatmap", z=mats[i, j], x=x, y=y, coloraxis="coloraxis", xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                hovertemplate=f"{row_titles[i]} {col_titles[j]}  " + "%{y} → %{x}: %{z:.3f}<extra></extra>",
+                hovertemplate=f"{row_titles[i]} {col_titles[j]}  " + t("figure.head_hover", lang),
             ))
     annotations = [dict(text=t, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", yanchor="bottom",
                         showarrow=False) for j, t in enumerate(col_titles)]
@@ -122,27 +123,27 @@ def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: lis
     layout.update(
         title=dict(text=title), annotations=annotations, height=max(260, 120 * n_row + 80),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
-                       colorbar=dict(x=1.04, len=0.8, title=dict(text="weight"))),
+                       colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),
         margin=dict(l=10, r=40, t=70 if title else 30, b=10),
     )
     return unchecked_figure(traces, layout)
 
 
-def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "") -> go.Figure:
+def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> go.Figure:
     """Every head of every layer: attn (n_layer, n_head, Tq, Tk) -> an n_layer x n_head grid."""
     n_layer, n_head = attn.shape[:2]
     return heatmap_grid(attn, q_labels, k_labels, [f"L{i}" for i in range(n_layer)],
-                        [f"H{j}" for j in range(n_head)], title)
+                        [f"H{j}" for j in range(n_head)], title, lang)
 
 
-def layer_average_grid(attn, q_labels: list[str], k_labels: list[str]) -> go.Figure:
+def layer_average_grid(attn, q_labels: list[str], k_labels: list[str], lang: str = "en") -> go.Figure:
     """The head average of each layer side by side: attn (n_layer, n_head, Tq, Tk) -> 1 x n_layer."""
     mean = array32(attn).mean(axis=1)[None]  # (1, n_layer, Tq, Tk)
-    return heatmap_grid(mean, q_labels, k_labels, ["mean of heads"], [f"L{i}" for i in range(mean.shape[1])],
-                        "Head average per layer")
+    return heatmap_grid(mean, q_labels, k_labels, [t("figure.mean_of_heads", lang)],
+                        [f"L{i}" for i in range(mean.shape[1])], t("figure.average_title", lang), lang)
 
 
-def query_rows_heatmap(rows, k_labels: list[str], title: str) -> go.Figure:
+def query_rows_heatmap(rows, k_labels: list[str], title: str, lang: str = "en") -> go.Figure:
     """One query's attention in every head: rows (n_layer, n_head, Tk) -> (n_layer * n_head) x Tk.
 
     Each line is one (layer, head); columns are the keys, so a glance shows which
@@ -152,17 +153,18 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str) -> go.Figure:
     n_layer, n_head, Tk = rows.shape
     names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)], dtype=object)
     x = position_labels(k_labels)
-    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels), names, "key",
-                          "layer, head", title, "%{y}  → %{x}: %{z:.3f}<extra></extra>",
+    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels), names, t("figure.key", lang),
+                         t("figure.layer_head", lang), title, t("figure.rows_hover", lang),
                           height=max(300, 16 * n_layer * n_head + 140))
 
 
-def rollout_heatmap(rollout, labels: list[str]) -> go.Figure:
+def rollout_heatmap(rollout, labels: list[str], lang: str = "en") -> go.Figure:
     """Attention rollout after the last layer (T, T): how much of each input token reaches each output."""
-    return head_heatmap(rollout, labels, labels, "Attention rollout through all layers (rows sum to 1)")
+    return head_heatmap(rollout, labels, labels, t("figure.rollout_title", lang), lang)
 
 
-def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int, head: int) -> go.Figure:
+def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int, head: int,
+                       lang: str = "en") -> go.Figure:
     """The staircase of a generation for one head: rows[s] (n_layer, n_head, n_prompt + s).
 
     Line s is the attention that chose generated token s (labels[n_prompt + s]) over
@@ -176,7 +178,7 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
     x, y = position_labels(labels[:T]), position_labels(chosen)
     prompt_end = dict(type="line", x0=n_prompt - 0.5, x1=n_prompt - 0.5, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color="gray", dash="dot"))
-    return matrix_figure(z, x, y, axis_text(labels[:T]), axis_text(chosen), "key (prompt | generated)",
-                          "step: token being chosen", f"Attention while generating, layer {layer} head {head}",
-                          "choosing %{y}: reads %{x} with %{z:.3f}<extra></extra>",
+    return matrix_figure(z, x, y, axis_text(labels[:T]), axis_text(chosen), t("figure.generation_x", lang),
+                         t("figure.generation_y", lang), t("figure.generation_title", lang, layer=layer, head=head),
+                         t("figure.generation_hover", lang),
                           height=max(300, 22 * n_steps + 160), shapes=(prompt_end,))

@@ -13,13 +13,12 @@ from collections.abc import Callable
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from i18n import t
 from transformer_core.decoding.beam import BeamResult, Candidate
 from transformer_core.decoding.sampling import STAGES, StepRecord
 
 KEPT, CUT, CHOSEN, BEST = "#4f46e5", "#d1d5db", "#f97316", "#f97316"
 LABELLED_STEPS = 12  # beyond this many steps only the winning path is labelled
-STAGE_TITLES = {"raw": "model", "penalty": "repetition<br>penalty", "temperature": "temperature",
-                "top-k": "top-k", "top-p": "top-p", "min-p": "min-p"}
 
 
 def show(piece: str) -> str:
@@ -35,7 +34,8 @@ def highlighted_tokens(prompt: str, pieces: list[str], probs: list[float]) -> li
             *zip((p.replace("\n", "↵\n") for p in pieces), (round(p, 3) for p in probs))]
 
 
-def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[str, ...] = STAGES) -> go.Figure:
+def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[str, ...] = STAGES,
+               lang: str = "en") -> go.Figure:
     """One step's top candidates (rows) through each stage (columns).
 
     A bar is the candidate's probability after that stage; a token a stage cuts keeps a
@@ -43,7 +43,7 @@ def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[st
     token is orange.
     """
     names = [f"{show(label(t))} ({t})" for t in record.candidates]
-    titles = [f"{STAGE_TITLES[s]}<br><sub>{record.kept[s]:,} tokens left</sub>" for s in stages]
+    titles = [t("sampling.left", lang, stage=t(f"sampling.stage.{s}", lang), n=record.kept[s]) for s in stages]
     fig = make_subplots(rows=1, cols=len(stages), shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.02)
     for col, stage in enumerate(stages, start=1):
         index = STAGES.index(stage)
@@ -54,17 +54,18 @@ def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[st
             cut = a == 0
             heights.append(b if cut else a)
             colours.append(CUT if cut else CHOSEN if token == record.chosen else KEPT)
-            hover.append("cut here" if cut and b > 0 else "cut earlier" if cut else f"p = {a:.4f}")
+            hover.append(t("sampling.cut_here", lang) if cut and b > 0 else t("sampling.cut_earlier", lang) if cut
+                         else f"p = {a:.4f}")
         fig.add_trace(
             go.Bar(x=heights, y=names, orientation="h", marker_color=colours, customdata=hover,
-                   hovertemplate="%{y}: %{customdata}<extra>" + stage + "</extra>", showlegend=False),
+                   hovertemplate=t("sampling.bar_hover", lang, stage=stage), showlegend=False),
             row=1, col=col,
         )
         fig.update_xaxes(range=[0, max(1e-9, *heights) * 1.1], showticklabels=False, row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
-        title=f"Step {record.step}: chose {show(label(record.chosen))!r} with p = {record.chosen_prob:.3f} "
-              f"(the model alone gave it {record.chosen_raw_prob:.3f})",
+        title=t("sampling.step_title", lang, step=record.step, token=repr(show(label(record.chosen))),
+                p=record.chosen_prob, raw=record.chosen_raw_prob),
         height=140 + 28 * len(names), margin=dict(l=10, r=10, t=110, b=10), bargap=0.25,
     )
     return fig
@@ -106,7 +107,7 @@ def _shown(candidates: list[Candidate], width: int) -> list[Candidate]:
     return [c for c in candidates if c.status != "pruned"] + pruned
 
 
-def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go.Figure:
+def beam_tree(result: BeamResult, label: Callable[[int], str], width: int, lang: str = "en") -> go.Figure:
     """The beam tree: x = step, one column of candidates per step ranked by cumulative log-prob.
 
     Kept extensions are indigo dots joined to their parent beam, pruned ones grey, finished
@@ -119,26 +120,26 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
     edges = {"kept": ([], []), "pruned": ([], []), "best": ([], [])}
     points = {"kept": [], "pruned": [], "finished": []}
     y_of = {(-1, 0): 0.0}  # the prompt is the root, at step -1
-    for t, candidates in enumerate(result.steps):
+    for step, candidates in enumerate(result.steps):
         shown = sorted(_shown(candidates, width), key=lambda c: -c.cumulative)
         for rank, c in enumerate(shown):
-            x, y = t, -rank
-            parent = (t - 1, c.parent)
+            x, y = step, -rank
+            parent = (step - 1, c.parent)
             path = paths.get(parent, []) + [c.token]
             on_best = path == best[: len(path)]
             kind = "best" if on_best and c.status != "pruned" else "kept" if c.status != "pruned" else "pruned"
             xs, ys = edges[kind]
-            xs += [t - 1, x, None]
+            xs += [step - 1, x, None]
             ys += [y_of[parent], y, None]
             points[c.status].append((x, y, c, on_best))
             if c.status == "kept":
-                y_of[(t, c.slot)] = y
+                y_of[(step, c.slot)] = y
     styles = {"kept": dict(color=KEPT, width=1.5), "pruned": dict(color=CUT, width=1, dash="dot"),
               "best": dict(color=BEST, width=3)}
     for kind in ("pruned", "kept", "best"):
         xs, ys = edges[kind]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=styles[kind], hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(x=[-1], y=[0], mode="markers+text", text=["prompt"], textposition="middle left",
+    fig.add_trace(go.Scatter(x=[-1], y=[0], mode="markers+text", text=[t("sampling.prompt", lang)], textposition="middle left",
                              marker=dict(color="black", size=10), hoverinfo="skip", showlegend=False))
     markers = {"kept": dict(color=KEPT, size=9), "pruned": dict(color=CUT, size=6),
                "finished": dict(color="#16a34a", size=11, symbol="diamond")}
@@ -153,14 +154,13 @@ def beam_tree(result: BeamResult, label: Callable[[int], str], width: int) -> go
             textposition="top center",
             marker=dict(**markers[status], line=dict(color=[BEST if p[3] else "white" for p in pts], width=2)),
             customdata=[[show(label(p[2].token)), p[2].logprob, p[2].cumulative] for p in pts],
-            hovertemplate="%{customdata[0]}<br>log p(token) = %{customdata[1]:.3f}"
-                          "<br>cumulative = %{customdata[2]:.3f}<extra>" + status + "</extra>",
-            name=status,
+            hovertemplate=t("sampling.node_hover", lang, status=t(f"sampling.status.{status}", lang)),
+            name=t(f"sampling.status.{status}", lang),
         ))
     rows = max((len(_shown(c, width)) for c in result.steps), default=1)
-    fig.update_xaxes(title="step", dtick=1 if few else 5, zeroline=False)
-    fig.update_yaxes(title="rank by cumulative log-probability", showticklabels=False, zeroline=False)
+    fig.update_xaxes(title=t("sampling.tree_x", lang), dtick=1 if few else 5, zeroline=False)
+    fig.update_yaxes(title=t("sampling.tree_y", lang), showticklabels=False, zeroline=False)
     fig.update_layout(height=220 + 34 * rows, margin=dict(l=10, r=10, t=40, b=10),
-                      title=f"Beam search, width {width}: {len(result.steps)} steps",
+                      title=t("sampling.tree_title", lang, width=width, steps=len(result.steps)),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     return fig

@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.colors import sequential
 
+from i18n import t
+
 GAMMA = 2.0  # colour position = weight ** (1 / GAMMA): low weights get a visible share of the scale
 # white (0) to dark blue (1), spelled out: plotly.js reads the name "Blues" the other way round
 COLORSCALE = [[(i / (len(sequential.Blues) - 1)) ** GAMMA, c] for i, c in enumerate(sequential.Blues)]
@@ -68,11 +70,11 @@ def position_labels(labels: list[str]) -> np.ndarray:
     return np.array([f"{i}:{plain(t)}" for i, t in enumerate(labels)], dtype=object)
 
 
-def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = "") -> go.Figure:
-    """One head's weights (Tq, Tk): rows are queries, columns the keys they read."""
+def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> go.Figure:
+    """One head's weights (Tq, Tk): rows are queries, columns the keys they read; axis names and hover in `lang`."""
     x, y = position_labels(k_labels), position_labels(q_labels)
-    return matrix_figure(array32(attn), x, y, axis_text(k_labels), axis_text(q_labels), "key", "query", title,
-                          "%{y} → %{x}: %{z:.3f}<extra></extra>")
+    return matrix_figure(array32(attn), x, y, axis_text(k_labels), axis_text(q_labels), t("figure.key", lang),
+                         t("figure.query", lang), title, t("figure.head_hover", lang))
 
 
 def grid_axes(n_row: int, n_col: int, i: int, j: int, gap: float = 0.012) -> tuple[str, dict, dict]:

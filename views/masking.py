@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import render, t
 from views.kit import grid_axes, plain, position_labels, unchecked_figure
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
@@ -29,20 +30,23 @@ class MaskPanel:
     k_labels: list[str]
 
 
-def gallery_panels(masks, labels: list[str], labels_b: list[str]) -> list[MaskPanel]:
-    """One panel per mask, two for the padding mask (one matrix per text of its batch)."""
+def gallery_panels(masks, labels: list[str], labels_b: list[str], lang: str = "en") -> list[MaskPanel]:
+    """One panel per mask, two for the padding mask (one matrix per text of its batch); titles in `lang`."""
     panels = []
     for title, mask in masks:
+        title = render(title, lang)
         if mask.allowed.dim() == 3:
             padded_b = labels_b + ["[pad]"] * (len(labels) - len(labels_b))
-            panels.append(MaskPanel(f"{title}: text 1", mask.allowed[0].numpy(), labels, labels))
-            panels.append(MaskPanel(f"{title}: text 2", mask.allowed[1].numpy(), padded_b, padded_b))
+            panels.append(MaskPanel(t("masking.panel.text", lang, title=title, n=1), mask.allowed[0].numpy(),
+                                    labels, labels))
+            panels.append(MaskPanel(t("masking.panel.text", lang, title=title, n=2), mask.allowed[1].numpy(),
+                                    padded_b, padded_b))
         else:
             panels.append(MaskPanel(title, mask.allowed.numpy(), labels, labels))
     return panels
 
 
-def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
+def mask_gallery(panels: list[MaskPanel], lang: str = "en") -> go.Figure:
     """The masks side by side, PANELS_PER_ROW to a row; blue cells may attend, grey ones are hidden."""
     n_row = -(-len(panels) // PANELS_PER_ROW)
     n_col = min(PANELS_PER_ROW, len(panels))
@@ -54,16 +58,16 @@ def mask_gallery(panels: list[MaskPanel]) -> go.Figure:
             type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels),
             y=position_labels(panel.q_labels), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
             zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
-            hovertemplate=f"{panel.title}<br>" + "query %{y} → key %{x}: may attend = %{z}<extra></extra>",
+            hovertemplate=f"{panel.title}<br>" + t("masking.gallery_hover", lang),
         ))
         annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=layout[f"yaxis{suffix}"]["domain"][1],
                                 xref="paper", yref="paper", yanchor="bottom", showarrow=False))
     layout.update(annotations=annotations, height=260 * n_row + 70, margin=dict(l=10, r=10, t=70, b=10),
-                  title=dict(text="Mask gallery: blue cells may attend, grey ones are hidden"))
+                  title=dict(text=t("masking.gallery_title", lang)))
     return unchecked_figure(traces, layout)
 
 
-def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
+def loss_figure(losses: dict[str, np.ndarray], labels: list[str], lang: str = "en") -> go.Figure:
     """Per-token loss (nats) of the same text under each mask: losses[name] (T-1,), labels (T,).
 
     Point t is the loss of predicting token t+1, so the x axis names the token being predicted.
@@ -72,19 +76,21 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str]) -> go.Figure:
     traces = []
     for name, loss in losses.items():
         loss = np.asarray(loss, dtype=np.float32)
-        traces.append(dict(type="scatter", x=x, y=loss, mode="lines+markers", name=f"{name} (mean {loss.mean():.2f})",
-                           hovertemplate="predicting %{x}: %{y:.2f} nats<extra></extra>"))
+        traces.append(dict(type="scatter", x=x, y=loss, mode="lines+markers",
+                           name=t("masking.loss_trace", lang, name=render(name, lang), mean=loss.mean()),
+                           hovertemplate=t("masking.loss_hover", lang)))
     layout = dict(
-        title=dict(text="Per-token loss"), height=340, margin=dict(l=10, r=10, t=50, b=10),
+        title=dict(text=t("masking.loss_title", lang)), height=340, margin=dict(l=10, r=10, t=50, b=10),
         legend=dict(orientation="h", y=1.02, yanchor="bottom"),
-        xaxis=dict(title=dict(text="token being predicted"), tickmode="array", tickvals=x,
+        xaxis=dict(title=dict(text=t("masking.loss_x", lang)), tickmode="array", tickvals=x,
                    ticktext=np.array([plain(t) for t in labels[1:]], dtype=object)),
-        yaxis=dict(title=dict(text="loss (nats)"), rangemode="tozero"),
+        yaxis=dict(title=dict(text=t("masking.loss_y", lang)), rangemode="tozero"),
     )
     return unchecked_figure(traces, layout)
 
 
-def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str) -> go.Figure:
+def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str,
+                           lang: str = "en") -> go.Figure:
     """Top next-token guesses at one position under each mask: predictions[name] = (probs (k,), tokens (k,))."""
     names = list(predictions)
     top = max(float(np.max(probs)) for probs, _ in predictions.values())  # one scale, so panels compare
@@ -93,27 +99,28 @@ def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]],
         probs, tokens = predictions[name]
         suffix, xaxis, yaxis = grid_axes(1, len(names), 0, j, gap=0.08)
         layout[f"xaxis{suffix}"] = dict(xaxis, showticklabels=True, ticks="outside", range=[0, 1.1 * top],
-                                        title=dict(text=f"probability: {plain(name)}"))
+                                        title=dict(text=t("masking.top_x", lang, name=plain(render(name, lang)))))
         layout[f"yaxis{suffix}"] = dict(yaxis, showticklabels=True, automargin=True)
         ranked = [f"{r + 1}. {plain(repr(t))}" for r, t in enumerate(tokens)]  # ranks keep equal texts apart
         traces.append(dict(type="bar", x=np.asarray(probs, dtype=np.float32), y=np.array(ranked, dtype=object),
                            orientation="h", showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    layout.update(title=dict(text=f"Top next-token guesses after {plain(repr(position_label))}"), height=300,
+                           hovertemplate=t("masking.top_hover", lang)))
+    layout.update(title=dict(text=t("masking.top_title", lang, token=plain(repr(position_label)))), height=300,
                   margin=dict(l=10, r=10, t=50, b=10))
     return unchecked_figure(traces, layout)
 
 
-def training_curves(histories: dict[str, list[dict]]) -> go.Figure:
+def training_curves(histories: dict[str, list[dict]], lang: str = "en") -> go.Figure:
     """Training and validation loss against step for each run: histories[name] rows {step, train_loss, val_loss}."""
     fig = go.Figure()
     for name, history in histories.items():
+        name = render(name, lang)
         steps = [row["step"] for row in history]
         fig.add_trace(go.Scatter(x=steps, y=[row["train_loss"] for row in history], mode="lines",
-                                 name=f"{name}: training"))
+                                 name=t("masking.curve_train", lang, name=name)))
         fig.add_trace(go.Scatter(x=steps, y=[row["val_loss"] for row in history], mode="lines",
-                                 line=dict(dash="dot"), name=f"{name}: validation"))
-    fig.update_xaxes(title="training step")
-    fig.update_yaxes(title="loss (nats per token)", rangemode="tozero")
-    fig.update_layout(title="Loss while training", height=360, margin=dict(l=10, r=10, t=50, b=10))
+                                 line=dict(dash="dot"), name=t("masking.curve_val", lang, name=name)))
+    fig.update_xaxes(title=t("masking.curve_x", lang))
+    fig.update_yaxes(title=t("masking.curve_y", lang), rangemode="tozero")
+    fig.update_layout(title=t("masking.curve_title", lang), height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig

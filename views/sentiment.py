@@ -16,6 +16,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t
 from views.kit import position_labels
 from views.tokens import visible
 
@@ -29,7 +30,7 @@ def normalised(scores) -> np.ndarray:
     return scores / top if top > 0 else scores.copy()
 
 
-def token_html(labels: list[str], scores, signed: bool) -> str:
+def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str:
     """Tokens as inline spans whose background strength is the normalised score; hover shows the raw score."""
     spans = []
     for label, raw, weight in zip(labels, np.asarray(scores).tolist(), normalised(scores).tolist()):
@@ -38,18 +39,19 @@ def token_html(labels: list[str], scores, signed: bool) -> str:
                      f'{abs(weight):.2f}); border-radius: 3px; padding: 1px 2px; margin: 1px; white-space: pre; '
                      f'display: inline-block; '
                      f'font-family: monospace; line-height: 2;">{html.escape(visible(label), quote=True)}</span>')
-    legend = ("green: pushes towards <b>positive</b>, red: towards <b>negative</b>" if signed
-              else "blue: how much of the token reaches the pooled vector")
-    return f'<div style="direction: ltr;">{"".join(spans)}</div><div style="color: #666; font-size: 0.85em;">{legend}</div>'
+    legend = t("sentiment.legend_signed" if signed else "sentiment.legend_read", lang)
+    # "model-text": the tokens are the person's own text, shown as typed in either language
+    return (f'<div class="model-text" style="direction: ltr;">{"".join(spans)}</div>'
+            f'<div style="color: #666; font-size: 0.85em;">{legend}</div>')
 
 
-def score_bars(labels: list[str], scores, signed: bool, title: str) -> go.Figure:
+def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> go.Figure:
     """One bar per token, in reading order: scores (T,)."""
     x = position_labels([visible(t) for t in labels])
     values = np.asarray(scores).tolist()
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values]
-    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate=t("sentiment.bar_hover", lang)))
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45)
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50, b=10),
-                      yaxis_title="towards positive" if signed else "share of pooled vector")
+                      yaxis_title=t("sentiment.y_signed" if signed else "sentiment.y_read", lang))
     return fig

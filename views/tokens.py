@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from i18n import plural, t
 from transformer_core.tokenization import MergeStep, TokenSpan, sanitize
 
 # Scoped by gr.HTML(css_template=...); chips isolate their text so a
@@ -74,22 +75,23 @@ def _chip(label: str, token_id: int | None, key: int, title: str) -> str:
             f"{_escape(label)}{sub}</span>")
 
 
-def token_chips(text: str, spans: Sequence[TokenSpan]) -> str:
+def token_chips(text: str, spans: Sequence[TokenSpan], lang: str = "en") -> str:
     """One chip per token of `text`: token text, id, and a hover title with its char and byte spans."""
     chips = []
     for span in spans:
-        title = (f"id {span.id} | chars {span.start}:{span.end} {text[span.start:span.end]!r} | "
-                 f"bytes {span.byte_start}:{span.byte_end}")
+        title = t("tokens.chip_title", lang, id=span.id, start=span.start, end=span.end,
+                  text=repr(text[span.start:span.end]), byte_start=span.byte_start, byte_end=span.byte_end)
         chips.append(_chip(span.text, span.id, span.id, title))
     return f'<div class="chips">{"".join(chips)}</div>'
 
 
-def piece_chips(pieces: Sequence[str]) -> str:
+def piece_chips(pieces: Sequence[str], lang: str = "en") -> str:
     """Chips for tokens that have no ids (BPE from scratch); the colour comes from the token's text."""
     chips, position = [], 0
     for piece in pieces:
         key = zlib.crc32(piece.encode("utf-8", errors="replace"))
-        chips.append(_chip(piece, None, key, f"chars {position}:{position + len(piece)} {piece!r}"))
+        chips.append(_chip(piece, None, key, t("tokens.piece_title", lang, start=position,
+                                                end=position + len(piece), text=repr(piece))))
         position += len(piece)
     return f'<div class="chips">{"".join(chips)}</div>'
 
@@ -111,21 +113,16 @@ def counts(text: str, spans: Sequence[TokenSpan]) -> TokenCounts:
     return TokenCounts(len(text), len(sanitize(text).encode("utf-8")), len(spans))
 
 
-def plural(n: int, noun: str) -> str:
-    """ "1 token", "2 tokens", "1,000 tokens"."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+def _counts_line(c: TokenCounts, lang: str) -> str:
+    line = t("tokens.counts", lang, chars=plural(c.chars, "character", lang), bytes=plural(c.bytes, "byte", lang),
+             tokens=plural(c.tokens, "token", lang), per_token=c.chars_per_token)
+    return f'<div class="counts">{line}</div>'
 
 
-def _counts_line(c: TokenCounts) -> str:
-    return (f'<div class="counts">{plural(c.chars, "character")} · {plural(c.bytes, "byte")} · '
-            f'<b>{plural(c.tokens, "token")}</b> · '
-            f"{c.chars_per_token:.2f} characters/token</div>")
-
-
-def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan], problem: str = "") -> str:
+def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan], problem: str = "", lang: str = "en") -> str:
     """A heading, the counts line and the chips for one tokenizer (or the one line saying it cannot)."""
-    body = hint(problem) if problem else token_chips(text, spans)
-    return f'<div class="panel"><h4>{html.escape(title)}</h4>{_counts_line(counts(text, spans))}{body}</div>'
+    body = hint(problem) if problem else token_chips(text, spans, lang)
+    return f'<div class="panel"><h4>{html.escape(title)}</h4>{_counts_line(counts(text, spans), lang)}{body}</div>'
 
 
 def panels(parts: Sequence[str]) -> str:
@@ -143,15 +140,16 @@ def merge_rows(steps: Sequence[MergeStep]) -> list[list]:
             for i, s in enumerate(steps)]
 
 
-def vocab_curve(vocab_sizes: Sequence[int], k: int) -> go.Figure:
+def vocab_curve(vocab_sizes: Sequence[int], k: int, lang: str = "en") -> go.Figure:
     """Vocabulary size after 0..n merges, with the current step `k` marked."""
     steps = list(range(len(vocab_sizes)))
     fig = go.Figure(go.Scatter(x=steps, y=list(vocab_sizes), mode="lines+markers", name="vocabulary",
-                               hovertemplate="after %{x} merges: %{y} tokens<extra></extra>"))
+                               hovertemplate=t("tokens.vocab_curve.hover", lang)))
     if 0 <= k < len(vocab_sizes):
         fig.add_trace(go.Scatter(x=[k], y=[vocab_sizes[k]], mode="markers", name=f"step {k}",
                                  marker=dict(size=14, color="crimson"),
-                                 hovertemplate="now: %{y} tokens after %{x} merges<extra></extra>"))
-    fig.update_layout(xaxis_title="merge step", yaxis_title="distinct tokens in the text", showlegend=False,
+                                 hovertemplate=t("tokens.vocab_curve.now_hover", lang)))
+    fig.update_layout(xaxis_title=t("tokens.vocab_curve.x", lang), yaxis_title=t("tokens.vocab_curve.y", lang),
+                      showlegend=False,
                       height=320, margin=dict(l=10, r=10, t=30, b=10))
     return fig

@@ -19,6 +19,7 @@ import gradio as gr  # noqa: E402
 import app  # noqa: E402
 import torch  # noqa: E402
 
+import i18n  # noqa: E402
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
 from ui import events, sessions, state  # noqa: E402
@@ -192,7 +193,9 @@ import socket  # noqa: E402
 
 import serving  # noqa: E402
 
-from transformer_core.training import data, tasks  # noqa: E402
+from transformer_core import tasks  # noqa: E402
+from transformer_core.training import data  # noqa: E402
+import i18n  # noqa: E402
 from lab import store  # noqa: E402
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -383,16 +386,16 @@ def test_a_generated_link_reopens_the_same_view():
 def test_page_load_reads_the_query_string_and_lecture_flag():
     links, _ = _tab_demo()
     request = types.SimpleNamespace(query_params={"tab": "generate", "text": "hi", "lecture": "1"})
-    update = links.open_link(request)
+    update = links.open_link("en", request)
     assert update[0].selected == "generate"
-    assert update[2] == "hi" and update[-2] is True
-    assert update[-1] == "generate"  # the tab whose view runs right after
+    assert update[2] == "hi" and update[-4] is True
+    assert update[-3] == "generate"  # the tab whose view runs right after
 
 
 def test_a_plain_visit_or_an_unknown_tab_runs_no_view():
     links, _ = _tab_demo()
     for params in ({}, {"tab": "nope", "text": "x"}):
-        assert links.open_link(types.SimpleNamespace(query_params=params))[-1] == ""
+        assert links.open_link("en", types.SimpleNamespace(query_params=params))[-3] == ""
 
 
 def test_every_lecture_step_names_a_tab_whose_view_then_runs():
@@ -419,7 +422,8 @@ def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
     assert state.next_step(names[0]) == names[1]
     assert state.previous_step(names[0]) == names[0]
     assert state.next_step(names[-1]) == names[-1]
-    assert [n.split(".")[0] for n in names] == [str(i) for i in range(1, len(names) + 1)]
+    for lang in i18n.LANGUAGES:  # each step's name, in either language, starts with its number
+        assert [i18n.t(f"lecture.{n}", lang).split(".")[0] for n in names] == [str(i) for i in range(1, len(names) + 1)]
 
 
 def test_every_lecture_preset_opens_a_real_tab():

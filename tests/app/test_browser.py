@@ -15,9 +15,12 @@ import re
 import time
 from pathlib import Path
 
+from urllib.parse import parse_qs
+
 import pytest
 import serving
 
+import i18n
 from ui import state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -303,11 +306,9 @@ MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#att
         "masking": ("#masking-run", "#masking-gallery"), "generate": ("#generate-run", "#generated-text"),
         "sentiment": ("#sentiment-run", "#sentiment-tokens"), "translate": ("#translate-run", "#translate-attention")}
 # a step whose main view is not its tab's usual one: (main button, main figure)
-MAIN_OF_STEP = {"6. What pre-training adds": (None, "#sentiment-compare .js-plotly-plot"),
-                "8. Which head links it to animal?": ("#find-button", "#find-ranking"),
-                "9. Switch a head off": ("#ablate-button", "#ablate-outcome"),
-                "10. Reading the layers": ("#lens-button", "#lens-table"),
-                "11. Copying from earlier": ("#roles-button", "#roles-grid")}
+MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
+                "find_head": ("#find-button", "#find-ranking"), "switch_off": ("#ablate-button", "#ablate-outcome"),
+                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -357,14 +358,23 @@ def _box(visit, selector: str) -> dict:
 
 
 def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser, server):
-    visit = Visit(browser, server[0])
+    walk_lecture(browser, server[0], "?lecture=1")
+
+
+def walk_lecture(browser, base_url: str, query: str, check=None) -> None:
+    """Step through the whole lecture forward and back at 1280x720, asserting that each step draws its view
+    with its main button and figure on the first screen; `check(visit, step)` runs at each step going forward.
+    The page's language is the link's `lang` (English when it has none)."""
+    lang = i18n.normalise(parse_qs(query.lstrip("?")).get("lang", ["en"])[0])
+    visit = Visit(browser, base_url)
     visit.context.close()
     visit.context = browser.new_context(viewport=PROJECTOR)
     visit.page = visit.context.new_page()
     visit.page.set_default_timeout(RESULT_TIMEOUT_MS)
     visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
-    visit.open("?lecture=1")
-    visit.page.locator("#lecture-controls").get_by_text("Lecture mode and links").click()
+    visit.open(query)
+    visit.page.locator("#lecture-controls").get_by_text(i18n.t("app.lecture_controls", lang).split(" ", 1)[1]).click()
+    steps = list(state.LECTURE_PRESETS)
     presets = list(state.LECTURE_PRESETS.values())
     walk = [*range(len(presets)), *range(len(presets) - 2, -1, -1)]  # every step forward, then back
     for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
@@ -374,15 +384,18 @@ def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser,
         visit.page.wait_for_timeout(300)  # the step's own events start
         seen = wait_drawn(visit, tab, LINKS.get(tab, ("", []))[1])
         if n < len(presets):
-            ARTIFACTS.mkdir(exist_ok=True)
-            visit.page.screenshot(path=str(ARTIFACTS / f"lecture-{i + 1}.png"))
+            if check:
+                check(visit, i + 1)
+            else:
+                ARTIFACTS.mkdir(exist_ok=True)
+                visit.page.screenshot(path=str(ARTIFACTS / f"lecture-{i + 1}.png"))
         assert_drawn(seen, tab)
         chosen = visit.page.locator("#lecture-step input").first.input_value()
-        assert chosen == list(state.LECTURE_PRESETS)[i]  # the step's whole name shows in its box
+        assert chosen == i18n.t(f"lecture.{steps[i]}", lang)  # the step's whole name shows in its box
         compared = visit.page.locator("#sentiment-compare .js-plotly-plot")
         if presets[i].get("compare") == "1":  # both classifiers side by side, each with its attention
             assert compared.count() == 2 and all(p["data"] > 0 for p in seen["plots"])
-        button, figure = MAIN_OF_STEP.get(chosen) or MAIN.get(tab, (None, None))
+        button, figure = MAIN_OF_STEP.get(steps[i]) or MAIN.get(tab, (None, None))
         for selector in filter(None, (button, figure)):
             box = _box(visit, selector)
             assert box and box["y"] >= 0, f"step {i + 1}: {selector} is not on the page"

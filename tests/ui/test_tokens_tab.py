@@ -150,7 +150,8 @@ def test_replay_with_no_merges_gives_one_chip_per_byte_and_names_the_last_merge(
 
 
 def test_bpe_from_scratch_on_the_sailor_rhyme_grows_then_shrinks_the_vocabulary():
-    notice, slider, rows, curve, html = figures(tab.train_scratch(tab.SAILOR))
+    notice, slider, table, curve, html = figures(tab.train_scratch(tab.SAILOR))
+    rows = table.values.tolist()
     sizes = list(curve.data[0].y)
     assert notice == "" and slider.maximum == len(rows) == len(sizes) - 1
     assert max(sizes) > sizes[0] and sizes[-1] < max(sizes)

@@ -11,7 +11,7 @@ import torch
 from transformer_core import CheckpointError, save_checkpoint
 from transformer_core.decoding.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
 from transformer_core.training import data
-from transformer_core.training.tasks import (
+from transformer_core.tasks import (
     SYMBOLS,
     TOY_LENGTHS,
     copy,
@@ -24,7 +24,7 @@ from transformer_core.training.tasks import (
     sort,
     word_pool,
 )
-from transformer_core.training.train_translate import PER_TOKEN, build_model, fit, warm_start
+from transformer_core.training.translation import PER_TOKEN, build_model, fit, warm_start
 from transformer_core.training.loop import TrainConfig
 from lab import store
 from lab.live import LiveTraining
@@ -190,7 +190,8 @@ def test_shipped_copy_model_reads_the_diagonal():
                                                   ("pig_latin", "I didn't see the 2 sea-horses!",  # typed as people do
                                                    "Iway idnday'tay eesay ethay 2 easay-orseshay!")])
 def test_tab_translates_with_the_shipped_models(task, source, target):
-    output, notice, rows, figure, _ = figures(tab.translate(task, source, 1, "cross-attention", 1, "mean of heads"))
+    output, notice, table, figure, _ = figures(tab.translate(task, source, 1, "cross-attention", 1, "mean of heads"))
+    rows = table.values.tolist()
     assert output == target and notice == ""
     assert [r[1] for r in rows][-1] == "⟨/s⟩" and all(0 <= r[2] <= 1 for r in rows)
     assert len(figure.data[0].z) == len(target) + 1  # one row per written token, </s> included

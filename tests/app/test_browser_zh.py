@@ -1,0 +1,106 @@
+"""The app in Chinese, in a real browser: every tab and lecture step with `lang=zh-CN` at 1280x720, and
+the language switch, which keeps the view and redraws it.
+
+"Chinese" is checked on the page itself: no visible text node may be English only (Latin letters and no
+Chinese), apart from what stays as it is in either language: token chips and the model's own text,
+model names, numbers, code, and the terms the Chinese texts keep in Latin letters (softmax, BPE, ...).
+Screenshots of each tab and step in Chinese go to test-artifacts/zh-*.png.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import (ARTIFACTS, LINKS, PROJECTOR, Visit, assert_drawn, browser, server,  # noqa: F401 (fixtures)
+                          visit, wait_drawn, walk_lecture)
+
+# Where a text node is not ours to translate: what a person typed or a model wrote, token chips, code,
+# model names and the examples' texts (inputs in the language the models read), and the numbers on axes.
+NOT_OURS = ", ".join([
+    "script", "style", "textarea", "input", "code", "pre", ".sr-only", ".model-text",  # typed, written, hidden
+    ".tok", ".token", "#generated-text", "[data-testid=highlighted-text]",  # token chips and generated text
+    "[data-testid^=dataset-cell]", ".gallery-item",  # the examples: inputs in the language the models read
+    ".body-cell", ".sizing-body",  # table cells: token texts, tensor and model names, numbers (the headers are checked)
+    'g[class$="tick"]', ".cbaxis",  # axis ticks: tokens and numbers
+    ".codemirror-wrapper", ".cm-editor", "[data-testid=label-output-value]", ".output-class", "[role=listbox]",
+])
+# Latin words a Chinese page keeps: names, the terms the Chinese texts keep, and units.
+KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub", "Hugging Face", "GPT-2", "GPT",
+        "BERT", "MiniLM", "all-MiniLM-L6-v2", "Shakespeare", "BPE", "WordPiece", "softmax", "logits", "top-k",
+        "Top-k", "top-p", "Top-p", "min-p", "Min-p", "token", "Abnar", "Zuidema", "nats", "d_model", "d_head",
+        "d_ff", "n_head", "W_q", "W_k", "W_v", "W_o", "TOTAL", "UTF-8", "UNK", "PNG", "SVG", "JSON", "API", "MCP",
+        "Gradio", "gradio_client", "pig latin", "teacher forcing", "rollout", "English", "Runs",
+        # model names (the checkpoints' folders)
+        "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
+        "translate-reverse", "translate-sort", "translate-pig-latin", "cheat-causal", "cheat-nomask", "gpt2"]
+
+ENGLISH_ONLY = """([notOurs, kept]) => {
+  const shown = (el) => el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode, el = node.parentElement;
+    let text = node.textContent.trim();
+    if (!text || /[\\u3400-\\u9fff]/.test(text) || !shown(el) || el.closest(notOurs)) continue;
+    for (const word of kept) text = text.split(word).join(' ');
+    if (/[A-Za-z]{2,}/.test(text.replace(/\\b(?:[A-Za-z]\\d*|[A-Za-z]_?[a-z]?)\\b/g, ' ')))
+      found.push(node.textContent.trim().slice(0, 80));
+  }
+  return [...new Set(found)];
+}"""
+
+
+def english_only(visit) -> list[str]:
+    """The visible text nodes that are English only (see the module's note on what is left out)."""
+    return visit.page.evaluate(ENGLISH_ONLY, [NOT_OURS, KEPT])
+
+
+def shot(visit, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    visit.page.screenshot(path=str(ARTIFACTS / f"zh-{name}.png"))
+
+
+@pytest.mark.parametrize("tab", [*LINKS, "about"])
+def test_every_tab_reads_in_chinese(visit, tab):
+    query, needs = LINKS.get(tab, (f"?tab={tab}", []))
+    visit.page.set_viewport_size(PROJECTOR)
+    visit.open(query + "&lang=zh-CN")
+    if tab != "about":
+        assert_drawn(wait_drawn(visit, tab, needs), tab)
+    shot(visit, tab)
+    assert english_only(visit) == []
+
+
+def test_every_lecture_step_reads_in_chinese_and_fits_the_projector(browser, server):  # noqa: F811
+    seen = []
+
+    def check(visit, step: int) -> None:
+        shot(visit, f"lecture-{step}")
+        seen.append((step, english_only(visit)))
+
+    walk_lecture(browser, server[0], "?lecture=1&lang=zh-CN", check)
+    assert [s for s in seen if s[1]] == []
+
+
+def test_the_switch_keeps_the_text_and_settings_and_redraws_the_view(visit):
+    visit.open("?tab=attention&text=The+cat+sat+on+the+mat+because+it+was+tired&layer=1&lang=en")
+    assert_drawn(wait_drawn(visit, "attention", LINKS["attention"][1]), "attention")
+    panel = visit.page.locator("#tab-attention")
+    text = panel.locator("textarea").first
+    layer = panel.locator("input[type=number]").first
+    text.fill("The animal did not cross the street because it was too tired")
+    layer.fill("2")
+    layer.press("Enter")
+    panel.get_by_role("button", name="Show attention").click()
+    title = "() => Array.from(document.querySelectorAll('#tab-attention .gtitle')).map((e) => e.textContent)"
+    visit.page.wait_for_function(f"() => ({title})().some((t) => t.startsWith('Layer 2'))")
+    visit.page.locator("#lang").get_by_text("简体中文").click()
+    visit.page.wait_for_function(f"() => ({title})().some((t) => t.startsWith('第 2 层'))")
+    assert_drawn(wait_drawn(visit, "attention", LINKS["attention"][1]), "attention")
+    assert text.input_value() == "The animal did not cross the street because it was too tired"
+    assert layer.input_value() == "2"
+    assert visit.page.locator("#tab-attention").is_visible()  # the same tab
+    keys = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+        .flatMap((gd) => (gd._fullData || []).flatMap((t) => Array.from(t.x || [])))""")
+    assert keys and not any("cat" in str(k) for k in keys)  # redrawn from the typed text, not the link's
+    assert english_only(visit) == []
+    shot(visit, "switched")
