@@ -138,10 +138,10 @@ def rank_lines(run, lang: str = DEFAULT) -> go.Figure:
     rank = array32(run.final_rank) + 1  # (n_layer + 1, T); log scale needs >= 1
     rows = list(_lens_rows(rank.shape[0], lang))
     x, y, names = [], [], []
-    for t in range(rank.shape[1]):  # one trace, lines split by None: 128 traces would draw slowly
+    for pos in range(rank.shape[1]):  # one trace, lines split by None: 128 traces would draw slowly
         x += rows + [None]
-        y += rank[:, t].tolist() + [None]
-        names += [f"{t}:{plain(run.labels[t])}"] * len(rows) + [None]
+        y += rank[:, pos].tolist() + [None]
+        names += [f"{pos}:{plain(run.labels[pos])}"] * len(rows) + [None]
     layout = dict(title=top_title(t("heads.rank_title", lang)), height=340, showlegend=False,
                   yaxis=dict(type="log", title=dict(text=t("heads.rank", lang)), autorange="reversed"),
                   xaxis=dict(type="category"), margin=dict(l=60, r=20, t=60, b=40))
