@@ -69,6 +69,6 @@ def test_every_heads_handler_draws_in_either_language(lang):
     outputs = [*section.logit_lens(lm, "ROMEO: But soft", lang), *section.head_roles(lm, lang),
                *section.importance("translate-reverse (translator)", "123456789", "zero", lang),
                *section.ablate(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
-    titles = [figure(o).layout.title.text for o in outputs if hasattr(o, "plot")]
+    titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
     assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
     assert any("逻辑透镜" in title for title in titles) == (lang == "zh-CN")
