@@ -70,6 +70,26 @@ ACTIONS = {
                         "#sentiment-run", ["#sentiment-strip .sentence", "#sentiment-running .js-plotly-plot"], False),
     "translate": ("translate", {"#tab-translate textarea": lambda i: str(10 ** 7 + 7919 * i)[:9]},
                   "#translate-run", ["#translate-attention .js-plotly-plot"], False),
+    # what a head does (Attention tab): find re-slices the run the page already drew (a new key each time)
+    "find_head": ("attention", {"#find-key textarea": lambda i: str(1 + i % 12)}, "#find-button",
+                  ["#find-ranking .js-plotly-plot"], False),
+    "importance_lm_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#importance-button",
+                          ["#importance-map .js-plotly-plot"], False),
+    "importance_encoder_40": ("attention", {"#tab-attention textarea": lambda i: text(i, 30)}, "#importance-button",
+                              ["#importance-map .js-plotly-plot"], False),
+    "logit_lens_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#lens-button",
+                       ["#lens-table .js-plotly-plot"], False),
+}
+ANIMAL = "The animal didn't cross the street because it was too tired"
+# the link an action's page opens first (default: its tab), waited for until drawn
+START = {
+    "classify_review": {"classifier": "pre-trained + fine-tuned (22.6M)"},
+    "find_head": {"model": "sentiment-pretrained (classifier)", "attention": "encoder", "text": ANIMAL,
+                  "heads_view": "find", "find_query": "it", "find_key": "animal"},
+    "importance_lm_128": {"model": "shakespeare-lm (language model)", "heads_view": "ablate"},
+    "importance_encoder_40": {"model": "sentiment-pretrained (classifier)", "attention": "encoder",
+                              "heads_view": "ablate"},
+    "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
 }
 
 
@@ -81,7 +101,6 @@ def review() -> str:
 
 
 # link parameters an action's page opens with, beside its tab: the review is read by the pre-trained classifier
-OPENS_WITH = {"classify_review": "&" + urlencode({"classifier": "pre-trained + fine-tuned (22.6M)"})}
 
 
 class Relay:
@@ -149,8 +168,7 @@ def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "e
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
-    # a link without text runs the tab's default view: wait for it first
-    page.goto(f"{url}/?tab={tab}&lang={lang}{OPENS_WITH.get(name, '')}")
+    page.goto(f"{url}/?" + urlencode({"tab": tab, **START.get(name, {}), "lang": lang}))  # wait for its view first
     page.locator(f"#tab-{tab}").wait_for()
     deadline = time.monotonic() + 120
     while not drawn(page, tab, needs) and time.monotonic() < deadline:

@@ -9,6 +9,11 @@ Timed (median of --repeats, after one warm-up), on the server side only, engine 
   *_cpu_s, *_cpu_ms   the same work in CPU time of all threads, which a busy shared machine inflates less
 The last line is one JSON object.
 
+`--app` times the same views as the app's server answers them: the Attention tab's handlers
+(ui/heads.py: the use case in lab/heads.py, the figures, their JSON for the browser), no cache
+answering (find_head re-slices the attention run the page already has, as in the app), with
+CPU times beside wall times and the load average. benchmarks/browser.py times them click-to-drawn.
+
 `--grow` trains a two-layer attention-only model (MLPs held at zero) on random sequences
 repeated twice, CPU-cheap (one thread, a few hundred steps), and prints its induction score
 and the two halves' loss before and after: does a small model grow an induction head when
@@ -99,6 +104,44 @@ def timings(repeats: int) -> dict:
         "lm_forward_128_ms": round(forward_ms, 1),
         "torch_threads": torch.get_num_threads(),
         "load_average_1min": round(os.getloadavg()[0], 1),  # a shared machine's timings need this beside them
+        "repeats": repeats,
+    }
+
+
+def app_timings(repeats: int) -> dict:
+    from lab import cache, store
+    from ui import heads as handlers
+    from ui.common import _serialized
+
+    store.set_model_dir(ASSETS)
+    lm_text = data.shakespeare("validation")[:2000]  # cut to 128 tokens by the app's input policy
+    enc_text = " ".join(data.shakespeare("validation")[:400].split()[:30])  # about 40 word pieces
+    lm, enc = "shakespeare-lm (language model)", "sentiment-pretrained (classifier)"
+    handlers.find_head(enc, SEEDS[0][0], "encoder", "it", "animal")  # the page's attention run, kept
+
+    def fresh(fn, *args):
+        def run():
+            cache.clear_all()
+            _serialized(fn(*args))
+        return run
+
+    def find():
+        _serialized(handlers.find_head.__wrapped__(enc, SEEDS[0][0], "encoder", "it", "street"))
+
+    def both(name: str, fn, scale: float = 1.0, digits: int = 3) -> dict:
+        return {f"{name}": round(scale * median_of(fn, repeats), digits),
+                f"{name.rsplit('_', 1)[0]}_cpu_{name.rsplit('_', 1)[1]}":
+                    round(scale * median_of(fn, repeats, time.process_time), digits)}
+
+    lm_ids = len(store.tokenizer("shakespeare-lm").tokens(lm_text[:20_000]))
+    return {
+        **both("app_find_head_ms", find, 1000, 1),
+        **both("app_importance_lm_s", fresh(handlers.importance.__wrapped__, lm, lm_text, "zero")),
+        **both("app_importance_encoder_s", fresh(handlers.importance.__wrapped__, enc, enc_text, "zero")),
+        **both("app_logit_lens_ms", fresh(handlers.logit_lens.__wrapped__, lm, lm_text), 1000, 1),
+        "lm_text_tokens_before_the_cut": lm_ids,
+        "torch_threads": torch.get_num_threads(),
+        "load_average_1min": round(os.getloadavg()[0], 1),
         "repeats": repeats,
     }
 
@@ -240,6 +283,7 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--findings", action="store_true", help="what the tools find in every shipped model")
     p.add_argument("--grow", action="store_true", help="does a 2-layer attention-only model grow an induction head?")
+    p.add_argument("--app", action="store_true", help="the Attention tab's head views as the server answers them")
     args = p.parse_args(argv)
     if args.threads is not None:
         if args.threads < 1:
@@ -247,6 +291,9 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     if args.grow:
         print(json.dumps(grow_induction_head()))
+        return
+    if args.app:
+        print(json.dumps(app_timings(args.repeats)))
         return
     if args.findings:
         entries = findings()

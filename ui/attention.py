@@ -13,10 +13,14 @@ import gradio as gr
 from i18n import Message, render, t
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
+from ui import heads as heads_section
 from ui.common import cached, View, handler
 from ui.i18n import choice, language, text as _
 from views import attention as figures
 from views.kit import placeholder, plain
+
+
+CSS = heads_section.CSS
 
 
 def checkpoints() -> dict[str, str]:
@@ -140,6 +144,7 @@ def build(lang: gr.State | None = None) -> View | None:
             continuation = gr.Markdown()
             staircase = gr.Plot(label=_("attention.staircase_label"), show_label=False)
             step_fig = gr.Plot(label=_("attention.step_label"), show_label=False)
+        found, opened, section = heads_section.build(model, text, group, lang)
 
         inputs = [model, text, group, layer, head, query, lang]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
@@ -155,4 +160,9 @@ def build(lang: gr.State | None = None) -> View | None:
         step.release(attention_generate, generate_inputs, generate_outputs, api_name=False)
         # an accordion never opens on empty plots: opening it runs its view
         while_generating.expand(attention_generate, generate_inputs, generate_outputs, api_name=False)
+        # the ranking's top head (or the one picked from it) opens large above
+        shell = dict(queue=False, api_visibility="private")
+        for event in [*(e.then for e in found), opened.input]:
+            event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
+                attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return View(attention, inputs, outputs, "attention")

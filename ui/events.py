@@ -43,6 +43,12 @@ ENDPOINTS: dict[str, Serving] = {
     "bpe_step": Serving(4, gpu=False),
     "attention": Serving(4),
     "attention_generate": GENERATION,
+    # what a head does: find_head re-slices a cached run; importance runs batched forward passes
+    "find_head": Serving(8),
+    "ablate": Serving(4),
+    "importance": Serving(2),
+    "logit_lens": Serving(4),
+    "head_roles": Serving(4),
     "masking": Serving(4),
     "cheating": GENERATION,
     "generate": GENERATION,

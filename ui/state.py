@@ -45,6 +45,19 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "whole_review": {"tab": "sentiment", "text": REVIEW, "compare": "0", "classifier": "pre-trained + fine-tuned (22.6M)",
                      "focus": "#sentiment-review"},
     "encoder_decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
+    # the head is the ranking's top one, found when the step opens, not an index written here; the steps
+    # after it set layer and head to 0: the encoder's head 11 does not exist in the 6-head language model
+    "find_head": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
+                  "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
+                  "heads_view": "find", "find_query": "it", "find_key": "animal", "focus": "#heads"},
+    "switch_off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "ablate",
+                   "focus": "#heads"},
+    "logit_lens": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "lens",
+                   "focus": "#heads"},
+    "copying": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
+                "heads_view": "roles", "focus": "#heads"},
 }
 
 
@@ -71,7 +84,9 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                "scratch_step": ("bpe_step", 1)},
     "attention": {"model": ("attention", 0), "attention": ("attention", 2), "text": ("attention", 1),
                   "layer": ("attention", 3), "head": ("attention", 4), "query_token": ("attention", 5),
-                  "new_tokens": ("attention_generate", 2), "step": ("attention_generate", 5)},
+                  "new_tokens": ("attention_generate", 2), "step": ("attention_generate", 5),
+                  "heads_view": "#heads-section", "find_query": ("find_head", 3), "find_key": ("find_head", 4),
+                  "heads_off": ("ablate", 2), "ablation": ("ablate", 3)},
     "masking": {"text": ("masking", 0), "mask": ("masking", 2), "second_text_of_the_padding_batch": ("masking", 1),
                 "windows_look_back_only": ("masking", 6), "window_width_w": ("masking", 3),
                 "dilation_d": ("masking", 4), "global_token_positions": ("masking", 5), "layer": ("masking", 7),

@@ -307,7 +307,9 @@ MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#att
         "sentiment": ("#sentiment-run", "#sentiment-tokens"), "translate": ("#translate-run", "#translate-attention")}
 # a step whose main view is not its tab's usual one: (main button, main figure)
 MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
-                "whole_review": (None, "#sentiment-running")}
+                "whole_review": (None, "#sentiment-running"),
+                "find_head": ("#find-button", "#find-ranking"), "switch_off": ("#ablate-button", "#ablate-outcome"),
+                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -408,6 +410,54 @@ def walk_lecture(browser, base_url: str, query: str, check=None) -> None:
     assert visit.errors == []
 
 
+# "What does a head do?" in the Attention tab: section -> (a link to it, what must then show content)
+ANIMAL = "The+animal+didn't+cross+the+street+because+it+was+too+tired"
+HEAD_LINKS = {
+    "find": (f"?tab=attention&model=sentiment-pretrained+(classifier)&attention=encoder&text={ANIMAL}"
+             "&heads_view=find&find_query=it&find_key=animal", ["#find-ranking .js-plotly-plot",
+                                                                 "#find-bars .js-plotly-plot"]),
+    "ablate": ("?tab=attention&model=shakespeare-lm+(language+model)&text=ROMEO:+But+soft,+what+light"
+               "&heads_view=ablate&heads_off=L0+H1,+L2+H3&ablation=mean",
+               ["#ablate-outcome .js-plotly-plot", "#ablate-loss .js-plotly-plot", "#importance-map .js-plotly-plot"]),
+    "lens": ("?tab=attention&model=shakespeare-lm+(language+model)&text=ROMEO:+But+soft,+what+light&heads_view=lens",
+             ["#lens-table .js-plotly-plot", "#lens-ranks .js-plotly-plot"]),
+    "roles": ("?tab=attention&model=shakespeare-lm+(language+model)&heads_view=roles",
+              ["#roles-grid .js-plotly-plot", "#roles-induction .js-plotly-plot"]),
+}
+
+
+def _titles(visit, selector: str) -> list[str]:
+    return visit.page.evaluate("""(sel) => Array.from(document.querySelectorAll(sel + ' .js-plotly-plot'))
+        .map((gd) => ((gd._fullLayout || {}).title || {}).text || '')""", selector)
+
+
+@pytest.mark.parametrize("section", list(HEAD_LINKS))
+def test_a_heads_link_draws_its_view_with_no_click(visit, section):
+    query, needs = HEAD_LINKS[section]
+    visit.open(query)
+    seen = wait_drawn(visit, "attention", needs)
+    assert_drawn(seen, "attention")
+    page = visit.page
+    if section == "find":  # the ranking names the head, and that head opens large above
+        assert "L5 H11" in page.locator("#find-note").inner_text()
+        page.wait_for_function("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+            .some((gd) => ((gd._fullLayout || {}).title || {}).text === 'Layer 5, head 11')""")
+    if section == "ablate":  # the linked heads are ticked in the grid and named in the legend
+        ticked = page.locator("#heads-toggles label").evaluate_all(
+            "(els) => els.filter((e) => e.querySelector('input:checked')).map((e) => e.innerText.trim())")
+        assert sorted(ticked) == ["L0 H1", "L2 H3"]
+        names = page.evaluate("""() => document.querySelector('#ablate-outcome .js-plotly-plot')._fullData
+            .map((t) => t.name)""")
+        assert names[1] == "L0 H1, L2 H3 off (mean)"
+    if section == "lens":  # one row per layer and the embedding, one column per token
+        rows = page.evaluate("() => document.querySelector('#lens-table .js-plotly-plot')._fullData[0].z.length")
+        assert rows == 7
+    if section == "roles":
+        assert "no induction head" in page.locator("#roles-note").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#heads").screenshot(path=str(ARTIFACTS / f"heads-{section}.png"))
+
+
 def test_generated_text_reads_as_words_and_a_newline_starts_a_new_line(visit):
     visit.open("?tab=generate&text=ROMEO:%0A&seed=3&new_tokens=30")
     assert_drawn(wait_drawn(visit, "generate", LINKS["generate"][1]), "generate")
@@ -474,4 +524,5 @@ def test_the_mcp_server_offers_the_main_endpoints_as_tools(server):
     with urllib.request.urlopen(f"{server[0]}/gradio_api/mcp/schema", timeout=30) as response:
         tools = {tool["name"]: tool for tool in json.loads(response.read())}
     assert {"tokenize", "attention", "generate", "classify", "translate"} <= set(tools)
+    assert {"find_head", "ablate", "importance", "logit_lens", "head_roles"} <= set(tools)
     assert tools["classify"]["description"]  # the handler's docstring tells an agent what it does

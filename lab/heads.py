@@ -1,0 +1,392 @@
+"""What a head does, as use cases: find the head behind a link, switch heads off, read the layers, name the roles.
+
+The model maths is transformer_core.analysis.heads; here a text becomes the runs it reads:
+* find_head re-slices the Attention tab's cached AttentionRun (no forward pass): every head
+  ranked by the weight from a query token to a key token, named by word or by position;
+* ablation runs the text with chosen heads switched off and says what changed, per kind of
+  model (a language model's next-token guesses and per-token loss, a classifier's verdict,
+  a translator's output and log-probability); importance switches each head off alone;
+* lens reads a language model's layers through its unembedding (the logit lens);
+* roles scores every head on a random token sequence repeated twice.
+Runs are cached like every deterministic view. Text shown to people is a Message, by id
+(the catalogue's "heads.*" ids, i18n/en.json and zh-CN.json).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from i18n import Message
+
+from transformer_core import (
+    ROLE_THRESHOLD,
+    ROLES,
+    Head,
+    HeadError,
+    ablating,
+    all_heads,
+    device_of,
+    head_means,
+    head_roles,
+    importance_map,
+    logit_lens,
+    rank_heads,
+    repeated_random_tokens,
+)
+from transformer_core.analysis.sentiment import LABELS
+from transformer_core.decoding.seq2seq import Codec, translate
+from transformer_core.model.trace import Trace
+
+from . import models, store
+from .attention import AttentionRun, attention_run
+from .cache import ViewCache
+from .markdown import literal
+from .policy import MAX_DRAWN_TOKENS, InputError, fit_tokens, notice, source_text, truncate
+
+TOP_K = 5  # next-token guesses shown before and after an ablation
+ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
+ROLE_BATCH = 4
+
+def say(message_id: str, **params) -> Message:
+    """A message for a person: English as a string (API, MCP), the reader's language in the UI."""
+    return Message(message_id, **params)
+
+
+# --- naming tokens and heads -------------------------------------------------------------
+
+
+def _word(label: str) -> str:
+    """A token as a person names it: no word-piece marks, no leading space, lower case."""
+    return label.replace("##", "").replace("Ġ", "").replace("▁", "").strip().lower()
+
+
+def positions(labels: list[str], token) -> list[int]:
+    """The positions a person means by `token`: a position ("10"), or a word of the text ("it"),
+    its first occurrence, several positions when the tokenizer cut the word into pieces."""
+    token = str(token if token is not None else "").strip()
+    if not token:
+        raise InputError(say("heads.no_token"))
+    if re.fullmatch(r"-?\d+", token):
+        p = int(token)
+        if not 0 <= p < len(labels):
+            raise InputError(say("heads.position_outside", position=p, last=len(labels) - 1))
+        return [p]
+    word = _word(token)
+    pieces = [_word(label) for label in labels]
+    for start in range(len(labels)):
+        joined = ""
+        for end in range(start, len(labels)):
+            joined += pieces[end]
+            if joined == word:
+                return list(range(start, end + 1))
+            if not word.startswith(joined) or not joined:
+                break
+    shown = ", ".join(f"{i}:{label!r}" for i, label in enumerate(labels[:40]))
+    raise InputError(say("heads.word_missing", word=token, tokens=shown))
+
+
+def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
+    """Heads written as "L5 H11, cross L1 H0" (the group defaults to the model's first)."""
+    heads = []
+    for part in (spec or "").replace(";", ",").split(","):
+        if not part.strip():
+            continue
+        m = re.fullmatch(r"\s*(?:(encoder|decoder|cross)\s+)?L\s*(\d+)\s*H\s*(\d+)\s*", part, re.IGNORECASE)
+        if m is None:
+            raise InputError(say("heads.bad_spec", part=part.strip()))
+        heads.append(Head((m.group(1) or groups[0]).lower(), int(m.group(2)), int(m.group(3))))
+    return sorted(set(heads))
+
+
+def head_names(model: str) -> list[str] | None:
+    """Every head of a model by name ("L0 H0", ...), for the switch-off grid; None when it cannot be loaded."""
+    try:
+        net, _ = models.load(models.resolve(model))
+    except InputError:
+        return None
+    groups = _groups(net)
+    return [head_name(h, groups) for h in all_heads(net)]
+
+
+def head_name(head: Head, groups: list[str]) -> str:
+    """A head as parse_heads reads it back: "L5 H11", with the group only when the model has several."""
+    return (f"{head.group} " if len(groups) > 1 else "") + f"L{head.layer} H{head.head}"
+
+
+# --- which head links A to B ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundHeads:
+    """Every head of one AttentionRun ranked by the weight from `query` to `keys`."""
+
+    run: AttentionRun
+    query: int
+    keys: list[int]
+    weights: np.ndarray  # (n_layer, n_head)
+    ranked: list[tuple[Head, float]]
+    mean: float
+    summary: str
+
+
+def find_head(model: str, text: str | None, query, key, group: str | None = None) -> FoundHeads:
+    """Rank every head by query -> key weight, re-slicing the Attention tab's cached run (no forward pass)."""
+    run = attention_run(model, text, group)
+    q = positions(run.q_labels, query)[0]
+    keys = positions(run.k_labels, key)
+    trace = Trace(attn={run.group: [torch.from_numpy(a)[None] for a in run.attn]})
+    ranking = rank_heads(trace, q, keys, run.group)
+    top, weight = ranking.ranked[0]
+    key_text = "".join(run.k_labels[k] for k in keys)
+    summary = notice(run.notice, say("heads.found", head=f"L{top.layer} H{top.head}", weight=weight,
+                                     query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
+                                     mean=ranking.mean))
+    return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
+
+
+# --- the text a model reads ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One text as the chosen model reads it: ids (a translator's source ids), labels, what was cut."""
+
+    name: str
+    kind: str
+    ids: list[int]
+    labels: list[str]
+    text: str
+    cut: str
+
+
+def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
+    name = models.resolve(model)
+    kind = store.arch(name)
+    text, cut = truncate(text)
+    if not (text or "").strip():
+        raise InputError(say("heads.no_text"))
+    net, tokenizer = models.load(name)
+    if kind == "EncoderDecoder":
+        codec = Codec(tokenizer)
+        text, cut2 = source_text(codec, net.config.max_len, text)
+        return net, tokenizer, _Read(name, kind, codec.source_ids(text), list(text) + ["</s>"], text,
+                                     notice(cut, cut2))
+    tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
+                        min_tokens=2 if kind == "DecoderLM" else 1)
+    return net, tokenizer, _Read(name, kind, tokens.ids, tokens.labels, text, notice(cut, tokens.notice))
+
+
+def _groups(model) -> list[str]:
+    return list(dict.fromkeys(h.group for h in all_heads(model)))
+
+
+# --- switching heads off -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a model says about the text, with some heads off or none.
+
+    LM: top (TOP_K (token, prob)) after the last token and losses (T-1,) per next token;
+    classifier: probs by label; translator: output text and its log-probability.
+    """
+
+    top: list[tuple[str, float]]
+    losses: np.ndarray | None
+    probs: dict[str, float]
+    output: str
+    logp: float
+
+
+@dataclass(frozen=True)
+class AblationRun:
+    model: str
+    kind: str
+    labels: list[str]
+    heads: list[str]
+    mode: str
+    before: Outcome
+    after: Outcome
+    notice: str
+
+
+@torch.no_grad()
+def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) -> tuple[Outcome, list[int]]:
+    """The model's answer on `read`; a translator's log-prob is of `reference` (default: its own output)."""
+    device = device_of(net)
+    if read.kind == "DecoderLM":
+        ids = torch.tensor([read.ids], device=device)
+        logp = torch.log_softmax(net(ids).float()[0], -1)  # (T, vocab)
+        losses = -logp[:-1].gather(-1, ids[0, 1:, None])[:, 0]
+        probs, top = logp[-1].exp().topk(TOP_K)
+        return Outcome([(tokenizer.decode([int(i)]), float(p)) for p, i in zip(probs, top)],
+                       losses.cpu().numpy(), {}, "", 0.0), read.ids
+    if read.kind == "EncoderClassifier":
+        probs = torch.softmax(net(torch.tensor([read.ids], device=device)).float()[0], -1)
+        return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids
+    codec = Codec(tokenizer)
+    written = translate(net, codec, read.text).ids
+    target = reference if reference is not None else [codec.bos, *written, codec.eos]
+    src, lengths = codec.sources([read.text])
+    tgt = torch.tensor([target], device=device)
+    logp = torch.log_softmax(net(src.to(device), tgt[:, :-1], lengths.to(device)).float()[0], -1)
+    total = float(logp.gather(-1, tgt[0, 1:, None]).sum())
+    return Outcome([], None, {}, codec.text(written), total), target
+
+
+_runs: ViewCache = ViewCache(size=64)
+
+
+def _mode(mode: str | None) -> str:
+    mode = (mode or "zero").strip().lower()
+    if mode not in ("zero", "mean"):
+        raise InputError(say("heads.ablation_mode", mode=mode))
+    return mode
+
+
+def ablation(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> AblationRun:
+    """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off."""
+    mode = _mode(mode)
+    net, tokenizer, read = _read(model, text)
+    groups = _groups(net)
+    chosen = parse_heads(heads, groups)
+    if not chosen:
+        raise InputError(say("heads.none_off"))
+
+    def compute() -> AblationRun:
+        before, reference = _outcome(net, tokenizer, read)
+        inputs = _inputs(net, read, reference)
+        means = head_means(net, **inputs) if mode == "mean" else None
+        try:
+            with ablating(net, chosen, mode, means):
+                after, _ = _outcome(net, tokenizer, read, reference)
+        except HeadError as e:
+            raise InputError(say("heads.model_refused", error=str(e))) from e
+        return AblationRun(read.name, read.kind, read.labels, [head_name(h, groups) for h in chosen], mode,
+                           before, after, read.cut)
+
+    return _runs.get(models.key(read.name, "ablate", read.text, tuple(chosen), mode), compute)
+
+
+def _inputs(net, read: _Read, reference: list[int]) -> dict:
+    device = device_of(net)
+    if read.kind == "EncoderDecoder":
+        return {"src": torch.tensor([read.ids], device=device), "tgt": torch.tensor([reference[:-1]], device=device)}
+    return {"idx": torch.tensor([read.ids], device=device)}
+
+
+@dataclass(frozen=True)
+class ImportanceRun:
+    model: str
+    kind: str
+    damage: dict[str, np.ndarray]  # group -> (n_layer, n_head)
+    ranked: list[tuple[str, float]]  # head name, damage; most damaging first
+    measure: str
+    baseline: float
+    mode: str
+    notice: str
+
+
+def importance(model: str, text: str | None, mode: str | None = "zero") -> ImportanceRun:
+    """Every head switched off alone on this text, batched: the damage each one does."""
+    mode = _mode(mode)
+    net, tokenizer, read = _read(model, text)
+    groups = _groups(net)
+
+    def compute() -> ImportanceRun:
+        target = None
+        if read.kind == "EncoderDecoder":
+            codec = Codec(tokenizer)
+            target = [codec.bos, *translate(net, codec, read.text).ids, codec.eos]
+        found = importance_map(net, read.ids, target, mode)
+        return ImportanceRun(read.name, read.kind, {g: d.numpy() for g, d in found.damage.items()},
+                             [(head_name(h, groups), d) for h, d in found.ranked()], found.measure,
+                             found.baseline, mode, read.cut)
+
+    return _runs.get(models.key(read.name, "importance", read.text, mode), compute)
+
+
+# --- the logit lens ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LensRun:
+    """A language model's top guess after each layer: (n_layer + 1, T) arrays, row 0 the embedding."""
+
+    model: str
+    labels: list[str]  # the text's tokens
+    guesses: list[list[str]]  # (n_layer + 1, T) the top next token, as text
+    top_probs: np.ndarray
+    final_rank: np.ndarray
+    final_probs: np.ndarray
+    notice: str
+
+
+@torch.no_grad()
+def lens(model: str, text: str | None) -> LensRun:
+    """The logit lens of a language model on this text (one traced pass, cached)."""
+    net, tokenizer, read = _read(model, text)
+    if read.kind != "DecoderLM":
+        raise InputError(say("heads.lens_needs_lm", kind=store.KIND_NAMES[read.kind]))
+
+    def compute() -> LensRun:
+        _, run = net.run_with_trace(torch.tensor([read.ids], device=device_of(net)))
+        found = logit_lens(net, run)
+        guesses = [[tokenizer.decode([int(i)]) for i in row] for row in found.top_ids]
+        return LensRun(read.name, read.labels, guesses, found.top_probs.numpy(), found.final_rank.numpy(),
+                       found.final_probs.numpy(), read.cut)
+
+    return _runs.get(models.key(read.name, "lens", read.text), compute)
+
+
+# --- head roles ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RolesRun:
+    """Every self-attention head's score for each role, on a random sequence repeated twice."""
+
+    model: str
+    scores: dict[str, dict[str, np.ndarray]]  # role -> group -> (n_layer, n_head)
+    labels: list[tuple[str, str, float]]  # (head name, role, score) at or above the threshold
+    losses: np.ndarray | None  # a language model's per-token loss over the sequence (2n - 1,)
+    n: int
+    threshold: float
+    summary: str
+
+
+@torch.no_grad()
+def roles(model: str) -> RolesRun:
+    """The four ROLES scored for every head of `model` (one traced pass over a repeated random sequence)."""
+    name = models.resolve(model)
+    net, _ = models.load(name)
+    groups = _groups(net)
+
+    def compute() -> RolesRun:
+        config = net.config
+        vocab = min(config.src_vocab_size, config.tgt_vocab_size) if store.arch(name) == "EncoderDecoder" \
+            else config.vocab_size
+        n = min(ROLE_HALF, config.max_len // 2)
+        found = head_roles(net, repeated_random_tokens(n, range(4, vocab), ROLE_BATCH))
+        labels = [(head_name(h, groups), role, s) for h, role, s in found.labels()]
+        losses = None if found.losses is None else found.losses.numpy()
+        induction = [h for h, role, _ in labels if role == "induction"]
+        summary = say("heads.roles_found", n=len({h for h, _, _ in labels}), threshold=ROLE_THRESHOLD) if labels \
+            else say("heads.no_roles", threshold=ROLE_THRESHOLD)
+        if losses is not None:
+            first, second = float(losses[: n - 1].mean()), float(losses[n:].mean())
+            summary = notice(summary, say("heads.induction", heads=", ".join(induction), first=first,
+                                          second=second) if induction
+                             else say("heads.no_induction", threshold=ROLE_THRESHOLD))
+        return RolesRun(name, {r: {g: s.numpy() for g, s in by.items()} for r, by in found.scores.items()},
+                        labels, losses, n, ROLE_THRESHOLD, summary)
+
+    return _runs.get(models.key(name, "roles"), compute)
+
+
+__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head",
+           "head_names", "importance", "lens", "parse_heads", "positions", "roles"]

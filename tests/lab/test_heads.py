@@ -1,0 +1,95 @@
+"""What a head does, as use cases on the shipped checkpoints: find, switch off, read the layers, roles."""
+
+import numpy as np
+import pytest
+import torch
+
+import lab
+from lab import heads
+from lab.policy import InputError
+
+ANIMAL = "The animal didn't cross the street because it was too tired"
+LINE = "ROMEO: But soft, what light through yonder window breaks?"
+
+
+def test_find_head_re_slices_the_cached_attention_run_without_running_the_model(monkeypatch):
+    run = lab.attention_run("sentiment-pretrained", ANIMAL)
+    monkeypatch.setattr(lab.attention, "_compute", lambda *a: pytest.fail("the model ran again"))
+    found = heads.find_head("sentiment-pretrained (classifier)", ANIMAL, "it", "animal")
+    assert found.run is run and found.keys == [run.k_labels.index("animal")]
+    np.testing.assert_allclose(found.weights, run.attn[:, :, found.query, found.keys].sum(-1))
+    top, weight = found.ranked[0]
+    assert weight == pytest.approx(found.weights.max()) and found.weights[top.layer, top.head] == weight
+
+
+def test_the_pretrained_encoder_links_it_to_animal_through_one_last_layer_head():
+    """The lecture step's finding: the ranking, not a written index, names the head."""
+    found = heads.find_head("sentiment-pretrained", ANIMAL, "it", "animal")
+    (top, weight), (_, second) = found.ranked[:2]
+    assert (top.layer, top.head) == (5, 11) and weight > 0.8 > 0.1 > found.mean and weight > second + 0.2
+    assert "L5 H11" in found.summary and "0.83" in found.summary
+
+
+def test_tokens_are_named_by_word_pieces_or_position_and_a_missing_one_is_refused():
+    labels = ["[CLS]", "ani", "##mal", "it", "Ġwas"]
+    assert heads.positions(labels, "animal") == [1, 2]  # a word cut in pieces: every piece
+    assert heads.positions(labels, "IT") == [3] and heads.positions(labels, "was") == [4]
+    assert heads.positions(labels, " 2 ") == [2]
+    for bad in ("zebra", "9", "", None):
+        with pytest.raises(InputError):
+            heads.positions(labels, bad)
+
+
+def test_heads_are_read_as_written_and_a_head_the_model_lacks_is_refused():
+    assert [str(h) for h in heads.parse_heads("L5 H11, cross L1h0;l0 h2", ["encoder"])] == \
+        ["cross L1 H0", "encoder L0 H2", "encoder L5 H11"]
+    with pytest.raises(InputError, match="L5 H11"):
+        heads.parse_heads("head five", ["encoder"])
+    with pytest.raises(InputError):
+        heads.ablation("shakespeare-lm", LINE, "L9 H0")
+    with pytest.raises(InputError):
+        heads.ablation("shakespeare-lm", LINE, "  ")
+    with pytest.raises(InputError):
+        heads.ablation("shakespeare-lm", LINE, "L0 H0", "half")
+
+
+def test_switching_off_the_head_that_matters_most_costs_what_the_importance_map_says():
+    found = heads.importance("shakespeare-lm", LINE)
+    name, damage = found.ranked[0]
+    assert damage > 0.05 and found.damage["decoder"].shape == (6, 6)
+    run = heads.ablation("shakespeare-lm", LINE, name)
+    assert run.before.losses.mean() == pytest.approx(found.baseline, abs=1e-4)
+    assert run.after.losses.mean() - run.before.losses.mean() == pytest.approx(damage, abs=1e-4)
+    assert len(run.before.top) == heads.TOP_K and run.before.top[0][1] >= run.before.top[-1][1]
+
+
+def test_each_kind_of_model_says_what_changed_when_heads_are_off():
+    classifier = heads.ablation("sentiment-pretrained", ANIMAL, "L0 H0, L0 H1, L0 H2, L0 H3", "mean")
+    assert sum(classifier.before.probs.values()) == pytest.approx(1)
+    assert classifier.before.probs != classifier.after.probs
+    importance = heads.importance("translate-reverse", "123456789")
+    worst = importance.ranked[0][0]
+    assert worst.split()[0] in ("encoder", "decoder", "cross")  # a translator's heads say their group
+    translator = heads.ablation("translate-reverse", "123456789", worst)
+    assert translator.before.output == "987654321" and translator.after.logp < translator.before.logp - 1
+
+
+def test_the_logit_lens_last_layer_is_the_models_own_prediction():
+    run = heads.lens("shakespeare-lm", LINE)
+    model, tokenizer = lab.store.load("shakespeare-lm")
+    ids = torch.tensor([[t.id for t in tokenizer.tokens(LINE)]])
+    with torch.no_grad():
+        predicted = model(ids)[0].argmax(-1)
+    assert run.guesses[-1] == [tokenizer.decode([int(i)]) for i in predicted]
+    assert (run.final_rank[-1] == 0).all() and run.top_probs.shape == (7, len(run.labels))
+    with pytest.raises(InputError, match="language model"):
+        heads.lens("sentiment", "A fine film.")
+
+
+def test_roles_say_plainly_that_the_small_lm_has_no_induction_head():
+    lm = heads.roles("shakespeare-lm")
+    assert not [label for label in lm.labels if label[1] == "induction"]
+    assert "no induction head" in lm.summary and lm.losses.shape == (2 * lm.n - 1,)
+    encoder = heads.roles("sentiment-pretrained")
+    assert ("L0 H2", "previous-token") in [(h, r) for h, r, _ in encoder.labels]
+    assert encoder.losses is None

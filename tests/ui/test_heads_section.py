@@ -1,0 +1,74 @@
+"""The Attention tab's "What does a head do?" section: its figures draw the runs' numbers, its handlers
+answer a bad input with a message, and the role grid marks exactly the heads that pass the threshold."""
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from figures import figure
+from lab import heads as use
+from ui import heads as section
+from views import heads as views
+
+ANIMAL = "The animal didn't cross the street because it was too tired"
+ENCODER = "sentiment-pretrained (classifier)"
+
+
+def test_find_head_draws_the_ranking_and_offers_the_top_head_first():
+    note, ranking, bars, opened = section.find_head(ENCODER, ANIMAL, "encoder", "it", "animal")
+    found = use.find_head(ENCODER, ANIMAL, "it", "animal")
+    np.testing.assert_allclose(figure(ranking).data[0].z, found.weights, rtol=1e-6)
+    assert list(figure(bars).data[0].y)[-1] == "L5 H11"  # the longest bar on top
+    assert opened.value == "L5 H11" and len(opened.choices) == 72 and "L5 H11" in note
+
+
+def test_a_word_the_text_lacks_is_a_message_with_the_text_escaped():
+    with pytest.raises(gr.Error) as refused:
+        section.find_head(ENCODER, ANIMAL, "encoder", "it", "<b>zebra</b>")
+    assert "&lt;b&gt;zebra" in str(refused.value) and "animal" in str(refused.value)
+    with pytest.raises(gr.Error, match="language model"):
+        section.logit_lens(ENCODER, ANIMAL)
+
+
+def test_the_ablation_figure_compares_the_same_tokens_before_and_after():
+    run = use.ablation("shakespeare-lm", "ROMEO: But soft, what light", "L3 H0")
+    outcome, losses = figure(views.ablation_outcome(run)), figure(views.loss_change(run))
+    before, after = outcome.data
+    assert list(before.x) == list(after.x) and after.name == "L3 H0 off (zero)"
+    np.testing.assert_allclose(losses.data[0].y, run.after.losses - run.before.losses, rtol=1e-5)
+
+
+def test_the_importance_map_is_centred_on_no_damage():
+    run = use.importance("shakespeare-lm", "ROMEO: But soft, what light")
+    heatmap = figure(views.importance_figure(run)).data[0]
+    assert heatmap.zmin == -heatmap.zmax and heatmap.zmax == pytest.approx(np.abs(run.damage["decoder"]).max())
+
+
+def test_the_lens_table_shows_each_layers_guess_escaped():
+    run = use.LensRun("m", ["a", "b"], [["<s>", "x"], ["y", "z"]], np.array([[0.9, 0.1], [0.5, 0.2]]),
+                      np.zeros((2, 2)), np.zeros((2, 2)), "")
+    table = figure(views.lens_table(run)).data[0]
+    assert table.text[0][0] == "&lt;s&gt;" and list(table.y) == ["embedding", "layer 0"]
+
+
+def test_the_role_grid_marks_only_heads_at_the_threshold():
+    zeros = np.zeros((2, 3))
+    scores = {role: {"decoder": zeros.copy()} for role in use.ROLES}
+    scores["induction"]["decoder"][1, 2] = 0.4
+    scores["previous-token"]["decoder"][0, 0] = 0.39
+    run = use.RolesRun("m", scores, [], None, 10, 0.4, "")
+    grid = figure(views.roles_grid(run)).data[0]
+    marks = np.array(grid.text)
+    assert marks[1, 2] == "I" and (marks != "").sum() == 1
+    assert figure(views.induction_curve(run)).layout.annotations  # no loss: it says why it is empty
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_every_heads_handler_draws_in_either_language(lang):
+    lm = "shakespeare-lm (language model)"
+    outputs = [*section.logit_lens(lm, "ROMEO: But soft", lang), *section.head_roles(lm, lang),
+               *section.importance("translate-reverse (translator)", "123456789", "zero", lang),
+               *section.ablate(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
+    titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
+    assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
+    assert any("逻辑透镜" in title for title in titles) == (lang == "zh-CN")
