@@ -20,6 +20,7 @@ from lab import store
 from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, generate, masking, sentiment, sessions, state, tokens, translate
 from ui.common import View
+from ui.wire import app_kwargs
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
@@ -287,7 +288,7 @@ def main(argv=None) -> None:
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     build_app().queue(max_size=QUEUE_MAX_SIZE).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD,
-        mcp_server=True)
+        mcp_server=True, app_kwargs=app_kwargs())
 
 
 if __name__ == "__main__":
