@@ -4,7 +4,8 @@ Speed: plotly.py builds a figure property by property and serialises it with its
 encoder, about 25 ms for the Attention tab's figures at 12 tokens, five times the model's
 forward pass, all of it holding the GIL. A `Figure` is the same JSON written with one
 `json.dumps`: numbers stay numpy arrays until then and travel as plotly.js typed arrays
-({"dtype": "f4", "bdata": base64, "shape": "rows,cols"}), which plotly.js decodes itself.
+({"dtype": "f4", "bdata": base64, "shape": "rows,cols"}), which plotly.js decodes itself,
+or, when a view rounded them for people (float64), as short JSON numbers.
 
 Look: plotly.py adds its default template to every figure; `TEMPLATE` is that template
 cut to what a 2-D figure reads (no maps, polar or 3-D scenes), so figures look the same.
@@ -23,13 +24,17 @@ import plotly.io as pio
 
 _TYPED = {np.dtype(np.float32): "f4", np.dtype(np.float64): "f8", np.dtype(np.int8): "i1", np.dtype(np.uint8): "u1",
           np.dtype(np.int16): "i2", np.dtype(np.uint16): "u2", np.dtype(np.int32): "i4", np.dtype(np.uint32): "u4"}
-_2D_ONLY = ("geo", "polar", "scene", "ternary", "colorscale")  # parts of the template no figure here reads
+# parts of the template no figure here reads: maps, polar and 3-D plots, and default colour scales and
+# annotation arrows (every heatmap names its colour scale, no annotation has an arrow)
+_UNREAD = ("geo", "polar", "scene", "ternary", "colorscale", "annotationdefaults")
 
 
 def _template() -> dict:
     full = pio.templates["plotly"].to_plotly_json()
-    layout = {k: v for k, v in full["layout"].items() if k not in _2D_ONLY}
-    return {"layout": layout, "data": {kind: full["data"][kind] for kind in ("heatmap", "bar", "scatter")}}
+    layout = {k: v for k, v in full["layout"].items() if k not in _UNREAD}
+    data = {kind: [{k: v for k, v in trace.items() if k not in _UNREAD} for trace in full["data"][kind]]
+            for kind in ("heatmap", "bar", "scatter")}
+    return {"layout": layout, "data": data}
 
 
 TEMPLATE = _template()
@@ -44,9 +49,17 @@ class Node(dict):
 
 
 def typed(array: np.ndarray):
-    """A numeric array as a plotly.js typed array spec; text (object) arrays as a list."""
+    """A numeric array as a plotly.js typed array spec; text (object) arrays as a list, float64 as JSON numbers.
+
+    float64 is how views hand over numbers already rounded for people (`heatmaps.weights`): as text
+    "0.123" they compress ~30% smaller on the gzip'd wire than as base64, which hides their repeats.
+    NaN (a cell not drawn) becomes null.
+    """
     if array.dtype == object or array.dtype.kind in "US":
         return array.tolist()
+    if array.dtype == np.float64:
+        missing = np.isnan(array)
+        return np.where(missing, None, array).tolist() if missing.any() else array.tolist()
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)
     elif array.dtype not in _TYPED:
@@ -78,8 +91,13 @@ class Figure:
         return self
 
     def to_plotly_json(self) -> dict:
-        """{"data", "layout"} with the template in, as plotly.py's `to_plotly_json` gives (arrays left as numpy)."""
-        return {"data": list(self.data), "layout": {**self.layout, "template": TEMPLATE}}
+        """{"layout", "data"} with the template in, as plotly.py's `to_plotly_json` gives (arrays left as numpy).
+
+        Written layout first and each trace's z last: gzip finds repeats only within 32 kB, so a heatmap's
+        labels then sit next to the tick labels that repeat them, not beyond its z's base64.
+        """
+        data = [dict(sorted(trace.items(), key=lambda item: item[0] == "z")) for trace in self.data]
+        return {"layout": {**self.layout, "template": TEMPLATE}, "data": data}
 
     def to_json(self) -> str:
         """The JSON plotly.js reads (what Gradio's Plot sends to the browser)."""
