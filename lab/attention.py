@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from transformer_core import CheckpointError, attention_rollout, attention_while_generating, device_of
+from transformer_core import CheckpointError, attention_of_each, attention_rollout, attention_while_generating
 from transformer_core.decoding.seq2seq import Codec, DecodingError, translate, traced
 
 from . import store
+from .batching import Batcher
 from .cache import ViewCache
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, truncate
 
@@ -174,8 +175,16 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
     if store.arch(name) == "EncoderDecoder":
         return _translator_run(name, model, tokenizer, text, group, "")
     tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
-    _, trace = model.run_with_trace(torch.tensor([tokens.ids], device=device_of(model)))
-    return _labelled(name, group, trace.attention(group)[:, 0], tokens.labels, tokens.labels, tokens.notice)
+    attn = _traced((str(store.model_dir()), name), tokens.ids)  # shares a pass with texts asked at the same time
+    return _labelled(name, group, attn, tokens.labels, tokens.labels, tokens.notice)
+
+
+def _traced_together(key: tuple[str, str], sequences: list[list[int]]) -> list[torch.Tensor]:
+    """Each token sequence's self-attention (n_layer, n_head, T, T), from one padded pass of model `key[1]`."""
+    return attention_of_each(load(key[1])[0], sequences)
+
+
+_traced: Batcher[list[int], torch.Tensor] = Batcher(_traced_together)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from transformer_core import CheckpointError, explain
+from transformer_core import CheckpointError, explain_each
 
 from . import store
+from .batching import Batcher
 from .cache import ViewCache
 from .policy import InputError, notice, truncate
 
@@ -74,10 +75,10 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
 
 def _compute(name: str, text: str) -> SentimentRun:
     try:
-        model, tokenizer = store.load(name)
+        store.load(name)
     except CheckpointError as e:
         raise InputError(f"The sentiment model is not available: {e}") from e
-    verdict = explain(model, tokenizer, text)
+    verdict = _explained((str(store.model_dir()), name), text)  # shares a pass with texts asked at the same time
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
@@ -89,6 +90,14 @@ def _compute(name: str, text: str) -> SentimentRun:
     return SentimentRun(name, verdict.probs, [s.text for s in verdict.tokens], verdict.grad_x_input.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
                         notice(*notices))
+
+
+def _explain_together(key: tuple[str, str], texts: list[str]) -> list:
+    """Each text's verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
+    return explain_each(*store.load(key[1]), texts)
+
+
+_explained = Batcher(_explain_together)
 
 
 def attention_link(run: SentimentRun) -> str:

@@ -2,6 +2,7 @@
 
 from .analysis.probes import (
     GenerationAttention,
+    attention_of_each,
     attention_rollout,
     attention_while_generating,
     greedy_with_mask,
@@ -77,7 +78,7 @@ from .tokenization import (
 from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecord
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
-from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
+from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, gradient_x_input, predict_proba
 from .model.trace import Trace, recording
 from .training.loop import TrainConfig, evaluate, learning_rate, train
 from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
@@ -95,7 +96,7 @@ __all__ = [
     "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
     # analysis (attention rollout, per-token loss, attention while generating)
-    "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
+    "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
     # data
     "SPLITS", "DataError", "Review", "data_dir", "hub_text", "imdb_reviews", "local_text", "minilm", "movie_reviews",
@@ -115,5 +116,5 @@ __all__ = [
     "Codec", "DecodingError", "TASKS", "Task", "TaskError", "Translation", "exact_match", "get_task", "pig_latin",
     "translate",
     # sentiment
-    "EmptyTextError", "Verdict", "explain", "gradient_x_input", "predict_proba",
+    "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
 ]
