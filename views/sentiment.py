@@ -14,9 +14,8 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import plotly.graph_objects as go
-
 from views.attention import position_labels
+from views.figure import Figure
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
@@ -43,13 +42,15 @@ def token_html(labels: list[str], scores, signed: bool) -> str:
     return f'<div style="direction: ltr;">{"".join(spans)}</div><div style="color: #666; font-size: 0.85em;">{legend}</div>'
 
 
-def score_bars(labels: list[str], scores, signed: bool, title: str) -> go.Figure:
-    """One bar per token, in reading order: scores (T,)."""
+def score_bars(labels: list[str], scores, signed: bool, title: str) -> Figure:
+    """One bar per token, in reading order: scores (T,). Written as plotly's JSON (see views/figure.py)."""
     x = position_labels([visible(t) for t in labels])
-    values = np.asarray(scores).tolist()
-    colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values]
-    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45)
-    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50, b=10),
-                      yaxis_title="towards positive" if signed else "share of pooled vector")
-    return fig
+    values = np.asarray(scores, dtype=np.float32)
+    colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values.tolist()]
+    bars = dict(type="bar", x=x, y=values, marker=dict(color=colors), hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    layout = dict(
+        title=dict(text=title), height=320, margin=dict(l=10, r=10, t=50, b=10),
+        xaxis=dict(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45),
+        yaxis=dict(title=dict(text="towards positive" if signed else "share of pooled vector")),
+    )
+    return Figure([bars], layout)

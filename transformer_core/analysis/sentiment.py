@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .probes import attention_rollout
+from ..model.trace import recording
 from ..tokenization import MASK, PAD, TextTokenizer
 
 LABELS = ("negative", "positive")  # class index -> name; the classifier's n_class is 2
@@ -88,6 +89,13 @@ def gradient_x_input(model, idx: torch.Tensor, lengths: torch.Tensor | None = No
     """(B, T) per-token scores: d(logit_pos - logit_neg)/d(embedding) . embedding, summed over d_model.
 
     idx: (B, T), right-padded to `lengths` (B,) when given (padding scores 0: nothing reads it).
+    """
+    return _read_with_gradient(model, idx, lengths)[1]
+
+
+def _read_with_gradient(model, idx: torch.Tensor, lengths: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward and one backward pass: (logits (B, n_class), gradient x input (B, T)).
+
     The rows are independent, so one backward pass of the summed margins gives each row's own gradient.
     The token embedding's output is captured with a forward hook that fires only for this call's
     own input tensor, so other requests running the same model concurrently are not affected.
@@ -107,7 +115,7 @@ def gradient_x_input(model, idx: torch.Tensor, lengths: torch.Tensor | None = No
             (grad,) = torch.autograd.grad((logits[:, 1] - logits[:, 0]).sum(), e)
     finally:
         handle.remove()
-    return (grad * e).sum(-1).detach().float().cpu()
+    return logits.detach(), (grad * e).sum(-1).detach().float().cpu()
 
 
 def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
@@ -128,10 +136,10 @@ def explain_each(model, tokenizer: TextTokenizer, texts: list[str]) -> list[Verd
     device = next(model.parameters()).device
     idx, lengths = pad_batch([[s.id for s in spans[:max_len]] for spans in read], tokenizer.token_to_id(PAD) or 0)
     idx, lengths = idx.to(device), lengths.to(device)
-    logits, trace = model.run_with_trace(idx, lengths)
+    with recording() as trace:  # the pass that takes the gradient also leaves the attention weights
+        logits, scores = _read_with_gradient(model, idx, lengths)
     probs = torch.softmax(logits.float(), -1).tolist()
     attn = trace.attention("encoder")  # (n_layer, B, n_head, T, T)
-    scores = gradient_x_input(model, idx, lengths)
     verdicts = []
     for b, (spans, n) in enumerate(zip(read, lengths.tolist())):
         own = attn[:, b, :, :n, :n]  # (n_layer, n_head, T_b, T_b): the padding's rows and columns cut off
