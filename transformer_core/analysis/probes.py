@@ -138,9 +138,11 @@ def attention_of_each(model, sequences: list[list[int]], pad_id: int = 0) -> lis
         raise ValueError(f"one padded pass reads a language model or a classifier, not a {arch}")
     ids, lengths = pad_batch(sequences, pad_id)
     ids = ids.to(next(model.parameters()).device)
-    if arch == "DecoderLM":
-        _, trace = model.run_with_trace(ids)
-    else:
-        _, trace = model.run_with_trace(ids, lengths.to(ids.device))
+    # the stacks only: the output head's logits (a 4,096-word vocabulary per position) are not wanted here
+    with recording() as trace, torch.no_grad():
+        if arch == "DecoderLM":
+            model.hidden(ids)
+        else:
+            model.encode(ids, lengths.to(ids.device))
     attn = trace.attention("decoder" if arch == "DecoderLM" else "encoder")  # (n_layer, B, n_head, T, T)
     return [attn[:, b, :, :n, :n] for b, n in enumerate(lengths.tolist())]
