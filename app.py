@@ -2,8 +2,9 @@
 
 Start with `python app.py` (127.0.0.1:7860). Hugging Face Spaces set
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, which are honoured. Every tab is a module in
-`ui/` listed in TABS; this file assembles them and adds what the whole app shares: the
-queue's limits, the GPU decorator, links to a view (`?tab=...&text=...`) and lecture mode.
+`ui/` listed in TABS; this file assembles them and adds what the whole app shares: what
+each event gets from the server (ui/events.py: queue group, GPU, MCP), links to a view
+(`?tab=...&text=...`) and lecture mode.
 """
 
 from __future__ import annotations
@@ -18,21 +19,13 @@ import gradio as gr
 
 from lab import store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, generate, masking, sentiment, sessions, state, tokens, translate
+from ui import about, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
 from ui.common import View
 from ui.wire import app_kwargs
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
-# How many runs of each endpoint may share the 2-core CPU (or the GPU) at once. Cheap views
-# run side by side; model calls take turns in small groups so one user cannot starve the
-# rest; anything that trains gets the machine alone (one training at a time, app-wide).
-CONCURRENCY = {"tokenize": 8, "attention": 4, "masking": 4, "classify": 4, "generate": 2, "translate": 2}
-CONCURRENCY_CONCEPTS = 4
-CONCURRENCY_TRAINING = 1
-CONCURRENCY_DEFAULT = 4  # events without an api_name: examples, link and lecture helpers
 QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
-CPU_ONLY_ENDPOINTS = {"tokenize"}  # no model on them: never worth a GPU slot
 
 # Lecture mode: bigger type everywhere, readable from the back row. (Plots need no filter: their
 # colour scale keeps low weights visible, see views/attention.py.)
@@ -136,8 +129,7 @@ def build_app() -> gr.Blocks:
                                   elem_id="view-link", visible=False)
         with gr.Tabs() as tabs:
             views = [tab.build() for tab in TABS]
-        limit_concurrency(demo)
-        run_on_gpu(demo)
+        events.serve(demo)  # each tab event's queue group, GPU and MCP listing, from ui/events.ENDPOINTS
 
         # The app's own events below are instant and need no model: unqueued, private, no GPU.
         shell = dict(queue=False, api_visibility="private")
@@ -162,11 +154,10 @@ def build_app() -> gr.Blocks:
         # set: no click in the browser, nothing to wait for.
         for tab_item, view in zip(tab_items, views):
             if view is not None:
-                run = run_if_opened(str(tab_item.id), view)
-                limit, group = _endpoint_limit(view.api_name)
+                run = events.on_gpu(run_if_opened(str(tab_item.id), view))
                 for event in opened:
                     event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
-                               concurrency_limit=limit, concurrency_id=group or f"opened-{view.api_name}")
+                               **events.queue_settings(view.api_name, f"opened-{view.api_name}"))
         make_link.click(links.link_box, [current_tab, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo
@@ -189,54 +180,6 @@ def run_if_opened(tab_id: str, view: View):
     def call(opened: str, *values):
         return view.fn(*values) if opened == tab_id else skip()
     return call
-
-
-def _endpoint_limit(api_name: str) -> tuple[int, str | None]:
-    """(concurrency limit, shared concurrency group or None) for a public endpoint name."""
-    if "train" in api_name:
-        return CONCURRENCY_TRAINING, "training"
-    if api_name in CONCURRENCY:
-        return CONCURRENCY[api_name], None
-    if api_name.startswith("concepts"):
-        return CONCURRENCY_CONCEPTS, None
-    return CONCURRENCY_DEFAULT, None
-
-
-def limit_concurrency(demo: gr.Blocks) -> None:
-    """Give every tab event an explicit concurrency limit; a tab's own explicit limit is kept.
-
-    A private event (`api_name=False`, e.g. `text.submit` beside a button) that calls the
-    same function as a public endpoint shares that endpoint's queue and limit.
-    """
-    public = {}
-    for fn in demo.fns.values():
-        if fn.api_visibility == "public":
-            public.setdefault(fn.concurrency_id, fn.api_name)
-    for fn in demo.fns.values():
-        if fn.concurrency_limit != "default":
-            continue
-        name = fn.api_name if fn.api_visibility == "public" else public.get(fn.concurrency_id, "")
-        limit, group = _endpoint_limit(name)
-        fn.concurrency_limit = limit
-        fn.concurrency_id = group or fn.concurrency_id
-
-
-def gpu_decorator():
-    """`spaces.GPU` on a ZeroGPU Space (the `spaces` package is importable), else a no-op."""
-    try:
-        import spaces
-    except ImportError:
-        return lambda fn: fn
-    return spaces.GPU
-
-
-def run_on_gpu(demo: gr.Blocks) -> None:
-    """Wrap every tab handler that may run a model, so a ZeroGPU Space lends it a GPU per call."""
-    gpu = gpu_decorator()
-    cpu_only = {fn.concurrency_id for fn in demo.fns.values() if fn.api_name in CPU_ONLY_ENDPOINTS}
-    for fn in demo.fns.values():
-        if fn.fn is not None and fn.concurrency_id not in cpu_only:
-            fn.fn = gpu(fn.fn)
 
 
 def hub_model_dir(repo_id: str) -> Path:

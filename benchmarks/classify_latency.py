@@ -5,6 +5,10 @@ For a review sentence cut to exactly 40 tokens of each model's tokenizer, times
 * `classify`: the Sentiment tab's whole handler (`ui.sentiment.classify`: input policy, explain, the
   three figures), with the checkpoint served as the tab's model from a folder laid out like assets/
   (what `app.py --model-dir` reads), so the pre-trained model runs through the same code as the other.
+and, for a whole review of exactly 700 words (the first test document of benchmarks/sentiment.py: movie-review
+snippets among plot-summary sentences, about 40 sentences),
+* `document`: `read_document`, the core call that splits it into sentences, classifies them all in one
+  padded forward pass and combines their verdicts (issue 39's bar: <= 1.0 s p95 on one thread, before drawing).
 Prints median and p95 per case; the last line is one JSON object. The issue's bar: classify p95 <= 300 ms
 for the pre-trained model (22.6M parameters, 6 layers x 12 heads).
 """
@@ -20,6 +24,7 @@ import torch
 
 from benchmarks.latency import measure
 from transformer_core.training import data
+from transformer_core.analysis.documents import read_document
 from transformer_core.analysis.sentiment import explain
 from lab import store
 from ui import sentiment
@@ -27,6 +32,15 @@ from ui import sentiment
 CLASSIFIERS = {"from_scratch": "sentiment", "pretrained": "sentiment-pretrained"}
 SLOT = "sentiment"  # the folder name the tab classifies with by default; each model is linked there in turn
 TOKENS = 40
+REVIEW_WORDS = 700
+
+
+def review_of(words: int) -> str:
+    """The first test document of the whole-document benchmark, cut or repeated to exactly `words` words."""
+    from benchmarks.sentiment import documents  # sklearn and VADER: imported only when this case runs
+
+    text = documents(data.movie_reviews("test"), 2, seed=2)[0][0].split()
+    return " ".join((text * (words // len(text) + 1))[:words])
 
 
 def sentence_of(tokenizer, n: int) -> str:
@@ -52,6 +66,7 @@ def main(argv=None) -> None:
     store.set_threads(args.threads)
 
     summary = {}
+    review = review_of(REVIEW_WORDS)
     for key, name in CLASSIFIERS.items():
         with tempfile.TemporaryDirectory() as folder:
             (Path(folder) / SLOT).symlink_to(store.DEFAULT_MODEL_DIR / name, target_is_directory=True)
@@ -60,7 +75,8 @@ def main(argv=None) -> None:
             text = sentence_of(tokenizer, TOKENS)
             assert len(explain(model, tokenizer, text).tokens) == TOKENS
             cases = {"explain": lambda: explain(model, tokenizer, text),
-                     "classify": lambda: sentiment.classify(text, sentiment.METHODS[0])}
+                     "classify": lambda: sentiment.classify(text, sentiment.METHODS[0]),
+                     "document": lambda: read_document(model, tokenizer, review)}
             for case, fn in cases.items():
                 r = measure(fn, args.repeats)
                 summary[f"{key}_{case}_p95_ms"] = round(r["p95_ms"], 1)
@@ -68,7 +84,7 @@ def main(argv=None) -> None:
                 print(f"{key:12s} {case:8s} median {r['median_ms']:7.1f} ms   p95 {r['p95_ms']:7.1f} ms   "
                       f"(+ figure JSON {r['json_median_ms']:.1f} ms)", flush=True)
     store.set_model_dir(store.DEFAULT_MODEL_DIR)
-    summary.update(tokens=TOKENS, torch_threads=torch.get_num_threads(), repeats=args.repeats)
+    summary.update(tokens=TOKENS, review_words=REVIEW_WORDS, torch_threads=torch.get_num_threads(), repeats=args.repeats)
     print(json.dumps(summary))
 
 

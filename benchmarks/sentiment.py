@@ -16,8 +16,21 @@ the 100 sentences labelled right (the pairs where both are right are printed too
 The lines before the last give 95% bootstrap intervals (resampling the test sentences): for each
 transformer's accuracy, and for its difference from TF-IDF + LR on the same sentences (paired), so that
 a gap of a point or two can be read against the noise of a 1,054-sentence test set.
+Then whole documents (issue 39): reviews of 500-700 words assembled from snippets of one split, to be
+read whole or sentence by sentence (`transformer_core.analysis.documents.read_document`). Each document
+has a label drawn first (balanced), 4-7 snippets of that polarity and 0-2 of the other (reviews mix
+praise and complaint), scattered at random positions among neutral plot-summary sentences that fill it
+up to its drawn length (so, as in real reviews, about three quarters of the words are plot summary).
+The neutral sentences are written for this benchmark (`neutral_sentences`: templates of characters,
+places and events, no opinion words; VADER's mean compound score on them is printed as a check).
+Validation documents (from validation snippets) choose how sentence verdicts combine; test documents
+(from test snippets, other neutral draws) are read once with that choice. Per classifier: accuracy
+read whole (what the model did before) and by sentences, seconds per document, beside VADER and
+TF-IDF + LR on the same whole documents.
 Last line: {"accuracy": from scratch, "pretrained_accuracy": ..., "vader": ..., "tfidf_lr": ...,
-"minimal_pairs": {"from_scratch": ..., "pretrained": ..., "vader": ..., "tfidf_lr": ...}}.
+"minimal_pairs": {"from_scratch": ..., "pretrained": ..., "vader": ..., "tfidf_lr": ...},
+"documents": {"n": ..., "words_mean": ..., "method": ..., "pretrained": ..., "from_scratch": ...,
+"pretrained_whole": ..., "from_scratch_whole": ..., "vader": ..., "tfidf_lr": ..., "seconds_per_document": {...}}}.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_core import load_model  # noqa: E402
+from transformer_core.analysis.documents import COMBINE, METHOD, read_document  # noqa: E402
 from transformer_core.analysis.sentiment import LABELS, predict_proba, special_ids  # noqa: E402
 from transformer_core.training import data  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
@@ -89,6 +103,122 @@ def minimal_pairs(path: Path = PAIRS) -> list[dict]:
         return list(csv.DictReader(f, delimiter="\t"))
 
 
+# ---------------------------------------------------------------- whole documents
+
+DOCUMENTS = 100  # per split, half positive
+WORDS = (500, 700)
+MAJORITY, MINORITY = (4, 7), (0, 2)  # snippets of the document's polarity, and of the other
+
+_WHO = ("The film", "The story", "Her older brother", "A retired detective", "The young teacher", "Their neighbour",
+        "The second half", "A journalist from Chicago", "His mother", "The captain", "Two sisters",
+        "The family", "An old farmer", "The mayor", "The narrator", "A nurse named Ruth", "The boy",
+        "The three friends", "Her husband", "A lawyer", "The crew", "The main character", "Their father")
+_DOES = ("moves to a small town in Maine", "takes a job at a shipping company", "is set in the summer of 1974",
+         "learns that the house once belonged to a judge", "meets an old friend at the train station",
+         "follows three families over one winter", "travels to Lisbon to look for a missing cousin",
+         "spends months trying to repay a debt", "opens a bakery on the main street",
+         "receives a letter from a stranger", "returns to the village where she grew up",
+         "works the night shift at a hospital", "takes the case of a missing fisherman",
+         "sells the farm to a company from the city", "drives across the country in an old truck",
+         "tells the story in flashbacks", "shares an apartment with a musician", "joins the local police",
+         "inherits a hotel by the sea", "tries to find out who sent the photographs",
+         "prepares for an exam in the capital", "writes letters to a soldier overseas",
+         "is based on a novel from the 1950s", "begins on the morning of the election")
+_WHEN = ("", " after the funeral", " with his two children", " while the police investigate", " before the wedding",
+         " during the war", " in the last part of the film", " a few years later", " without telling anyone",
+         " at the start of the story", " on the advice of a friend", " in the middle of winter")
+_FACTS = ("The film runs for about two hours.", "It was shot in Vancouver and released in the spring.",
+          "The cast also includes several actors from television.", "The music is by a composer from Montreal.",
+          "Most of the story takes place in one house.", "The director also wrote the screenplay.",
+          "It is the second film by this director.", "The dialogue is partly in French with subtitles.",
+          "The story covers about ten years.", "Several scenes were filmed on a real ferry.")
+
+
+def neutral_sentences(rng: np.random.Generator, n: int) -> list[str]:
+    """n plot-summary sentences without opinion words: a character, an event, sometimes when it happens."""
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.15:
+            out.append(str(rng.choice(_FACTS)))
+        else:
+            out.append(f"{rng.choice(_WHO)} {rng.choice(_DOES)}{rng.choice(_WHEN)}.")
+    return out
+
+
+def documents(snippets: list[data.Review], n: int, seed: int) -> list[tuple[str, int]]:
+    """n (text, label) documents, labels drawn first and balanced, each snippet used once."""
+    rng = np.random.default_rng(seed)
+    # a snippet is an excerpt: one that stops without an end mark gets a period, as in the review it came from
+    pools = {y: [r.text if r.text[-1] in ".!?\"')" else r.text + "." for r in snippets if r.label == y]
+             for y in (0, 1)}
+    for pool in pools.values():
+        rng.shuffle(pool)
+    out = []
+    for y in rng.permutation([i % 2 for i in range(n)]):
+        opinions = [pools[y].pop() for _ in range(rng.integers(MAJORITY[0], MAJORITY[1] + 1))]
+        opinions += [pools[1 - y].pop() for _ in range(rng.integers(MINORITY[0], MINORITY[1] + 1))]
+        target, words = rng.integers(WORDS[0], WORDS[1] + 1), sum(len(t.split()) for t in opinions)
+        parts = list(opinions)
+        while words < target:
+            (sentence,) = neutral_sentences(rng, 1)
+            parts.insert(int(rng.integers(0, len(parts) + 1)), sentence)
+            words += len(sentence.split())
+        out.append((" ".join(parts), int(y)))
+    return out
+
+
+def read_documents(checkpoint: Path, texts: list[str]) -> tuple[list[np.ndarray], np.ndarray, float, float]:
+    """(each document's sentence log-odds, its whole-text label, seconds per document by sentences, read whole)."""
+    model, tokenizer = load_model(checkpoint).eval(), TextTokenizer.load(checkpoint)
+    pad_id, _ = special_ids(tokenizer)
+    t0 = time.perf_counter()
+    log_odds = [np.array([s.log_odds for s in read_document(model, tokenizer, t).sentences]) for t in texts]
+    by_sentences = (time.perf_counter() - t0) / len(texts)
+    t0 = time.perf_counter()
+    whole = np.array([int(predict_proba(model, [tokenizer.encode(t)[: model.config.max_len]], pad_id).argmax())
+                      for t in texts])
+    return log_odds, whole, by_sentences, (time.perf_counter() - t0) / len(texts)
+
+
+def combined(log_odds: list[np.ndarray], method: str) -> np.ndarray:
+    """Each document's label under one way of combining its sentence verdicts."""
+    combine, _ = COMBINE[method]
+    return np.array([int(combine(torch.tensor(z))[-1] > 0) for z in log_odds])
+
+
+def whole_documents(args, vader_predict: Predictor, tfidf_predict: Predictor) -> dict:
+    validation = documents(data.movie_reviews("validation"), args.documents, seed=1)
+    test = documents(data.movie_reviews("test"), args.documents, seed=2)
+    neutral = neutral_sentences(np.random.default_rng(3), 500)
+    compound = np.mean([SentimentIntensityAnalyzer().polarity_scores(t)["compound"] for t in neutral])
+    words = [len(t.split()) for t, _ in test]
+    print(f"documents: {len(validation)} validation, {len(test)} test; words per test document {np.mean(words):.0f} "
+          f"({min(words)}-{max(words)}); VADER's mean compound on 500 neutral sentences: {compound:+.3f}")
+    y_val, y_test = np.array([y for _, y in validation]), np.array([y for _, y in test])
+    result, seconds, chosen = {}, {}, None
+    for name, checkpoint in (("pretrained", args.pretrained), ("from_scratch", args.checkpoint)):
+        val_odds, _, _, _ = read_documents(Path(checkpoint), [t for t, _ in validation])
+        scores = {m: float((combined(val_odds, m) == y_val).mean()) for m in COMBINE}
+        print(json.dumps({"validation_documents": name, "accuracy_by_method": scores}))
+        if chosen is None:  # the pre-trained model, the one the target is set for, chooses; ties go to METHOD
+            chosen = max(COMBINE, key=lambda m: (scores[m], m == METHOD))
+            print(f"method chosen on validation: {chosen} (documents.METHOD is {METHOD})")
+        odds, whole, seconds[name], seconds[f"{name}_whole"] = read_documents(Path(checkpoint), [t for t, _ in test])
+        right = combined(odds, chosen) == y_test
+        low, high = interval(right.astype(float))
+        print(f"test documents, {name} by sentences: {right.mean():.3f} (95% bootstrap {low:.3f}-{high:.3f}); "
+              f"every method, for the record: "
+              f"{ {m: round(float((combined(odds, m) == y_test).mean()), 3) for m in COMBINE} }")
+        result[name], result[f"{name}_whole"] = float(right.mean()), float((whole == y_test).mean())
+    for name, predict in (("vader", vader_predict), ("tfidf_lr", tfidf_predict)):
+        t0 = time.perf_counter()
+        result[name] = float((predict([t for t, _ in test]) == y_test).mean())
+        seconds[name] = (time.perf_counter() - t0) / len(test)
+    return {"n": len(test), "words_mean": round(float(np.mean(words))), "method": chosen,
+            **{k: round(v, 4) for k, v in result.items()},
+            "seconds_per_document": {k: round(v, 4) for k, v in seconds.items()}}
+
+
 def interval(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile bootstrap interval of the mean of per-review values."""
     rows = np.random.default_rng(seed).integers(0, len(values), size=(RESAMPLES, len(values)))
@@ -99,6 +229,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default="assets/sentiment", help="the classifier trained from scratch")
     p.add_argument("--pretrained", default="assets/sentiment-pretrained", help="the pre-trained + fine-tuned one")
+    p.add_argument("--documents", type=int, default=DOCUMENTS, help="whole documents per split (0: none)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     train, validation, test = (data.movie_reviews(s) for s in data.SPLITS)
@@ -135,9 +266,11 @@ def main(argv=None) -> None:
         print(json.dumps({"minimal_pairs": name, "sentences": len(texts), "by_category": by_category,
                           "pairs_both_right": round(both, 3)}))
 
+    whole = whole_documents(args, predictors["vader"], predictors["tfidf_lr"]) if args.documents else None
     result = {"accuracy": right["from_scratch"], "pretrained_accuracy": right["pretrained"],
               "vader": right["vader"], "tfidf_lr": right["tfidf_lr"]}
-    print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores}))
+    print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores,
+                      **({"documents": whole} if whole else {})}))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from transformer_core import load_model  # noqa: E402
 from transformer_core.decoding.seq2seq import Codec, exact_match  # noqa: E402
 from transformer_core.training.tasks import TOY_TASKS, examples, get_task, pig_latin, play_lines  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
-from transformer_core.training.train_translate import (  # noqa: E402
+from transformer_core.training.translation import (  # noqa: E402
     LIVE_BATCH,
     TEST_SIZE,
     accuracy_by_length,

@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from transformer_core import CheckpointError, attention_of_each, attention_rollout, attention_while_generating
-from transformer_core.decoding.seq2seq import Codec, DecodingError, translate, traced
+from transformer_core import attention_of_each, attention_rollout, attention_while_generating
+from transformer_core.decoding.seq2seq import Codec, translate, traced
 
-from . import store
+from . import models, store
 from .batching import Batcher
 from .cache import ViewCache
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, truncate
+from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, prompt_tokens, source_text, truncate
 
 MAX_NEW_TOKENS = 40
 # which attention a model has: encoder self-attention sees both ways, decoder self-attention
@@ -76,53 +77,20 @@ def example_text(name: str) -> str:
     return TRANSLATOR_EXAMPLES[task]
 
 
-GPT2_LABEL = "gpt2 (GPT-2 from the Hugging Face Hub)"
+def models_offered() -> dict[str, str]:
+    """The Attention tab's picker: label -> checkpoint name."""
+    return models.choices()
 
 
-def models() -> dict[str, str]:
-    """Picker label -> checkpoint name: every shipped checkpoint, then GPT-2 (downloaded on first use)."""
-    return {**store.checkpoints(), GPT2_LABEL: store.GPT2}
-
-
-def resolve(label_or_name: str) -> str:
-    """A checkpoint folder name from a picker label ("sentiment (classifier)") or the name itself."""
-    names = models()
-    if label_or_name in names:
-        return names[label_or_name]
-    if label_or_name in names.values():
-        return label_or_name
-    raise InputError(f"No model {label_or_name!r} in {store.model_dir()}; pick one from the list.")
-
-
-def load(name: str):
+def slider_sizes(label: str, layer, head) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """((top layer, layer kept in range), (top head, head kept in range)) for a newly picked model,
+    read from its config without loading it; None when the model cannot be read (said when it is run)."""
     try:
-        return store.load(name)
-    except CheckpointError as e:
-        raise InputError(str(e)) from e
-
-
-def source_text(codec: Codec, max_len: int, text: str) -> tuple[str, str]:
-    """A translator's source as it reads it, and a notice of what was changed.
-
-    Whitespace is dropped for a model whose alphabet has no space ("3 1 4" reads as "314");
-    a source longer than the model's positions is cut; characters it has never seen are an InputError.
-    """
-    text, cut = truncate(text)
-    text = text.strip()
-    if " " not in codec.alphabet:
-        text = "".join(text.split())
-    if not text:
-        raise InputError("Type a source first: digits for copy/reverse/sort, a sentence for pig latin.")
-    limit = min(MAX_DRAWN_TOKENS, max_len) - 1  # room for </s>
-    if len(text) > limit:
-        cut = notice(cut, f"Your source has {len(text)} characters; this model reads at most {limit}, "
-                          f"so the first {limit} are used.")
-        text = text[:limit]
-    try:
-        codec.check(text, max_len)
-    except DecodingError as e:
-        raise InputError(f"{str(e)[:1].upper()}{str(e)[1:]}.") from e
-    return text, cut
+        config = store.config(resolve(label))
+    except Exception:  # noqa: BLE001 -- a missing, unreadable or unreachable model
+        return None
+    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
+    return (top_layer, clamp(layer, 0, top_layer, "Layer")), (top_head, clamp(head, 0, top_head, "Head"))
 
 
 def _translator_run(name: str, model, tokenizer, text: str, group: str, cut: str) -> AttentionRun:
@@ -165,30 +133,30 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
             cut = notice(cut, f"This model has no {GROUP_NAMES.get(group, group)}; showing its "
                               f"{GROUP_NAMES[groups[0]]}.")
         group = groups[0]
-    run = _runs.get((str(store.model_dir()), name, text, group), lambda: _compute(name, text, group))
+    run = _runs.get(models.key(name, text, group), lambda: _compute(name, text, group))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
 
 @torch.no_grad()
 def _compute(name: str, text: str, group: str) -> AttentionRun:
-    model, tokenizer = load(name)
+    model, tokenizer = models.load(name)
     if store.arch(name) == "EncoderDecoder":
         return _translator_run(name, model, tokenizer, text, group, "")
     tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
-    attn = _traced((str(store.model_dir()), name), tokens.ids)  # shares a pass with texts asked at the same time
+    attn = _traced(models.key(name), tokens.ids)  # shares a pass with texts asked at the same time
     return _labelled(name, group, attn, tokens.labels, tokens.labels, tokens.notice)
 
 
-def _traced_together(key: tuple[str, str], sequences: list[list[int]]) -> list[torch.Tensor]:
+def _traced_together(key: tuple, sequences: list[list[int]]) -> list[torch.Tensor]:
     """Each token sequence's self-attention (n_layer, n_head, T, T), from one padded pass of model `key[1]`."""
-    return attention_of_each(load(key[1])[0], sequences)
+    return attention_of_each(models.load(key[1])[0], sequences)
 
 
 _traced: Batcher[list[int], torch.Tensor] = Batcher(_traced_together)
 
 
 @dataclass(frozen=True)
-class GenerationRun:
+class WhileGeneratingRun:
     """What a language model looked at while it generated greedily, one row per new token."""
 
     labels: list[str]  # prompt + generated tokens
@@ -197,25 +165,36 @@ class GenerationRun:
     continuation: str
     notice: str
 
+    def head(self, layer, head, notices: list[str] | None = None) -> tuple[int, int]:
+        """(layer, head) clamped to this model's sizes."""
+        n_layer, n_head = self.rows[0].shape[:2]
+        return clamp(layer, 0, n_layer - 1, "Layer", notices), clamp(head, 0, n_head - 1, "Head", notices)
 
-def generation_run(model: str, text: str | None, n_new) -> GenerationRun:
+    def step(self, step, notices: list[str] | None = None) -> tuple[int, str, np.ndarray, list[str]]:
+        """(step clamped, the token it chose, its rows (n_layer, n_head, Tk), the Tk labels it read)."""
+        step = clamp(step, 0, len(self.rows) - 1, "Step", notices)
+        rows = self.rows[step]
+        return step, self.labels[self.n_prompt + step], rows, self.labels[: rows.shape[-1]]
+
+
+def while_generating_run(model: str, text: str | None, n_new) -> WhileGeneratingRun:
     """Generate greedily with the KV cache and keep each new token's attention row."""
     name = resolve(model)
-    text, cut = truncate(text)
-    if not text.strip():
+    if not (text or "").strip():
         raise InputError("Type a prompt first.")
     if store.arch(name) != "DecoderLM":
         raise InputError("Attention while generating needs a language model: pick one in the model list.")
-    notices = [cut] if cut else []
+    notices: list[str] = []
     n_new = clamp(n_new, 1, MAX_NEW_TOKENS, "New tokens", notices)
-    return _runs.get((str(store.model_dir()), name, text, "generate", n_new),
-                     lambda: _generate(name, text, n_new, notice(*notices)))
+    model, tokenizer = models.load(name)
+    tokens = prompt_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new)
+    run = _runs.get(models.key(name, tuple(tokens.ids), "generate", n_new),
+                    lambda: _generate(model, tokenizer, tokens.ids, n_new))
+    return replace(run, notice=notice(tokens.notice, *notices))
 
 
-def _generate(name: str, text: str, n_new: int, cut: str) -> GenerationRun:
-    model, tokenizer = load(name)
-    tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new, keep="last")
-    gen = attention_while_generating(model, tokens.ids, n_new)
+def _generate(model, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
+    gen = attention_while_generating(model, ids, n_new)
     labels = [tokenizer.decode([i]) for i in gen.ids]
-    return GenerationRun(labels, gen.n_prompt, [r.numpy() for r in gen.rows], tokenizer.decode(gen.generated),
-                         notice(cut, tokens.notice))
+    return WhileGeneratingRun(labels, gen.n_prompt, [r.numpy() for r in gen.rows], tokenizer.decode(gen.generated),
+                              "")

@@ -1,32 +1,69 @@
-"""Compute each deterministic view once: a bounded LRU cache whose concurrent identical calls share one run.
+"""Compute each deterministic view once: a cache bounded in bytes whose concurrent identical calls share one run.
 
 A lecture hall opens the same link at once: a hundred identical requests. The first one
-computes; the other ninety-nine wait for it and get the same (immutable) result. The key
-is every input that changes the result, model and settings included; sampling without a
-seed is never cached, because two people asking for a sample expect two samples.
+computes; the other ninety-nine wait for it and get the same (immutable) result. If the
+first asker leaves (closes the tab, cancels), its run stops, and one of the waiters takes
+over and computes it again for the rest: nobody is told "stopped" because someone else left.
+The key is every input that changes the result, model and settings included; sampling
+without a seed is never cached, because two people asking for a sample expect two samples.
+
+The bound is in bytes, not entries: an anonymous client could otherwise pin gigabytes
+with a few dozen large results. A result larger than the whole cache is answered, not kept.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
+from dataclasses import fields, is_dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 _ALL: list[ViewCache] = []  # every cache, so tests (and a new model folder) can start from nothing
+MAX_BYTES = 64 * 2**20  # per cache: a dozen caches stay well under a Space's memory
+
+
+class _Abandoned(Exception):
+    """The running computation's caller left (not an error of the computation): a waiter takes over."""
+
+
+def nbytes(value, _seen: set[int] | None = None) -> int:
+    """About how many bytes `value` holds: tensors and arrays by their data, containers by their items."""
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch tensor
+        return value.element_size() * value.numel()
+    if hasattr(value, "nbytes") and isinstance(getattr(value, "nbytes"), int):  # a numpy array
+        return value.nbytes
+    size = sys.getsizeof(value, 64)
+    if isinstance(value, (str, bytes, bytearray, int, float, bool, type(None))):
+        return size
+    if isinstance(value, dict):
+        return size + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return size + sum(nbytes(v, seen) for v in value)
+    if is_dataclass(value):
+        return size + sum(nbytes(getattr(value, f.name, None), seen) for f in fields(value))
+    if hasattr(value, "__dict__"):  # e.g. Gradio's PlotData, a run object
+        return size + nbytes(vars(value), seen)
+    return size
 
 
 class ViewCache(Generic[T]):
-    """At most `size` results, least recently used evicted first; one computation per key at a time."""
+    """Results up to `max_bytes` (and at most `size` of them), least recently used evicted first;
+    one computation per key at a time."""
 
-    def __init__(self, size: int = 64):
-        self.size = size
+    def __init__(self, size: int = 64, max_bytes: int = MAX_BYTES):
+        self.size, self.max_bytes = size, max_bytes
         self._lock = threading.Lock()
-        self._done: OrderedDict[Hashable, T] = OrderedDict()
+        self._done: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()  # key -> (result, its bytes)
         self._running: dict[Hashable, Future] = {}
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.bytes = 0
         _ALL.append(self)
 
     def _claim(self, key: Hashable) -> tuple[str, object]:
@@ -35,7 +72,7 @@ class ViewCache(Generic[T]):
             if key in self._done:
                 self._done.move_to_end(key)
                 self.hits += 1
-                return "done", self._done[key]
+                return "done", self._done[key][0]
             if key in self._running:
                 self.hits += 1
                 return "wait", self._running[key]
@@ -46,8 +83,9 @@ class ViewCache(Generic[T]):
     def _fail(self, key: Hashable, running: Future, error: BaseException) -> None:
         with self._lock:
             del self._running[key]
-        # a closed stream (GeneratorExit) too: waiters must get an answer, not hang
-        running.set_exception(error if isinstance(error, Exception) else RuntimeError("the computation was stopped"))
+        # An Exception is the computation's own answer (the same input fails again): every waiter gets it.
+        # Anything else (a closed stream's GeneratorExit, a cancelled task) means the caller left.
+        running.set_exception(error if isinstance(error, Exception) else _Abandoned())
 
     def holds(self, key: Hashable) -> bool:
         """Whether `key`'s result is ready (one still being computed is not)."""
@@ -56,18 +94,22 @@ class ViewCache(Generic[T]):
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached result for `key`, or `compute()`'s (an exception is raised to every waiter, not kept)."""
-        state, value = self._claim(key)
-        if state == "done":
-            return value
-        if state == "wait":
-            return value.result()
-        try:
-            result = compute()
-        except BaseException as e:
-            self._fail(key, value, e)
-            raise
-        self._finish(key, value, result)
-        return result
+        while True:
+            state, value = self._claim(key)
+            if state == "done":
+                return value
+            if state == "wait":
+                try:
+                    return value.result()
+                except _Abandoned:
+                    continue  # its caller left: claim it again (one waiter computes, the rest wait on it)
+            try:
+                result = compute()
+            except BaseException as e:
+                self._fail(key, value, e)
+                raise
+            self._finish(key, value, result)
+            return result
 
     def stream(self, key: Hashable, produce: Callable[[], Iterator[T]],
                keep: Callable[[T], T] = lambda result: result) -> Iterator[T]:
@@ -75,12 +117,22 @@ class ViewCache(Generic[T]):
 
         The first caller for `key` streams every partial result and `keep(last one)` is cached;
         callers that arrive while it runs, or later, get only `keep(cached result)` (with
-        keep=copy.deepcopy, everyone gets a copy of their own to change).
+        keep=copy.deepcopy, everyone gets a copy of their own to change). If the first caller
+        closes its stream, a waiter takes over and streams the run itself.
         """
-        state, value = self._claim(key)
-        if state != "own":
-            yield keep(value if state == "done" else value.result())
-            return
+        while True:
+            state, value = self._claim(key)
+            if state == "done":
+                yield keep(value)
+                return
+            if state == "wait":
+                try:
+                    result = value.result()
+                except _Abandoned:
+                    continue
+                yield keep(result)
+                return
+            break
         last = None
         try:
             for last in produce():
@@ -91,16 +143,21 @@ class ViewCache(Generic[T]):
         self._finish(key, value, keep(last))
 
     def _finish(self, key: Hashable, running: Future, result: T) -> None:
+        size = nbytes(result)
         with self._lock:
             del self._running[key]
-            self._done[key] = result
-            while len(self._done) > self.size:
-                self._done.popitem(last=False)
+            if size <= self.max_bytes:
+                self._done[key] = (result, size)
+                self.bytes += size
+            while len(self._done) > self.size or self.bytes > self.max_bytes:
+                _, (_, evicted) = self._done.popitem(last=False)
+                self.bytes -= evicted
         running.set_result(result)
 
     def clear(self) -> None:
         with self._lock:
             self._done.clear()
+            self.bytes = 0
 
 
 def clear_all() -> None:

@@ -13,6 +13,7 @@ from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
 
 from . import store
+from .markdown import literal
 from .policy import InputError, truncate
 
 LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
@@ -36,7 +37,7 @@ def number(value, name: str, lo: float, hi: float) -> float:
     """A slider or number box's value, checked: API clients can send anything."""
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
         x = math.nan
     if not lo <= x <= hi:  # also refuses NaN
         raise InputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")
@@ -103,7 +104,8 @@ def order(sentence, seed):
         raise InputError(f"Order experiment: {e}") from e
     names = names or [f"class {c}" for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
-    summary = (f"Model: {which}.\n\nShuffled sentence: **{' '.join(words[w] for w in word_order)}** "
+    shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
+    summary = (f"Model: {which}.\n\nShuffled sentence: **{shuffled}** "
                f"({len(ids)} tokens). {notice}")
     return summary, variants, labels, names
 

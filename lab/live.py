@@ -102,6 +102,7 @@ class LiveTraining:
         child = context.Process(target=_train, args=(task.name, preset, steps, seconds, messages), daemon=True)
         state = Progress()
         t0 = shown = time.perf_counter()
+        finished = False
         try:
             child.start()
             while True:
@@ -128,12 +129,27 @@ class LiveTraining:
                     state.model, state.codec = _rebuild(config, weights, task.symbols)
                     state.seconds = time.perf_counter() - t0
                     yield state
+                    finished = True
                     return
         finally:
-            if child.pid is not None:  # started (a child that could not start has nothing to join)
-                child.join(timeout=5)
-                if child.is_alive():
-                    child.kill()  # the person left mid-run: free the CPU and the slot
+            if child.pid is None:  # never started: nothing to stop
+                self._lock.release()
+            elif finished:  # the child sent its result and is exiting by itself; we are on a worker thread
+                self._stop(child, wait=5)
+            else:
+                # The person left (Gradio closes the stream on its event loop) or the run failed: kill
+                # now, without waiting, and free the slot from a thread of its own once the child is gone.
+                child.kill()
+                threading.Thread(target=self._stop, args=(child, 0), daemon=True).start()
+
+    def _stop(self, child, wait: float) -> None:
+        """Let `child` end within `wait` seconds, else kill it; then free the slot."""
+        try:
+            child.join(timeout=wait)
+            if child.is_alive():
+                child.kill()
+            child.join()
+        finally:
             self._lock.release()
 
 

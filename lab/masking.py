@@ -1,4 +1,4 @@
-"""Masking use cases: the masks as matrices, a trained model read under each, and the cheating demo.
+"""The Masking tab's use cases: the masks as matrices, a trained model read under each, and the cheating demo.
 
 One run holds everything the Masking tab draws for a text: the gallery of masks (built by
 the very functions the model uses) and the shipped language model read once with its
@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from transformer_core import (
-    CheckpointError,
     Mask,
     MaskError,
     build_mask,
@@ -23,11 +22,12 @@ from transformer_core import (
     mean_loss,
     padding_mask,
     token_losses,
+    top_predictions,
 )
 
-from . import store
+from . import models, store
 from .cache import ViewCache
-from .policy import InputError, clamp, fit_tokens, notice, truncate
+from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
 
 LM = "shakespeare-lm"
 CHEATERS = {"trained with the causal mask": ("cheat-causal", "causal"),
@@ -35,7 +35,6 @@ CHEATERS = {"trained with the causal mask": ("cheat-causal", "causal"),
 MAX_TOKENS = 64  # masks are drawn cell by cell: 64 x 64 still shows every cell
 MAX_CHEAT_TOKENS = 60
 EFFECT_KINDS = ["none", "causal", "sliding_window", "dilated_window", "global_window"]
-WINDOWED = ("sliding_window", "dilated_window", "global_window")
 TOP_K = 5
 
 
@@ -66,6 +65,17 @@ class MaskingRun:
     top_probs: dict[str, np.ndarray]
     top_labels: dict[str, list[list[str]]]
     notice: str
+
+    def focus(self, layer, head, position, notices: list[str] | None = None):
+        """(layer, head, position) clamped to this run, the chosen head's (n_runs, T, T) weights under each
+        mask, and {run: (top-5 probabilities, top-5 labels)} at the position."""
+        n_layer, n_head, n, _ = self.attn[self.runs[0]].shape
+        layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
+        head = clamp(head, 0, n_head - 1, "Head", notices)
+        position = clamp(position, 0, n - 1, "Position", notices)
+        weights = np.stack([self.attn[name][layer, head] for name in self.runs])
+        predictions = {name: (self.top_probs[name][position], self.top_labels[name][position]) for name in self.runs}
+        return layer, head, position, weights, predictions
 
 
 def describe(mask: Mask) -> str:
@@ -113,20 +123,13 @@ def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str
     ]
 
 
-def _language_model(name: str):
-    try:
-        return store.load(name)
-    except CheckpointError as e:
-        raise InputError(f"{e}. The Masking tab needs this checkpoint.") from e
-
-
 _runs: ViewCache[MaskingRun] = ViewCache(size=32)
 
 
 def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, global_text: str | None,
                 causal: bool) -> MaskingRun:
     """The gallery for the text and the shipped LM read with its causal mask and with the chosen one."""
-    model, tokenizer = _language_model(LM)
+    model, tokenizer = models.load(LM)
     text, cut = truncate(text)
     tokens = fit_tokens(tokenizer, text, MAX_TOKENS, min_tokens=2)
     text_b = truncate(text_b)[0]
@@ -136,7 +139,7 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     notices = [cut, tokens.notice]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
-    key = (str(store.model_dir()), tuple(tokens.ids), tuple(tokens_b.ids), s)
+    key = models.key(LM, tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))
     return replace(run, notice=notice(*notices))
 
@@ -153,15 +156,14 @@ def _compute(model, tokenizer, tokens, tokens_b, s: MaskSettings) -> MaskingRun:
     for name, (logits, trace) in traced.items():
         attn[name] = trace.attention("decoder")[:, 0].numpy()
         losses[name] = token_losses(logits[0].cpu(), target).numpy()
-        p = torch.softmax(logits[0].float().cpu(), dim=-1)
-        top = torch.topk(p, min(TOP_K, p.shape[-1]))
-        probs[name] = top.values.numpy()
-        tops[name] = [[tokenizer.decode([i]) for i in row] for row in top.indices.tolist()]
+        values, ids = top_predictions(logits[0].cpu(), TOP_K)
+        probs[name] = values.numpy()
+        tops[name] = [[tokenizer.decode([i]) for i in row] for row in ids.tolist()]
     return MaskingRun(tokens.labels, tokens_b.labels, gallery, list(traced), attn, losses, probs, tops, "")
 
 
 def history(name: str) -> list[dict]:
-    path = store.model_dir() / name / "history.json"
+    path = store.folder(name) / "history.json"
     if not path.is_file():
         raise InputError(f"No training history at {path}; the cheating demo needs both cheat-* checkpoints.")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -177,13 +179,12 @@ class CheatResult:
 
 def cheating(prompt: str | None, n_new) -> tuple[list[CheatResult], dict[str, list[dict]], str]:
     """Both cheating-demo models: greedy continuations, honest loss on the prompt, training histories."""
-    prompt, cut = truncate(prompt)
-    notices = [cut]
+    notices: list[str] = []
     n_new = clamp(n_new, 1, MAX_CHEAT_TOKENS, "New tokens", notices)
     results, histories = [], {}
     for title, (name, mask_kind) in CHEATERS.items():
-        model, tokenizer = _language_model(name)
-        tokens = fit_tokens(tokenizer, prompt, model.config.max_len, min_tokens=2, keep="last")
+        model, tokenizer = models.load(name)
+        tokens = prompt_tokens(tokenizer, prompt, model.config.max_len, min_tokens=2)
         notices.append(tokens.notice)
         histories[title] = history(name)
         continuation = tokenizer.decode(greedy_with_mask(model, tokens.ids, n_new, mask_kind))

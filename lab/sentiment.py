@@ -12,12 +12,14 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from transformer_core import CheckpointError, explain_each
+from transformer_core import EmptyTextError, explain_each
 
-from . import store
+from . import models, store
 from .batching import Batcher
 from .cache import ViewCache
-from .policy import InputError, notice, truncate
+from .policy import InputError, check_readable, notice, truncate
+
+UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
 
 # picker label -> checkpoint; the ones not installed are not offered
 CLASSIFIERS = {"trained from scratch (5.8M)": "sentiment",
@@ -69,16 +71,18 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
     text, cut = truncate(text)
     if not text.strip():
         raise InputError("Type a sentence to classify, or click one of the examples.")
-    run = _runs.get((str(store.model_dir()), name, text), lambda: _compute(name, text))
+    run = _runs.get(models.key(name, text), lambda: _compute(name, text))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
 
 def _compute(name: str, text: str) -> SentimentRun:
+    model, tokenizer = models.load(name)
+    # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
+    check_readable(tokenizer, tokenizer.tokens(text), max_unknown=UNREADABLE)
     try:
-        store.load(name)
-    except CheckpointError as e:
-        raise InputError(f"The sentiment model is not available: {e}") from e
-    verdict = _explained((str(store.model_dir()), name), text)  # shares a pass with texts asked at the same time
+        verdict = _explained(models.key(name), text)  # shares a pass with texts asked at the same time
+    except EmptyTextError as e:  # check_readable should have said it; never a traceback
+        raise InputError(f"The model reads no token of this text ({e}); type a sentence.") from e
     notices = []
     if verdict.truncated:
         read = len(verdict.tokens)
@@ -92,9 +96,9 @@ def _compute(name: str, text: str) -> SentimentRun:
                         notice(*notices))
 
 
-def _explain_together(key: tuple[str, str], texts: list[str]) -> list:
+def _explain_together(key: tuple, texts: list[str]) -> list:
     """Each text's verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
-    return explain_each(*store.load(key[1]), texts)
+    return explain_each(*models.load(key[1]), texts)
 
 
 _explained = Batcher(_explain_together)
@@ -102,7 +106,7 @@ _explained = Batcher(_explain_together)
 
 def attention_link(run: SentimentRun) -> str:
     """The query string that opens the Attention tab on this classifier and the text it read."""
-    label = next((lab for lab, name in store.checkpoints().items() if name == run.model), run.model)
+    label = next((lab for lab, name in models.choices().items() if name == run.model), run.model)
     return "?" + urlencode({"tab": "attention", "model": label, "text": run.read_text})
 
 

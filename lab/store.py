@@ -17,6 +17,8 @@ from transformer_core import CheckpointError, default_device, load_gpt2, load_mo
 from transformer_core.weights.hub import read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
 
+from . import cache
+
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
 KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
@@ -24,6 +26,7 @@ KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
 _tokenizers: dict[str, TextTokenizer] = {}
+_listing: dict = {}  # the model folder's checkpoints, with the folder signature they were read at
 _model_dir = DEFAULT_MODEL_DIR
 
 
@@ -50,6 +53,30 @@ def set_model_dir(path: str | Path) -> None:
         _model_dir = Path(path)
         _models.clear()
         _tokenizers.clear()
+        _listing.clear()
+    cache.clear_all()  # runs of the old folder's models must not answer for the new one's
+
+
+def folder(name: str) -> Path:
+    """`<model dir>/<name>`, refusing a name that would read outside the model folder ("../x", "/etc")."""
+    # one path component, not "..": a link may point elsewhere (a folder of links is a fine model folder),
+    # a name may not
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name or "\\" in name:
+        raise CheckpointError(f"no checkpoint named {name!r} (looked in {_model_dir / name}): a checkpoint is one "
+                              "folder of the model folder, holding config.json, model.safetensors, tokenizer.json")
+    return _model_dir / name
+    return path
+
+
+def identity(name: str) -> tuple:
+    """What changes when checkpoint `name` is written again: its weights file's size and time."""
+    if name == GPT2:
+        return ()
+    try:
+        stat = (folder(name) / "model.safetensors").stat()
+    except (OSError, CheckpointError):
+        return ()
+    return (stat.st_size, stat.st_mtime_ns)
 
 
 def model_dir() -> Path:
@@ -62,10 +89,10 @@ def model(name: str):
         return _gpt2()[0]
     with _lock:
         if name not in _models:
-            folder = _model_dir / name
-            if not folder.is_dir():
-                raise CheckpointError(f"no checkpoint named {name!r} (looked in {folder})")
-            _models[name] = load_model(folder, default_device())
+            path = folder(name)
+            if not path.is_dir():
+                raise CheckpointError(f"no checkpoint named {name!r} (looked in {path})")
+            _models[name] = load_model(path, default_device())
         return _models[name]
 
 
@@ -75,7 +102,7 @@ def tokenizer(name: str) -> TextTokenizer:
         return _gpt2()[1]
     with _lock:
         if name not in _tokenizers:
-            _tokenizers[name] = TextTokenizer.load(_model_dir / name / "tokenizer.json")
+            _tokenizers[name] = TextTokenizer.load(folder(name) / "tokenizer.json")
         return _tokenizers[name]
 
 
@@ -84,7 +111,7 @@ def config(name: str) -> dict:
     GPT-2's from the loaded model (it is not in the model folder)."""
     if name == GPT2:
         return {**vars(_gpt2()[0].config), "arch": "DecoderLM"}
-    return read_config(_model_dir / name)
+    return read_config(folder(name))
 
 
 def arch(name: str) -> str:
@@ -95,18 +122,37 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
     """Checkpoints in the model folder: "name (kind)" label -> folder name, language models first.
 
     Tokenizer-only folders and checkpoints still being written are skipped; the masking
-    lesson's deliberately broken "cheat-*" models are left out unless asked for.
+    lesson's deliberately broken "cheat-*" models are left out unless asked for. The folder is
+    read again only when it changes (a checkpoint added, removed or rewritten), not per request.
     """
+    signature = folder_signature()
+    with _lock:
+        if _listing.get("signature") != signature:
+            _listing.update(signature=signature, found=_read_checkpoints())
+        found = _listing["found"]
+    return {label: name for _, name, label in sorted(found) if include_cheats or not name.startswith("cheat-")}
+
+
+def folder_signature() -> tuple:
+    """The model folder's subfolders with their change times: equal signatures, equal contents
+    (writing a checkpoint's files changes its folder's time)."""
+    try:
+        entries = sorted(Path(_model_dir).iterdir())
+    except OSError:
+        return (str(_model_dir),)
+    return (str(_model_dir), *((p.name, p.stat().st_mtime_ns) for p in entries if p.is_dir()))
+
+
+def _read_checkpoints() -> list[tuple[int, str, str]]:
     found = []
-    for folder in Path(_model_dir).glob("*"):
-        if not folder.is_dir() or (folder.name.startswith("cheat-") and not include_cheats):
-            continue
+    for path in Path(_model_dir).glob("*"):
         try:
-            kind = read_config(folder)["arch"]
+            kind = read_config(path)["arch"] if path.is_dir() else None
         except CheckpointError:
             continue
-        found.append((list(KIND_NAMES).index(kind), folder.name, f"{folder.name} ({KIND_NAMES[kind]})"))
-    return {label: name for _, name, label in sorted(found)}
+        if kind is not None:
+            found.append((list(KIND_NAMES).index(kind), path.name, f"{path.name} ({KIND_NAMES[kind]})"))
+    return found
 
 
 def gpt2() -> tuple[object, TextTokenizer]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
 
 from . import store
-from .policy import MAX_CHARS, InputError, truncate
+from .policy import MAX_CHARS, InputError, clamp, truncate
 
 REPLAY_MODEL = "shakespeare-bpe"  # the real BPE whose merges the replay slider walks through
 SCRATCH_MAX_CHARS = 2000  # BPE from scratch is pure Python, merge by merge: keep its text tiny
@@ -33,7 +33,18 @@ def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
     then the other BPEs by name.
     Models that ship the very same tokenizer file appear once, labelled with all their names.
     A file that cannot be read is reported as a problem instead of hiding the others.
+    The files are read again only when the model folder changes, not on every request.
     """
+    signature = store.folder_signature()
+    if _shipped.get("signature") != signature:
+        _shipped.update(signature=signature, found=_read_shipped())
+    return _shipped["found"]
+
+
+_shipped: dict = {}  # the last listing, with the model folder signature it was read at
+
+
+def _read_shipped() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
     names_by_file: dict[str, list[str]] = {}
     for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
         names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
@@ -82,7 +93,7 @@ def replay(text: str | None, k) -> tuple[str, int, list[TokenSpan], tuple[str, s
     """(text, k clamped, spans after the first k merges of the Shakespeare BPE, the k-th merge or None)."""
     text, _ = truncate(text, MAX_CHARS)
     bpe = replay_tokenizer()
-    k = min(max(int(k or 0), 0), len(bpe.merges))
+    k = clamp(k, 0, len(bpe.merges), "Merges")
     if not text:
         return "", k, [], None
     return text, k, bpe.tokens_after_merges(text, k), bpe.merges[k - 1] if k else None
@@ -92,6 +103,11 @@ def merge_text(piece: str) -> str:
     """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for."""
     bpe = replay_tokenizer()
     return bpe.decode([bpe.token_to_id(piece)])
+
+
+def scratch_merges(training: BpeTraining, k) -> int:
+    """How many of a from-scratch training's merges to apply: k moved into [0, merges learned]."""
+    return clamp(k, 0, len(training.steps), "Merges")
 
 
 @functools.lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ import torch
 
 from transformer_core import distributed
 from transformer_core.training import loop as training
-from transformer_core.training import train_lm, train_translate
+from transformer_core.training import train_lm, translation
 from transformer_core.training.tasks import get_task
 
 STEPS, BATCH = 8, 12  # 12 pairs: each of 2 ranks gets 6 pairs of varied lengths
@@ -33,7 +33,7 @@ def copy_run(stop: int, resume: str | None = None, time_budget_s: float | None =
     """Train the tiny copy translator (seed 0) with every step's loss recorded; stop after `stop` steps."""
     torch.manual_seed(0)
     task = get_task("copy")
-    model, codec = train_translate.build_model(task, "tiny")
+    model, codec = translation.build_model(task, "tiny")
     losses = []
 
     def on_step(step, loss):
@@ -45,7 +45,7 @@ def copy_run(stop: int, resume: str | None = None, time_budget_s: float | None =
                                time_budget_s=time_budget_s)
     history = None
     try:
-        history = train_translate.fit(model, codec, task, cfg, BATCH, on_step=on_step, resume_path=resume, progress=False)
+        history = translation.fit(model, codec, task, cfg, BATCH, on_step=on_step, resume_path=resume, progress=False)
     except Stop:
         pass
     params = torch.cat([p.detach().flatten() for p in model.parameters()])
@@ -63,7 +63,7 @@ def main(mode: str, out: Path, *args: str) -> None:
         torch.save(copy_run(STEPS, time_budget_s=30), out / f"clock{rank}.pt")
     elif mode == "fail":
         if rank == 1:
-            real_batches = train_translate.pair_batches
+            real_batches = translation.pair_batches
 
             def broken_batches(*a, **kw):
                 get_batch = real_batches(*a, **kw)
@@ -75,7 +75,7 @@ def main(mode: str, out: Path, *args: str) -> None:
 
                 return get
 
-            train_translate.pair_batches = broken_batches
+            translation.pair_batches = broken_batches
         seen = copy_run(STEPS)
     elif mode == "lm":
         real_save = train_lm.save_checkpoint

@@ -10,6 +10,26 @@ from .analysis.probes import (
     token_losses,
     top_predictions,
 )
+from .analysis.heads import (
+    ABLATIONS,
+    ROLE_THRESHOLD,
+    ROLES,
+    Head,
+    HeadError,
+    HeadRanking,
+    HeadRoles,
+    ImportanceMap,
+    LogitLens,
+    ablating,
+    all_heads,
+    attention_layers,
+    head_means,
+    head_roles,
+    importance_map,
+    logit_lens,
+    rank_heads,
+    repeated_random_tokens,
+)
 from .model.attention import MultiHeadAttention, attend
 from .model.cache import KVCache, LayerCache
 from .decoding.beam import BeamResult, beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
@@ -33,7 +53,7 @@ from .device import DeviceError, autocast, default_device, device_of
 from .training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 from .decoding.generation import context_window, generate, greedy_choice, next_token_logits, stream
 from .weights.gpt2 import GPT2ImportError, decoder_lm_from_gpt2, gpt2_config, load_gpt2
-from .weights.hub import CheckpointError, load_model, push_checkpoint, save_checkpoint
+from .weights.hub import CheckpointError, load_model, save_checkpoint
 from .model.layers import Block, Embeddings, FeedForward, SequenceTooLongError, sinusoidal_encoding
 from .model.masks import (
     MASK_KINDS,
@@ -79,7 +99,17 @@ from .decoding.sampling import Sampler, SamplingConfig, SamplingError, StepRecor
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .training.tasks import TASKS, Task, TaskError, get_task, pig_latin
 from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, gradient_x_input, predict_proba
-from .model.trace import Trace, recording
+from .analysis.documents import (
+    DocumentVerdict,
+    Notice,
+    Sentences,
+    SentenceVerdict,
+    read_document,
+    reads_by_sentences,
+    sentence_log_odds,
+    split_sentences,
+)
+from .model.trace import Trace, intervening, recording
 from .training.loop import TrainConfig, evaluate, learning_rate, train
 from .training.word_vectors import WordVectorError, cooccurrence, ppmi, ppmi_vectors
 
@@ -93,7 +123,7 @@ __all__ = [
     "build_mask", "causal_mask", "context_window", "decoder_lm_from_gpt2", "default_device", "device_of",
     "dilated_window_mask",
     "generate", "global_window_mask", "gpt2_config", "greedy_choice", "load_gpt2", "load_model",
-    "next_token_logits", "no_mask", "padding_mask", "push_checkpoint", "recording", "save_checkpoint",
+    "next_token_logits", "no_mask", "padding_mask", "recording", "save_checkpoint",
     "sinusoidal_encoding", "sliding_window_mask", "stream",
     # analysis (attention rollout, per-token loss, attention while generating)
     "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
@@ -117,4 +147,11 @@ __all__ = [
     "translate",
     # sentiment
     "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
+    # what a head does: find the head behind a link, switch heads off, the logit lens, head roles
+    "ABLATIONS", "ROLES", "ROLE_THRESHOLD", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
+    "LogitLens", "ablating", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
+    "intervening", "logit_lens", "rank_heads", "repeated_random_tokens",
+    # whole documents, sentence by sentence
+    "DocumentVerdict", "Notice", "SentenceVerdict", "Sentences", "read_document", "reads_by_sentences",
+    "sentence_log_odds", "split_sentences",
 ]

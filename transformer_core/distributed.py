@@ -25,6 +25,7 @@ from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
+
 # How long a collective waits for a rank before it fails. torchrun stops every rank as soon as one
 # exits with an error; this bounds the wait when a rank hangs instead, or a machine drops out.
 COLLECTIVE_TIMEOUT = timedelta(minutes=10)
@@ -172,7 +173,9 @@ class DataParallel:
     def __init__(self, model: nn.Module, loss_fn: Callable[[nn.Module, object], torch.Tensor],
                  terms: TermsFn | None = None):
         self.world = world()
-        self.device = next(model.parameters()).device
+        from .device import device_of  # device.py imports this module for its process layout
+
+        self.device = device_of(model)
         # buffers are not synced at every forward: ours are constants (position tables, masks), and a sync is a collective;
         # static_graph: the same weights take part every step, some never (a pre-training head while fine-tuning)
         self.ddp = DistributedDataParallel(_Loss(model, loss_fn), forward_sync_buffers=False, static_graph=True,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import attention as use, store
-from lab.policy import MAX_DRAWN_TOKENS, clamp, notice
+from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui.common import cached, View, handler
-from views import attention as views
-from views.kit import placeholder
+from views import attention as figures
+from views.kit import placeholder, plain
 
 GROUP_CHOICES = [(name, group) for group, name in use.GROUP_NAMES.items()]
 EXPLAINER = """
@@ -31,15 +31,15 @@ triangular; an encoder's are full; cross-attention shows which source token each
 
 def checkpoints() -> dict[str, str]:
     """Picker label -> checkpoint name: the shipped checkpoints, then GPT-2."""
-    return use.models()
+    return use.models_offered()
 
 
 def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str]):
     layer, head, weights = run.head(layer, head, notices)
     query, rows = run.query(query, notices)
-    head_fig = views.head_heatmap(weights, run.q_labels, run.k_labels, f"Layer {layer}, head {head}")
-    rows_fig = views.query_rows_heatmap(rows, run.k_labels, f"What does token {query} "
-                                        f"({views.plain(repr(run.q_labels[query]))}) attend to, in every head?")
+    head_fig = figures.head_heatmap(weights, run.q_labels, run.k_labels, f"Layer {layer}, head {head}")
+    rows_fig = figures.query_rows_heatmap(rows, run.k_labels, f"What does token {query} "
+                                        f"({plain(repr(run.q_labels[query]))}) attend to, in every head?")
     return head_fig, rows_fig
 
 
@@ -60,12 +60,12 @@ def attention(label: str, text: str, group: str, layer: float, head: float, quer
     run = use.attention_run(label, text, group)
     n_layer, n_head, Tq, Tk = run.shape
     notices = [run.notice]
-    grid = views.layer_head_grid(run.attn, run.q_labels, run.k_labels,
+    grid = figures.layer_head_grid(run.attn, run.q_labels, run.k_labels,
                                  f"{n_layer} layers x {n_head} heads over {Tq} x {Tk} tokens")
     head_fig, rows_fig = _focus_figures(run, layer, head, query, notices)
-    average = views.layer_average_grid(run.attn, run.q_labels, run.k_labels)
+    average = figures.layer_average_grid(run.attn, run.q_labels, run.k_labels)
     if run.rollout is not None:
-        rollout = views.rollout_heatmap(run.rollout, run.q_labels)
+        rollout = figures.rollout_heatmap(run.rollout, run.q_labels)
     else:
         rollout = placeholder("Rollout follows self-attention through one stack: "
                                        "choose encoder or decoder self-attention.")
@@ -83,29 +83,25 @@ def attention_focus(label: str, text: str, group: str, layer: float, head: float
 @handler
 def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
-    gen = use.generation_run(label, text, n_new)
-    n_layer, n_head = gen.rows[0].shape[:2]
+    gen = use.while_generating_run(label, text, n_new)
     notices = [gen.notice]
-    layer, head = clamp(layer, 0, n_layer - 1, "Layer", notices), clamp(head, 0, n_head - 1, "Head", notices)
-    step = clamp(step, 0, len(gen.rows) - 1, "Step", notices)
-    staircase = views.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head)
-    chosen = gen.labels[gen.n_prompt + step]
-    step_fig = views.query_rows_heatmap(gen.rows[step], gen.labels[: gen.rows[step].shape[-1]],
-                                        f"Step {step}: choosing {views.plain(repr(chosen))}, every layer and head")
+    layer, head = gen.head(layer, head, notices)
+    step, chosen, rows, read = gen.step(step, notices)
+    staircase = figures.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head)
+    step_fig = figures.query_rows_heatmap(rows, read, f"Step {step}: choosing {plain(repr(chosen))}, "
+                                          "every layer and head")
     cut = notice(*notices)
-    continuation = f"**Continuation:** {views.plain(repr(gen.continuation))}" + (f"  \n{cut}" if cut else "")
+    continuation = f"**Continuation:** {plain(repr(gen.continuation))}" + (f"  \n{cut}" if cut else "")
     return continuation, staircase, step_fig
 
 
 def model_changed(label: str, layer: float, head: float):
     """New model: size the layer/head sliders to it and keep the chosen values where they still fit."""
-    try:
-        config = store.config(use.resolve(label))
-    except Exception:  # noqa: BLE001 -- an unreadable or unreachable model is reported when it is run
+    sizes = use.slider_sizes(label, layer, head)
+    if sizes is None:  # an unreadable or unreachable model is reported when it is run
         return gr.Slider(), gr.Slider()
-    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
-    return (gr.Slider(maximum=max(1, top_layer), value=min(int(layer or 0), top_layer)),
-            gr.Slider(maximum=max(1, top_head), value=min(int(head or 0), top_head)))
+    (top_layer, layer), (top_head, head) = sizes
+    return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
 def build() -> View | None:

@@ -7,6 +7,7 @@ each deterministic view's outputs (computed once for everyone, kept encoded as G
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import inspect
 import logging
@@ -20,12 +21,13 @@ from gradio import caching
 from gradio.components.plot import PlotData
 
 from lab import InputError
+from lab.policy import MAX_CHARS
 from lab.cache import ViewCache
 from views.figure import Figure
 
 log = logging.getLogger("transformer_lab")
 
-CACHE_SIZE = 64  # outputs kept per cached handler
+CACHE_SIZE = 64  # outputs kept per cached handler (and at most lab.cache.MAX_BYTES of them)
 
 
 def user_error(e: Exception) -> gr.Error:
@@ -65,18 +67,30 @@ def _probing() -> bool:
     return caching._probe_mode_active.get()
 
 
+def _key_part(value):
+    """An input as it enters a cache key: a text longer than any tab reads (MAX_CHARS) is kept as
+    what the model reads, its first MAX_CHARS characters, plus its length and SHA-256 (the notice
+    quotes its length; the digest tells two long texts apart), so a key never pins megabytes."""
+    if isinstance(value, str) and len(value) > MAX_CHARS:
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).digest()
+        return value[:MAX_CHARS], len(value), digest
+    return value
+
+
 def cached(fn):
     """Compute a deterministic handler once per distinct input, for everyone.
 
-    Keyed by every input (the seed too: every request has one). Concurrent equal requests
-    share one computation, and a hit skips Gradio's queue. A cached stream (generation)
-    answers with its finished output only: replaying every token to each person of a
-    lecture hall cost more than computing it. Figures are kept encoded (`_serialized`).
+    Keyed by every input (the seed too: every request has one; see `_key_part` for long texts).
+    Concurrent equal requests share one computation, and a hit skips Gradio's queue: the queue
+    asks a function for a cached answer first when it has a `.cache` attribute (Gradio 6.31,
+    queueing.py). A cached stream (generation) answers with its finished output only: replaying
+    every token to each person of a lecture hall cost more than computing it. Figures are kept
+    encoded (`_serialized`).
     """
     results = ViewCache(CACHE_SIZE)
 
     def key(args, kwargs):
-        return args, tuple(sorted(kwargs.items()))
+        return tuple(map(_key_part, args)), tuple(sorted((k, _key_part(v)) for k, v in kwargs.items()))
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
@@ -84,6 +98,7 @@ def cached(fn):
             if _probing() and not results.holds(key(args, kwargs)):
                 raise caching.CacheMissError()
             yield from results.stream(key(args, kwargs), lambda: map(_serialized, fn(*args, **kwargs)))
+        stream.cache = results
         return stream
 
     @functools.wraps(fn)
@@ -91,6 +106,7 @@ def cached(fn):
         if _probing() and not results.holds(key(args, kwargs)):
             raise caching.CacheMissError()
         return results.get(key(args, kwargs), lambda: _serialized(fn(*args, **kwargs)))
+    call.cache = results
     return call
 
 

@@ -250,10 +250,15 @@ def build() -> View:
         tab.select(fn, inputs, outputs, api_visibility="private")  # fill every section when the tab opens
 
     def every_section(*values):
-        """All six sections at once, for a link or lecture step that opens this tab."""
+        """All six sections at once, for a link or lecture step that opens this tab. A section whose
+        inputs it cannot take says so in a warning and is left as it was: the other five still draw."""
         results, start = [], 0
-        for _, fn, inputs, _, _ in sections:
-            results += fn(*values[start: start + len(inputs)])
+        for _, fn, inputs, outputs, _ in sections:
+            try:
+                results += fn(*values[start: start + len(inputs)])
+            except gr.Error as e:
+                gr.Warning(e.message)
+                results += [gr.skip() for _ in outputs]
             start += len(inputs)
         return results
 

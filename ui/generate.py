@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import generation as use
-from lab.generation import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
-from lab.policy import InputError
+from lab import generate as use
+from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
 from ui.common import cached, View, handler
-from views import sampling as views
+from views import generate as figures
 from views.kit import placeholder
 
 CONTRAST_TEMPERATURES = (0.2, 0.8, 1.5)
@@ -63,16 +62,16 @@ def _label(tokenizer):
 
 
 def _highlighted(session: Session):
-    return views.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
+    return figures.highlighted_tokens(session.prompt_text, session.pieces, [r.chosen_prob for r in session.records])
 
 
 def _inspect(session: Session, tokenizer, step: int):
     if not session.records:
         return placeholder("Generate (sample or greedy) to see each step's candidates here.")
-    step = min(max(int(step), 0), len(session.records) - 1)
-    stages = views.STAGES if session.records[step].probs["penalty"] != session.records[step].probs["raw"] \
-        else tuple(s for s in views.STAGES if s != "penalty")
-    return views.stage_bars(session.records[step], _label(tokenizer), stages)
+    _, record = session.record(step)
+    stages = figures.STAGES if record.probs["penalty"] != record.probs["raw"] \
+        else tuple(s for s in figures.STAGES if s != "penalty")
+    return figures.stage_bars(record, _label(tokenizer), stages)
 
 
 def _slider(session: Session):
@@ -123,27 +122,25 @@ def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repeti
     """
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    if mode == "beam":
-        yield _outputs(notices, use.new_session(request), tokenizer, streaming=True, info="Running beam search…")
-        yield _beam(model, tokenizer, request, notices)
-        return
-    session = None
-    for session in use.generation(model, tokenizer, request):
-        yield _outputs(notices, session, tokenizer, streaming=True)
-    yield _outputs(notices, session, tokenizer)
+    last = None
+    for last in use.run(model, tokenizer, request):
+        if isinstance(last, use.BeamRun):
+            yield _beam(last, tokenizer, request, notices)
+        else:
+            waiting = "Running beam search…" if request.mode == "beam" else ""
+            yield _outputs(notices, last, tokenizer, streaming=True, info=waiting)
+    if isinstance(last, Session):
+        yield _outputs(notices, last, tokenizer)
 
 
-def _beam(model, tokenizer, request: use.Request, notices: list[str]):
+def _beam(beam: use.BeamRun, tokenizer, request: use.Request, notices: list[str]):
     """Beam search's best text in the main output, its tree, and a text sampled with the current settings."""
-    result = use.beam(model, request)
-    label = _label(tokenizer)
-    sampled = use.sampled(model, tokenizer, request)
-    beams = Session(prompt_text=request.prompt_text)  # no sampling records: the step bars stay empty
+    label, result = _label(tokenizer), beam.result
     info = (f"Beam search (width {request.width}) kept the text below, cumulative log-probability "
             f"{result.best.logprob:.2f}. Below its tree: a text sampled with the current settings.")
-    out = _outputs(notices, beams, tokenizer, info=info, tree=views.beam_tree(result, label, request.width),
-                   compare=_highlighted(sampled))
-    return (out[0], views.beam_highlights(request.prompt_text, result, label), *out[2:])
+    out = _outputs(notices, beam.session, tokenizer, info=info, tree=figures.beam_tree(result, label, request.width),
+                   compare=_highlighted(beam.sampled))
+    return (out[0], figures.beam_highlights(request.prompt_text, result, label), *out[2:])
 
 
 @cached
@@ -153,18 +150,17 @@ def beam_view(model_label, prompt, mode, temperature, top_k, top_p, min_p, repet
     """The beam tree and a sampled text for the current settings (run when the beam accordion opens)."""
     model, tokenizer, request, _ = _request(model_label, prompt, "beam", temperature, top_k, top_p, min_p,
                                             repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    return _beam(model, tokenizer, request, [])[4:6]
+    return _beam(use.beam_run(model, tokenizer, request), tokenizer, request, [])[4:6]
 
 
 @handler
 def step(session: Session | None, model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty,
          max_new_tokens, seed, width, length_penalty):
     """One more token: continue the current text, or start one if the prompt or a setting changed."""
-    if mode == "beam":
-        raise InputError("Step works with sample and greedy decoding; beam search runs all its steps at once.")
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
                                                   repetition_penalty, max_new_tokens, seed, width, length_penalty)
-    return _outputs(notices, use.step(model, tokenizer, request, session), tokenizer)
+    session = use.step(model, tokenizer, request, session)
+    return _outputs([*notices, session.notice] if session.notice else notices, session, tokenizer)
 
 
 @handler
@@ -229,7 +225,9 @@ def build() -> View:
                                                    info="1 = off")
                 with gr.Row():
                     width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label="Beam width")
-                    length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label="Length penalty")
+                    length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label="Length penalty",
+                                               info="No effect here: these models never end a text, "
+                                                    "so all beams have one length")
             with gr.Column(scale=3):
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label="Text (darker = more probable when picked; click a token)",

@@ -11,14 +11,14 @@ training loss collapses, but it cannot generate.
 from __future__ import annotations
 
 import gradio as gr
-import numpy as np
 
 from lab import masking as use, store
-from lab.policy import clamp, notice
+from lab.policy import notice
 from ui.common import cached, View, handler
 from views import attention as attention_views
-from views import masks as views
+from views import masking as views
 from views.kit import plain
+from lab.markdown import literal
 
 # Julius Caesar is the validation play: text the shipped LM never trained on
 FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him."
@@ -37,14 +37,9 @@ guesses for the next token.
 
 def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str]):
     """The attention, loss and top-5 figures of one run, at the chosen layer, head and position."""
-    n_layer, n_head, n, _ = run.attn[run.runs[0]].shape
-    layer = clamp(layer, 0, n_layer - 1, "Layer", notices)
-    head = clamp(head, 0, n_head - 1, "Head", notices)
-    position = clamp(position, 0, n - 1, "Position", notices)
-    attn = np.stack([run.attn[name][layer, head] for name in run.runs])[None]
-    attention = attention_views.heatmap_grid(attn, run.labels, run.labels, [f"L{layer} H{head}"], run.runs,
+    layer, head, position, weights, predictions = run.focus(layer, head, position, notices)
+    attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"], run.runs,
                                              f"Layer {layer}, head {head} under each mask")
-    predictions = {name: (run.top_probs[name][position], run.top_labels[name][position]) for name in run.runs}
     return (attention, views.loss_figure(run.losses, run.labels),
             views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}"))
 
@@ -67,7 +62,7 @@ def cheating(prompt: str, n_new: float):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
     lines = [f"**{r.title}** (final training loss {r.final_train_loss:.2f}; loss on your text without peeking "
-             f"{r.honest_loss:.2f} nats/token)  \n{plain(repr(prompt))} → **{plain(repr(r.continuation))}**"
+             f"{r.honest_loss:.2f} nats/token)  \n{literal(repr(prompt))} → **{literal(repr(r.continuation))}**"
              for r in results]
     return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories)
 

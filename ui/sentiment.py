@@ -102,7 +102,8 @@ def build() -> View:
         with gr.Row():
             with gr.Column(scale=2):
                 text = gr.Textbox(label="Text", lines=3, placeholder="Type a sentence about a movie ...")
-                model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier")
+                model = gr.Radio(installed, value=installed[0] if installed else None, label="Classifier",
+                                 elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label="Compare both classifiers side by side", elem_id="compare",
                                         visible=len(installed) > 1)
                 with gr.Row(equal_height=True):

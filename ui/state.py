@@ -4,17 +4,16 @@
 layer 2 and runs it. The same dicts are the lecture presets: stepping through a lecture
 is opening one saved link after another.
 
-Tabs need not know about any of this. After every tab is built, `link_tabs` walks each
-tab's input components and names them: by `elem_id` when a tab sets one, otherwise by
-label ("Temperature" -> `temperature`). Two short names always work: `text` (the tab's
-first text box) and `model` (its model picker).
+Every link parameter is declared in LINK_KEYS: its name, and the input it sets, named by the
+public API (an endpoint and the position of its argument, which never change) or, for an input
+only the page's own events read, by its `elem_id`. Never by label: labels are translated, and
+a link posted in an English lecture must open the same view in the Chinese app.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -52,18 +51,47 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
     {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
 
 
-def key_for(component) -> str:
-    """The query-parameter name of a component: its elem_id, else its label as snake_case
-    without any "(...)" aside: "Temperature (0 = greedy)" -> `temperature`."""
-    if component.elem_id:
-        return component.elem_id
-    label = re.sub(r"\(.*?\)", "", str(component.label or ""))
-    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+# tab -> {link parameter: (endpoint, argument position) | "#elem_id"}, in the order a link lists them.
+# Names only ever get added: links in the README, in slides and in students' notes use them.
+Where = tuple[str, int] | str
+LINK_KEYS: dict[str, dict[str, Where]] = {
+    "tokens": {"text": ("tokenize", 0), "replay_k": ("replay_merges", 1), "scratch_text": ("bpe_from_scratch", 0),
+               "scratch_step": ("bpe_step", 1)},
+    "attention": {"model": ("attention", 0), "attention": ("attention", 2), "text": ("attention", 1),
+                  "layer": ("attention", 3), "head": ("attention", 4), "query_token": ("attention", 5),
+                  "new_tokens": ("attention_generate", 2), "step": ("attention_generate", 5)},
+    "masking": {"text": ("masking", 0), "mask": ("masking", 2), "second_text_of_the_padding_batch": ("masking", 1),
+                "windows_look_back_only": ("masking", 6), "window_width_w": ("masking", 3),
+                "dilation_d": ("masking", 4), "global_token_positions": ("masking", 5), "layer": ("masking", 7),
+                "head": ("masking", 8), "position_for_the_top_5_guesses": ("masking", 9),
+                "prompt": ("cheating", 0), "new_tokens": ("cheating", 1)},
+    "generate": {"model": ("generate", 0), "text": ("generate", 1), "decoding": ("generate", 2),
+                 "temperature": ("generate", 3), "new_tokens": ("generate", 8), "seed": ("generate", 9),
+                 "top_k": ("generate", 4), "top_p": ("generate", 5), "min_p": ("generate", 6),
+                 "repetition_penalty": ("generate", 7), "beam_width": ("generate", 10),
+                 "length_penalty": ("generate", 11), "step_to_inspect": ("generate_inspect", 2)},
+    "sentiment": {"text": ("classify", 0), "classifier": "#sentiment-classifier", "compare": "#compare",
+                  "colour_tokens_by": ("classify", 1)},
+    "translate": {"text": ("translate", 1), "task": ("translate", 0), "attention": ("translate", 3),
+                  "layer": ("translate", 4), "head": ("translate", 5), "beam_width": ("translate", 2),
+                  "task_to_train": ("translate_train", 0), "model": ("translate_train", 1),
+                  "steps": ("translate_train", 2), "time_budget": ("translate_train", 3),
+                  "test_sources_per_length": ("translate_lengths", 0)},
+    "concepts": {"text": ("concepts_weighted_average", 0), "use_projections_w_q_w_k_w_v": ("concepts_weighted_average", 1),
+                 "divide_scores_by_d": ("concepts_weighted_average", 5), "w_q": ("concepts_weighted_average", 2),
+                 "w_k": ("concepts_weighted_average", 3), "w_v": ("concepts_weighted_average", 4),
+                 "d": ("concepts_scaling", 0), "number_of_keys": ("concepts_scaling", 1), "seed": ("concepts_scaling", 2),
+                 "sentence": ("concepts_order", 0), "shuffle_seed": ("concepts_order", 1),
+                 "positions": ("concepts_positions", 0), "d_model": ("concepts_positions", 1),
+                 "source_ids": ("concepts_trace", 0), "target_ids": ("concepts_trace", 1),
+                 "label_smoothing": ("concepts_trace", 2), "model_seed": ("concepts_trace", 3),
+                 "follow_batch_row": ("concepts_trace", 4), "follow_target_position": ("concepts_trace", 5)},
+}
 
 
 @dataclass
 class TabInputs:
-    """One tab's settable inputs, by query-parameter name, in page order."""
+    """One tab's settable inputs, by query-parameter name, in the order LINK_KEYS lists them."""
 
     tab_id: str
     components: dict[str, object] = field(default_factory=dict)
@@ -75,26 +103,29 @@ def _walk(block):
         yield from _walk(child)
 
 
-def link_tabs(demo: gr.Blocks, tabs: list[gr.Tab]) -> list[TabInputs]:
-    """Name the settable inputs of every tab (only components some event reads count)."""
-    inputs = {id(c) for fn in demo.fns.values() for c in fn.inputs}
+def _find(demo: gr.Blocks, tab: gr.Tab, where: Where):
+    """The component `where` names inside `tab`, or None (a tab still being built may lack it)."""
+    inside = {id(c) for c in _walk(tab)}
+    if isinstance(where, str):
+        found = [c for c in _walk(tab) if c.elem_id == where.removeprefix("#")]
+    else:
+        endpoint, position = where
+        found = [fn.inputs[position] for fn in demo.fns.values()
+                 if fn.api_name == endpoint and position < len(fn.inputs) and id(fn.inputs[position]) in inside]
+    return found[0] if found and isinstance(found[0], SETTABLE) else None
+
+
+def link_tabs(demo: gr.Blocks, tabs: list[gr.Tab], keys: dict[str, dict[str, Where]] | None = None) -> list[TabInputs]:
+    """Each tab's link parameters, found where `keys` (LINK_KEYS) says."""
+    keys = LINK_KEYS if keys is None else keys
     linked = []
     for tab in tabs:
         components = {}
-        for c in _walk(tab):
-            if isinstance(c, SETTABLE) and id(c) in inputs and key_for(c) and key_for(c) not in components:
-                components[key_for(c)] = c
-        linked.append(TabInputs(str(tab.id), _short_names(components)))
+        for key, where in keys.get(str(tab.id), {}).items():
+            if (component := _find(demo, tab, where)) is not None:
+                components[key] = component
+        linked.append(TabInputs(str(tab.id), components))
     return linked
-
-
-def _short_names(components: dict[str, object]) -> dict[str, object]:
-    """Rename the tab's first text box to `text` and its model picker to `model`, unless taken."""
-    text = next((k for k, c in components.items() if isinstance(c, gr.Textbox)), None)
-    model = next((k for k, c in components.items()
-                  if isinstance(c, (gr.Dropdown, gr.Radio)) and ("model" in k or "checkpoint" in k)), None)
-    renames = {old: new for old, new in ((text, "text"), (model, "model")) if old and new not in components}
-    return {renames.get(k, k): c for k, c in components.items()}
 
 
 def coerce(component, raw: str):
@@ -166,8 +197,8 @@ class ViewLinks:
     Their outputs are always [tabs, current tab id, *every linked input].
     """
 
-    def __init__(self, demo: gr.Blocks, tabs: list[gr.Tab]):
-        self.tabs = link_tabs(demo, tabs)
+    def __init__(self, demo: gr.Blocks, tabs: list[gr.Tab], keys: dict[str, dict[str, Where]] | None = None):
+        self.tabs = link_tabs(demo, tabs, keys)
         self.components = all_components(self.tabs)
         self.tab_ids = {tab.label: str(tab.id) for tab in tabs}
 

@@ -84,7 +84,7 @@ def scratch_step(text: str | None, k: float):
     text, training, _ = use.scratch(text)
     if training is None:
         return views.vocab_curve([0], 0), views.hint("Nothing to train on yet.")
-    k = min(max(int(k or 0), 0), len(training.steps))
+    k = use.scratch_merges(training, k)
     return views.vocab_curve(training.vocab_sizes, k), views.piece_chips(training.segmentation(k))
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import translation as use
+from lab import translate as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
 from ui.common import cached, View, handler, user_error
 from views.kit import placeholder
-from views.sampling import beam_tree
+from views.generate import beam_tree
 from views.translate import attention_figure, length_figure, loss_curve, step_rows
 
 GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
@@ -181,7 +181,7 @@ def build() -> View:
             with gr.Row():
                 live_task = gr.Radio(list(TOY_TASKS), value="copy", label="Task to train")
                 preset = gr.Dropdown(list(LIVE_PRESETS), value="small", label="Model size",
-                                     info=", ".join(f"{p}: d_model {PRESETS[p][0]}, {PRESETS[p][2]} layers"
+                                     info=", ".join(f"{p}: d_model {PRESETS[p].d_model}, {PRESETS[p].n_layer} layers"
                                                     for p in LIVE_PRESETS))
             with gr.Row():
                 live_steps = gr.Slider(50, 3000, value=1000, step=50, label="Steps")

@@ -6,37 +6,145 @@ token (the row sums to 1). The views here are different cuts of the same
 head average per layer, one query's row in every head, attention rollout, and
 the rows a language model used while it generated, step by step.
 
-How they are drawn (one trace per grid, weights to 3 decimals, a PNG for a large grid,
-the square-root colour scale for projectors) is `views/heatmaps.py`'s business.
+Speed and bytes (100 students ask at once, many on phones):
+- a grid is ONE heatmap trace, the matrices separated by blank (NaN) rows and columns,
+  not one trace and two axes per matrix: plotly.js lays out one plot, and the figure is
+  written straight as JSON (views/figure.py), no plotly.py on the way;
+- a grid too large to hover usefully (over IMAGE_CELLS weights) travels as one palette
+  PNG with IMAGE_LEVELS colours, evenly spaced on the square-root colour scale; the
+  weights themselves are in the selected-head figure.
+The heatmap itself, its colours, axes and the rounding of weights are views/kit.py's.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+
 import numpy as np
+from PIL import Image
+from plotly.colors import hex_to_rgb
 
 from views.figure import Figure
-from views.heatmaps import (COLORSCALE, GAMMA, _text, head_heatmap, heatmap_grid, matrix_figure,  # noqa: F401
-                            position_labels, weights)
-from views.kit import plain  # noqa: F401  (the tabs read it here)
+from views.kit import (
+    COLORSCALE,
+    GAMMA,
+    axis_text,
+    head_heatmap,
+    matrix_figure,
+    position_labels,
+    unchecked_figure,
+    weights,
+)
+
+IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG instead of a heatmap
+# Colours of the PNG: 13 steps along the square-root scale (1.5 per colour of the scale) look like
+# the continuous scale on a 128-token grid (checked side by side); 17 cost 30% more bytes, 9 show bands.
+IMAGE_LEVELS = 13
 
 
-def unchecked_figure(data: list[dict], layout: dict) -> Figure:
-    """A figure from traces and layout already in plotly's JSON form (titles as {"text": ...})."""
-    return Figure(data, layout)
+def tiled(mats: np.ndarray, gap: int, fill) -> np.ndarray:
+    """mats (rows, cols, Tq, Tk) as one matrix, the blocks `gap` cells apart, the gaps set to `fill`."""
+    n_row, n_col, Tq, Tk = mats.shape
+    canvas = np.full((n_row * (Tq + gap) - gap, n_col * (Tk + gap) - gap), fill, dtype=mats.dtype)
+    for i in range(n_row):
+        for j in range(n_col):
+            canvas[i * (Tq + gap): i * (Tq + gap) + Tq, j * (Tk + gap): j * (Tk + gap) + Tk] = mats[i, j]
+    return canvas
 
 
-def grid_axes(n_row: int, n_col: int, i: int, j: int, gap: float = 0.012) -> tuple[str, dict, dict]:
-    """Axis suffix and x/y axis settings of panel (i, j) in a grid placed by hand.
+def _grid_labels(titles: list[str], labels: list[str]) -> np.ndarray:
+    """One category per column of the tiled grid: "H1 3:soft" per cell, a unique blank between blocks."""
+    cells = position_labels(labels)
+    out = []
+    for n, title in enumerate(titles):
+        if n:
+            out.append(" " * n)  # the gap's own category, never hovered
+        out.extend(f"{title} {cell}" for cell in cells)
+    return np.array(out, dtype=object)
 
-    Cheaper than `make_subplots` by ~0.2 s at 48 panels; rows read top to bottom and
-    each panel's y axis is reversed so query 0 is the top row, as in a matrix.
+
+def _grid_heatmap(mats: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str) -> Figure:
+    n_row, n_col = mats.shape[:2]
+    z = tiled(mats, 1, np.nan)
+    heatmap = dict(type="heatmap", z=z, x=_grid_labels(col_titles, k_labels), y=_grid_labels(row_titles, q_labels),
+                   coloraxis="coloraxis", hoverongaps=False,
+                   hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")
+    hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    annotations = [dict(text=t, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", yanchor="bottom",
+                        showarrow=False) for j, t in enumerate(col_titles)]
+    annotations += [dict(text=t, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
+                         showarrow=False, textangle=90) for i, t in enumerate(row_titles)]
+    layout = dict(
+        title=dict(text=title), annotations=annotations, height=max(260, 120 * n_row + 80),
+        xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(x=1.04, len=0.8, title=dict(text="weight"))),
+        margin=dict(l=10, r=40, t=70 if title else 30, b=10),
+    )
+    return unchecked_figure([heatmap], layout)
+
+
+def _palette(levels: int) -> np.ndarray:
+    """(levels, 3) uint8 RGB: the colour scale at weights (k / (levels - 1)) ** GAMMA, evenly spaced in colour."""
+    stops = np.array([p for p, _ in COLORSCALE])
+    rgb = np.array([hex_to_rgb(c) if c.startswith("#") else _rgb(c) for _, c in COLORSCALE], dtype=np.float64)
+    w = np.linspace(0, 1, levels) ** GAMMA
+    return np.stack([np.interp(w, stops, rgb[:, c]) for c in range(3)], axis=1).round().astype(np.uint8)
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    return tuple(int(v) for v in css[css.index("(") + 1: css.index(")")].split(","))
+
+
+PALETTE = np.concatenate([_palette(IMAGE_LEVELS), [[255, 255, 255]]]).astype(np.uint8).ravel().tolist()
+WHITE = IMAGE_LEVELS  # palette index of the gaps between thumbnails
+
+
+def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int, int]:
+    """(PNG data URI, width, height) of mats (rows, cols, Tq, Tk) tiled with white gaps, one pixel per weight
+    (`scale` pixels for short texts, so a 10-token head is not a 10-pixel dot)."""
+    levels = np.sqrt(np.clip(np.nan_to_num(mats), 0, 1)) * (IMAGE_LEVELS - 1) + 0.5
+    index = levels.astype(np.uint8).repeat(scale, axis=2).repeat(scale, axis=3)
+    canvas = tiled(index, gap, WHITE)
+    image = Image.fromarray(canvas, mode="P")
+    image.putpalette(PALETTE)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=6)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), canvas.shape[1], canvas.shape[0]
+
+
+def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str) -> Figure:
+    """The grid as one image trace: row and column titles as tick labels, no per-cell hover."""
+    n_row, n_col, Tq, Tk = mats.shape
+    scale = max(1, 64 // max(Tq, Tk))
+    source, width, height = grid_image(mats, scale=scale)
+    cell_w, cell_h = width / n_col, height / n_row
+    image = dict(type="image", source=source, x0=0, y0=0, dx=1, dy=1, hoverinfo="skip")
+    colourbar = dict(type="heatmap", z=[[0, 1]], x=[0, 0], y=[0, 0], coloraxis="coloraxis", opacity=0,
+                     hoverinfo="skip", showscale=True)  # an invisible trace, only for the colour bar
+    layout = dict(
+        title=dict(text=title), height=max(260, 120 * n_row + 80),
+        xaxis=dict(tickmode="array", tickvals=[(j + 0.5) * cell_w for j in range(n_col)], ticktext=col_titles,
+                   side="top", showgrid=False, zeroline=False, range=[0, width]),
+        yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,
+                   showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x"),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(len=0.8, title=dict(text="weight"))),
+        margin=dict(l=40, r=40, t=90 if title else 50, b=10),
+    )
+    return unchecked_figure([image, colourbar], layout)
+
+
+def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
+                 title: str = "") -> Figure:
+    """A rows x cols grid of heatmaps, mats (rows, cols, Tq, Tk), on one 0..1 colour scale.
+
+    Hover reads "L0 3:soft → H1 2:what: 0.412" (row title and query, column title and key, weight).
+    A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note).
     """
-    n = i * n_col + j + 1
-    suffix = "" if n == 1 else str(n)
-    xaxis = dict(domain=[j / n_col + gap, (j + 1) / n_col - gap], anchor=f"y{suffix}", showticklabels=False, ticks="")
-    yaxis = dict(domain=[1 - (i + 1) / n_row + gap, 1 - i / n_row - gap], anchor=f"x{suffix}",
-                 showticklabels=False, ticks="", autorange="reversed")
-    return suffix, xaxis, yaxis
+    mats = weights(mats)
+    if mats.size > IMAGE_CELLS:
+        return _image_grid(mats, row_titles, col_titles, title)
+    return _grid_heatmap(mats, q_labels, k_labels, row_titles, col_titles, title)
 
 
 def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "") -> Figure:
@@ -63,7 +171,7 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str) -> Figure:
     n_layer, n_head, Tk = rows.shape
     names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)], dtype=object)
     x = position_labels(k_labels)
-    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, _text(k_labels), names, "key",
+    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels), names, "key",
                           "layer, head", title, "%{y}  → %{x}: %{z:.3f}<extra></extra>",
                           height=max(300, 16 * n_layer * n_head + 140))
 
@@ -87,7 +195,7 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
     x, y = position_labels(labels[:T]), position_labels(chosen)
     prompt_end = dict(type="line", x0=n_prompt - 0.5, x1=n_prompt - 0.5, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color="gray", dash="dot"))
-    return matrix_figure(z, x, y, _text(labels[:T]), _text(chosen), "key (prompt | generated)",
+    return matrix_figure(z, x, y, axis_text(labels[:T]), axis_text(chosen), "key (prompt | generated)",
                           "step: token being chosen", f"Attention while generating, layer {layer} head {head}",
                           "choosing %{y}: reads %{x} with %{z:.3f}<extra></extra>",
                           height=max(300, 22 * n_steps + 160), shapes=(prompt_end,))

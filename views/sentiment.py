@@ -14,8 +14,8 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from views.attention import position_labels
 from views.figure import Figure
+from views.kit import position_labels
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue

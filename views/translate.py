@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from views.attention import head_heatmap
-from views.sampling import show
+from views.kit import head_heatmap
+from views.generate import show
 
 # labels of each group's (queries, keys): "source" positions; target positions by the token they
 # "writes" (so copy's cross-attention is a diagonal of equal labels) or the token they "reads"

@@ -21,7 +21,8 @@ import torch  # noqa: E402
 
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
-from ui import sessions, state  # noqa: E402
+from ui import events, sessions, state  # noqa: E402
+from ui.common import cached  # noqa: E402
 
 
 def test_defaults_serve_locally_on_7860(monkeypatch):
@@ -89,7 +90,7 @@ def test_hub_repo_offline_says_what_to_do(monkeypatch):
 # --- queue limits and the GPU decorator ------------------------------------------------------
 
 def _events_demo():
-    """A stand-in for the tabs: cheap, model and training endpoints, plus a private twin."""
+    """A stand-in for the tabs: cheap, model, generating and training endpoints, plus private twins."""
     def tokenize(text):
         return text
 
@@ -99,7 +100,7 @@ def _events_demo():
     def generate(text):
         yield text
 
-    def train_bpe(text):
+    def translate_train(text):
         return text
 
     with gr.Blocks() as demo:
@@ -108,8 +109,8 @@ def _events_demo():
         gr.Button().click(attention, text, out, api_name="attention")
         text.submit(attention, text, out, api_name=False)
         gr.Button().click(generate, text, out, api_name="generate")
-        gr.Button().click(train_bpe, text, out, api_name="train_bpe")
-        gr.Button().click(tokenize, text, out, api_name="mine", concurrency_limit=7)
+        gr.Button().click(translate_train, text, out, api_name="translate_train")
+        gr.Button().click(tokenize, text, out, api_name="mine", api_visibility="private", concurrency_limit=7)
     return demo
 
 
@@ -117,18 +118,25 @@ def _by_name(demo):
     return {fn.api_name: fn for fn in demo.fns.values()}
 
 
-def test_every_event_gets_an_explicit_concurrency_limit():
+def test_every_event_gets_the_concurrency_its_endpoint_declares():
     demo = _events_demo()
-    app.limit_concurrency(demo)
+    events.serve(demo)
     fns = _by_name(demo)
-    assert fns["tokenize"].concurrency_limit == app.CONCURRENCY["tokenize"]
-    assert fns["generate"].concurrency_limit == app.CONCURRENCY["generate"]
-    assert fns["train_bpe"].concurrency_limit == 1 and fns["train_bpe"].concurrency_id == "training"
+    assert fns["tokenize"].concurrency_limit == events.ENDPOINTS["tokenize"].limit
+    assert (fns["generate"].concurrency_limit, fns["generate"].concurrency_id) == (2, "generation")
+    assert fns["translate_train"].concurrency_limit == 1 and fns["translate_train"].concurrency_id == "training"
     assert fns["mine"].concurrency_limit == 7  # a tab's own choice is kept
     # the private text.submit twin shares the public endpoint's queue and limit
     assert fns["false"].concurrency_id == fns["attention"].concurrency_id
-    assert fns["false"].concurrency_limit == app.CONCURRENCY["attention"]
+    assert fns["false"].concurrency_limit == events.ENDPOINTS["attention"].limit
     assert all(fn.concurrency_limit != "default" for fn in demo.fns.values())
+
+
+def test_an_endpoint_the_table_does_not_declare_is_refused():
+    with gr.Blocks() as demo:
+        gr.Button().click(lambda: None, None, None, api_name="undeclared")
+    with pytest.raises(KeyError, match="undeclared"):
+        events.serve(demo)
 
 
 def test_model_handlers_are_wrapped_with_spaces_gpu_when_spaces_is_installed(monkeypatch):
@@ -140,15 +148,25 @@ def test_model_handlers_are_wrapped_with_spaces_gpu_when_spaces_is_installed(mon
 
     monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=fake_gpu))
     demo = _events_demo()
-    app.run_on_gpu(demo)
-    assert sorted(wrapped) == ["attention", "attention", "generate", "train_bpe"]  # never tokenize
+    events.serve(demo)
+    assert sorted(wrapped) == ["attention", "attention", "generate", "translate_train"]  # never tokenize
+
+
+def test_the_gpu_wrapper_keeps_a_handlers_cache(monkeypatch):
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=lambda fn: lambda *a: fn(*a)))
+
+    @cached
+    def view(text):
+        return text
+
+    assert events.on_gpu(view).cache is view.cache  # else Gradio would queue every cache hit
 
 
 def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
     monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces -> ImportError
     demo = _events_demo()
     before = {name: fn.fn for name, fn in _by_name(demo).items()}
-    app.run_on_gpu(demo)
+    events.serve(demo)
     assert {name: fn.fn for name, fn in _by_name(demo).items()} == before
 
 
@@ -271,8 +289,11 @@ def test_the_handler_adapter_escapes_refusals_keeps_streams_and_signatures(caplo
 def test_markdown_notices_quote_user_text_and_model_output_as_text(offline):
     from ui import masking
 
+    from markdown_it import MarkdownIt
+
     generations, _ = masking.cheating(f"KING {TAG} HENRY", 3)
-    assert "<img" not in generations and "&lt;img" in generations
+    shown = MarkdownIt("commonmark").render(generations)
+    assert "<img" not in shown and "&lt;img" in shown
 
 
 # --- links and lecture presets ---------------------------------------------------------------
@@ -289,13 +310,41 @@ def _tab_demo():
                 out = gr.Textbox(label="Output")
                 gr.Button("Go", variant="primary").click(
                     lambda *a: "", [text, model, temperature, top_k, greedy], out, api_name="generate")
-        links = state.ViewLinks(demo, [tab])
+        keys = {"generate": {"text": ("generate", 0), "model": ("generate", 1), "temperature": ("generate", 2),
+                             "top_k": ("generate", 3), "greedy": ("generate", 4)}}
+        links = state.ViewLinks(demo, [tab], keys)
     return links, dict(text=text, model=model, temperature=temperature, top_k=top_k, greedy=greedy)
 
 
-def test_inputs_are_named_by_label_with_short_names_for_text_and_model():
+def test_inputs_are_named_by_the_link_table_not_by_their_labels():
     links, c = _tab_demo()
     assert list(links.tabs[0].components) == ["text", "model", "temperature", "top_k", "greedy"]
+    assert links.tabs[0].components["temperature"] is c["temperature"]
+
+
+def test_link_keys_of_the_real_app_survive_translated_labels():
+    """Labels will be translated (Chinese next): every link parameter must find the same input anyway."""
+    demo = app.build_app()
+    tabs = [b for b in demo.blocks.values() if isinstance(b, gr.Tab)]
+    before = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    for block in demo.blocks.values():
+        if getattr(block, "label", None):
+            block.label = "标签"
+    after = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    assert after == before
+    declared = {tab: set(keys) for tab, keys in state.LINK_KEYS.items()}
+    assert {tab: set(keys) for tab, keys in after.items() if tab in declared} == declared  # every key resolves
+
+
+def test_every_link_in_the_readme_names_real_parameters():
+    from urllib.parse import parse_qsl, urlparse
+
+    readme = (Path(app.__file__).parent / "README.md").read_text(encoding="utf-8")
+    links = [dict(parse_qsl(urlparse(u).query)) for u in re.findall(r"https?://[^\s)`'\"]+\?tab=[^\s)`'\"]+", readme)]
+    assert links
+    for params in links:
+        keys = state.LINK_KEYS.get(params["tab"], {})
+        assert set(params) - {"tab", "lecture"} <= set(keys), params
 
 
 def test_a_link_sets_each_input_and_clips_or_ignores_what_does_not_fit():

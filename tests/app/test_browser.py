@@ -216,7 +216,7 @@ def test_attention_draws_every_layer_and_head_in_one_grid(visit):
     grid = plot(panel, "Every head of every layer")
     grid.locator("g.hm image").first.wait_for()
     n_layer, n_head = slider_maximum(panel, "Layer") + 1, slider_maximum(panel, "Head") + 1
-    assert heatmaps(grid) == 1  # one heatmap, the heads a blank row and column apart (views/heatmaps.py)
+    assert heatmaps(grid) == 1  # one heatmap, the heads a blank row and column apart (views/attention.py)
     visit.screenshot("attention")
     # the weights behind the grid: every head's matrix, every query's row sums to 1 (to 3 decimals a weight)
     _, path = download(visit, grid.locator(".js-plotly-plot"), "Download the numbers (JSON)")

@@ -33,7 +33,7 @@ sys.path.insert(0, "tests")
 from figures import figure
 from lab import store
 from lab.attention import GPT2_LABEL
-from lab.generation import GPT2
+from lab.generate import GPT2
 from ui import attention, generate
 store.set_model_dir(sys.argv[1])
 *_, (notice, text, _, _, _, _, session) = generate.generate(

@@ -19,11 +19,12 @@ import urllib.request
 import gradio as gr
 import pytest
 import serving
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import app
 from lab import store
+from ui import events
 
 EXAMPLES_PER_ENDPOINT = 4  # small on purpose: ~25 endpoints, some run a model on a busy 2-core CPU
 # Endpoints whose largest settings run for minutes by design (live training, a sweep over
@@ -51,6 +52,46 @@ HOSTILE_TEXTS = [
     SURROGATE,
     "\udfff\ud83d",  # a pair's halves in the wrong order
 ]
+# The named classes of hostile text every endpoint is given as an explicit example, on top of random draws.
+NAMED_TEXTS = {
+    "empty": "",
+    "whitespace": " \t\n  \u3000",
+    "zero-width only": "\u200b\u200c\u200d",
+    "lone combining mark": "\u0301",
+    "replacement character": "\ufffd",
+    "NUL": "\x00",
+    "BOM": "\ufeffgood film",
+    "lone surrogate": "\ud800",
+    "RTL override": "\u202egood film\u202c \u2067bad\u2069",
+    "emoji": "😀👩‍👩‍👧‍👦🇺🇦🏳️‍🌈",
+    "CJK": "这部电影很好看，演员很出色。",
+    "1 MB": Long("word " * 200_000),
+    "Markdown link and image": "[Sign in](https://x) ![x](y) <img src=x>",
+}
+WRONG_TYPES = "wrong types"
+
+
+def named_example(component, name: str):
+    """The value `component` gets in the named example `name`: the hostile text in every text box, the
+    cheapest value elsewhere; for WRONG_TYPES, values of a type no control sends (a list for a text box,
+    a dropdown or a checkbox, NaN for a slider, 10**400 for a number)."""
+    if name == WRONG_TYPES:
+        if isinstance(component, (gr.Textbox, gr.Dropdown, gr.Radio, gr.Checkbox)):
+            return ["a", "list"]
+        if isinstance(component, gr.Slider):
+            return float("nan")
+        if isinstance(component, gr.Number):
+            return 10**400
+        return component.value
+    if isinstance(component, gr.Textbox):
+        return NAMED_TEXTS[name]
+    if isinstance(component, gr.Slider):
+        return component.minimum
+    if isinstance(component, (gr.Dropdown, gr.Radio)) and component.value is None and component.choices:
+        return component.choices[0][1]
+    return component.value
+
+
 # mostly ASCII with lone surrogates among it: hypothesis's own text() leaves surrogates out
 with_surrogates = st.text(st.one_of(st.characters(codec="ascii"), st.characters(categories=["Cs"])), max_size=50)
 text = st.one_of(st.sampled_from(HOSTILE_TEXTS), st.text(max_size=200), with_surrogates)
@@ -80,7 +121,8 @@ def strategy_for(component, cheapest: bool):
 
 def public_endpoints():
     demo = app.build_app()
-    return [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
+    # the endpoints ui/events.py keeps from agents too: callable over HTTP all the same
+    return [fn for fn in demo.fns.values() if fn.api_visibility == "public" or fn.api_name in events.ENDPOINTS]
 
 
 ENDPOINTS = public_endpoints()
@@ -103,7 +145,9 @@ def models(tmp_path_factory):
 
 
 def call(fn, args):
-    """Run a handler as Gradio would: a generator is streamed to its end."""
+    """Run a handler as Gradio would: each input through its component's preprocess (which refuses a
+    value the component cannot take with gr.Error), then the handler, a generator streamed to its end."""
+    args = [a if isinstance(c, gr.State) else c.preprocess(a) for c, a in zip(fn.inputs, args)]
     result = fn.fn(*args)
     if inspect.isgenerator(result):
         for _ in result:
@@ -127,6 +171,8 @@ def test_endpoint_answers_or_explains_for_any_input(fn):
         except gr.Error:
             pass  # a message for the person: exactly what bad input should get
 
+    for name in [*NAMED_TEXTS, WRONG_TYPES]:
+        answers_or_explains = example(tuple(named_example(c, name) for c in fn.inputs))(answers_or_explains)
     answers_or_explains()
 
 

@@ -15,7 +15,7 @@ from transformer_core.training import data, train_sentiment
 from transformer_core.weights.bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
 from transformer_core.training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 
-from test_sentiment import SHIPPED, _write_imdb
+from test_analysis_sentiment import SHIPPED, _write_imdb
 
 transformers = pytest.importorskip("transformers")
 

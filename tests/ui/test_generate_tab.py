@@ -12,7 +12,7 @@ import random_models
 
 import transformer_core as tc
 from transformer_core.tokenization import TextTokenizer
-from lab import generation as use
+from lab import generate as use
 from lab import store
 from figures import figures
 from ui import generate as tab
@@ -240,7 +240,7 @@ def test_the_tab_registers_its_endpoints():
 
 
 def test_the_tree_traces_the_winning_hypothesis_through_its_kept_nodes():
-    from views import sampling as views
+    from views import generate as views
 
     model, tokenizer = store.model("shakespeare-lm"), store.tokenizer("shakespeare-lm")
     result = tc.beam_search_lm(model, tokenizer.encode("KING:"), 4, 10)

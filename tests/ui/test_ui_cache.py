@@ -71,3 +71,37 @@ def test_a_cached_stream_answers_with_its_finished_output_only():
         assert [i for i, _ in stream(5)] == [4]
         with pytest.raises(CacheMissError):
             list(stream(6))
+
+
+def test_a_cached_handler_shows_gradio_its_cache_so_a_hit_skips_the_queue():
+    """Gradio's queue probes a function for a cached answer only if it has a `.cache` attribute."""
+    @cached
+    def view(text):
+        return text
+
+    @cached
+    def stream(text):
+        yield text
+
+    assert hasattr(view, "cache") and hasattr(stream, "cache")
+
+
+def test_large_texts_do_not_stay_in_memory_as_cache_keys():
+    """64 distinct 4 MB texts once pinned 438 MiB: a key holds at most what the model reads, plus a digest."""
+    import gc
+    import tracemalloc
+
+    @cached
+    def length(text):
+        return len(text)
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(64):
+            assert length(str(i) + "x" * 4_000_000) == 4_000_000 + len(str(i))
+        gc.collect()
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 8 * 2**20, f"{kept / 2**20:.0f} MiB kept"

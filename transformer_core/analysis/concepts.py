@@ -29,6 +29,7 @@ from ..model import trace
 from ..model.attention import MultiHeadAttention, attend
 from ..model.layers import sinusoidal_encoding
 from ..model.models import EncoderClassifier, EncoderClassifierConfig, EncoderDecoder, EncoderDecoderConfig, TransformerConfig
+from ..device import device_of
 
 
 class ConceptInputError(ValueError):
@@ -183,7 +184,7 @@ def without_positions(model: nn.Module) -> nn.Module:
     twin = type(model)(replace(model.config, positions="none"))
     state = {name: t for name, t in model.state_dict().items() if not name.endswith("embed.pos.weight")}
     twin.load_state_dict(state, strict=True)  # strict: nothing else may differ
-    return twin.to(next(model.parameters()).device).eval()
+    return twin.to(device_of(model)).eval()
 
 
 def random_classifier(vocab_size: int, seed: int = 0) -> EncoderClassifier:
@@ -235,7 +236,7 @@ def order_experiment(model: EncoderClassifier, ids: list[int], perm: list[int]) 
         raise ConceptInputError("perm must be a permutation of the token positions")
     if len(ids) > model.config.max_len:
         raise ConceptInputError(f"{len(ids)} tokens is more than this model's {model.config.max_len} positions")
-    device = next(model.parameters()).device
+    device = device_of(model)
     x = torch.tensor([ids], device=device)
     x_shuffled = x[:, perm]
     variants = []

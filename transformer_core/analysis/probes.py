@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from ..decoding.generation import Chooser, context_window, greedy_choice, next_token_logits
 from ..model.masks import build_mask
 from ..model.trace import recording
+from ..device import device_of
 
 
 def attention_rollout(attn: torch.Tensor) -> torch.Tensor:
@@ -53,9 +54,9 @@ def token_losses(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 def top_predictions(logits: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k most likely next tokens at one position: logits (vocab,) -> (probs (k,), ids (k,))."""
+    """The k most likely next tokens at each position: logits (..., vocab) -> (probs (..., k), ids (..., k))."""
     probs = torch.softmax(logits.float(), dim=-1)
-    top = torch.topk(probs, min(k, probs.numel()))
+    top = torch.topk(probs, min(k, probs.shape[-1]))
     return top.values, top.indices
 
 
@@ -64,7 +65,7 @@ def mean_loss(model, ids: list[int]) -> float:
     """Mean next-token loss (nats/token) of a language model on the last max_len of `ids`, causal mask."""
     if len(ids) < 2:
         raise ValueError("a loss needs at least two tokens: one to read and one to predict")
-    window = torch.tensor(ids[-model.config.max_len:], device=next(model.parameters()).device)
+    window = torch.tensor(ids[-model.config.max_len:], device=device_of(model))
     return float(token_losses(model(window[None])[0], window).mean())
 
 
@@ -76,7 +77,7 @@ def greedy_with_mask(model, prompt: list[int], max_new_tokens: int, mask_kind: s
     them the way they were trained; the KV cache assumes a causal model. The window is
     the one every decoding path reads (`generation.context_window`).
     """
-    ids, device = list(prompt), next(model.parameters()).device
+    ids, device = list(prompt), device_of(model)
     for _ in range(max_new_tokens):
         window = ids[-context_window(len(ids), model.config.max_len):]
         logits = model(torch.tensor([window], device=device), mask=build_mask(mask_kind, len(window)))

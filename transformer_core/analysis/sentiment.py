@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from .probes import attention_rollout
 from ..model.trace import recording
 from ..tokenization import MASK, PAD, TextTokenizer
+from ..device import device_of
 
 LABELS = ("negative", "positive")  # class index -> name; the classifier's n_class is 2
 
@@ -50,7 +51,7 @@ def special_ids(tokenizer: TextTokenizer) -> tuple[int, int]:
 @torch.no_grad()
 def predict_proba(model, ids: list[list[int]], pad_id: int, batch_size: int = 256) -> torch.Tensor:
     """Class probabilities (N, n_class) for N token id lists (each at most max_len long)."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     out = []
     for start in range(0, len(ids), batch_size):
         x, lengths = pad_batch(ids[start : start + batch_size], pad_id)
@@ -133,7 +134,7 @@ def explain_each(model, tokenizer: TextTokenizer, texts: list[str]) -> list[Verd
             raise EmptyTextError("the text has no tokens")
         read.append(spans)
     max_len = model.config.max_len
-    device = next(model.parameters()).device
+    device = device_of(model)
     idx, lengths = pad_batch([[s.id for s in spans[:max_len]] for spans in read], tokenizer.token_to_id(PAD) or 0)
     idx, lengths = idx.to(device), lengths.to(device)
     with recording() as trace:  # the pass that takes the gradient also leaves the attention weights

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..model.cache import KVCache
+from ..device import device_of
 
 StepFn = Callable[[torch.Tensor, KVCache], torch.Tensor]
 MAX_WIDTH = 8
@@ -164,7 +165,7 @@ def _done(finished: list[Hypothesis], scores: list[float], length: int, max_leng
 
 def decoder_lm_step(model) -> StepFn:
     """Step function for a DecoderLM: feed the new tokens, return the last position's log-probs."""
-    device = next(model.parameters()).device
+    device = device_of(model)
 
     def step(tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
         logits = model(tokens.to(device), cache=cache)[:, -1]
@@ -176,7 +177,7 @@ def decoder_lm_step(model) -> StepFn:
 def encoder_decoder_step(model, src: torch.Tensor, src_lengths: torch.Tensor | None, width: int) -> StepFn:
     """Step function for an EncoderDecoder translating one source `src` (1, S): the memory is
     computed once and shared by all `width` beams (their cross-attention caches are equal rows)."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     lengths = None if src_lengths is None else src_lengths.expand(width)
     memory = model.encode(src.to(device), src_lengths).expand(width, -1, -1)
 

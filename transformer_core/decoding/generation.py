@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from ..device import autocast
+from ..device import autocast, device_of
 
 # choose(logits (vocab,), ids so far) -> (chosen token id, whatever the caller wants to keep about the step)
 Chooser = Callable[[torch.Tensor, list[int]], tuple[int, object]]
@@ -70,7 +70,7 @@ def next_token_logits(model, ids: list[int], cache=None, use_cache: bool = True)
     the first call) the cache is refilled from the window.
     """
     window = context_window(len(ids), model.config.max_len)
-    device = next(model.parameters()).device
+    device = device_of(model)
     with autocast(device):
         if not use_cache:
             return _last_logits(model, torch.tensor([ids[-window:]], device=device)), None

@@ -24,6 +24,7 @@ import torch
 
 from .beam import BeamResult, beam_search, encoder_decoder_step
 from ..tokenization import PAD, TextTokenizer, train_char_level
+from ..device import device_of
 
 BOS, EOS = "<s>", "</s>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)
@@ -113,7 +114,7 @@ def greedy(model, src: torch.Tensor, src_lengths: torch.Tensor, bos: int, eos: i
     """Greedy decoding of a batch of sources (B, S) with the KV cache; per row the ids before </s>
     (a row that never writes </s> stops after max_new_tokens, default: max_len - 1, so that <s> and
     everything written still fit the decoder's positions when the translation is re-read by `traced`)."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     src, src_lengths = src.to(device), src_lengths.to(device)
     max_new_tokens = model.config.max_len - 1 if max_new_tokens is None else max_new_tokens
     memory = model.encode(src, src_lengths)  # once: every step reads the same memory
@@ -164,7 +165,7 @@ def traced(model, codec: Codec, text: str, target_ids: list[int]):
     per-step choices and gives every attention map of the translation at once.
     """
     src, src_lengths = codec.sources([text])
-    device = next(model.parameters()).device
+    device = device_of(model)
     tgt = torch.tensor([[codec.bos] + list(target_ids)], device=device)
     logits, trace = model.run_with_trace(src.to(device), tgt, src_lengths.to(device))
     return torch.softmax(logits[0].float(), dim=-1).cpu(), trace

@@ -77,6 +77,11 @@ class MultiHeadAttention(nn.Module, trace.TracePoint):
         self.w_o = nn.Linear(d_model, d_model, bias=config.bias)
         self.dropout = config.dropout
 
+    @property
+    def trace_group(self) -> str:
+        """Which of the trace's attention groups this module's weights go to."""
+        return "cross" if self.trace_name.endswith("cross_attn") else self.trace_stack
+
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
@@ -103,9 +108,11 @@ class MultiHeadAttention(nn.Module, trace.TracePoint):
         out, weights = attend(
             q, k, v, allowed, self.dropout if self.training else 0.0, need_weights=tracing, name=self.trace_name
         )
+        # each head's output (B, H, Tq, d_head), before W_o mixes the heads: the place where
+        # a head can be switched off, on either path, since both compute it alike
+        out = trace.edit(self.point("weighted"), out)
         if weights is not None:
-            group = "cross" if self.trace_name.endswith("cross_attn") else self.trace_stack
-            trace.record_attention(group, self.point("attn"), weights, mask)
+            trace.record_attention(self.trace_group, self.point("attn"), weights, mask)
             trace.record(self.point("weighted"), out)
         B, H, Tq, d_head = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, H * d_head)  # concatenate the heads

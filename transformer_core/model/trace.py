@@ -14,10 +14,16 @@ Each place is named by the module's path in the model (`layers.0.self_attn`, as 
 constructor passes names by hand.
 
 Views are pure functions of a `Trace`; they never recompute model internals.
+
+The same named places can also *change* what passes through them (an intervention,
+e.g. switching a head off): `with intervening({"layers.2.self_attn.weighted": f}):`
+runs the model with f applied there. Like recording, it is one context-variable
+lookup per place when nothing is changed, so the normal path pays nothing for it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,6 +34,8 @@ from torch import nn
 from .masks import Mask
 
 _ACTIVE: ContextVar[Trace | None] = ContextVar("transformer_core_trace", default=None)
+Edit = Callable[[torch.Tensor], torch.Tensor]
+_EDITS: ContextVar[dict[str, Edit] | None] = ContextVar("transformer_core_edits", default=None)
 
 
 @dataclass
@@ -135,6 +143,28 @@ def record_logits(logits: torch.Tensor) -> None:
         return
     trace.logits = logits.detach().float().cpu()
     record("logits", logits)
+
+
+@contextmanager
+def intervening(edits: dict[str, Edit]):
+    """Run every forward pass inside the block with `edits[name]` applied to the tensor
+    announced at `name` (a module path plus a part, e.g. "layers.0.self_attn.weighted").
+    A name no module announces changes nothing: callers that take names from users
+    (`analysis.heads.ablating`) check them against the model first."""
+    token = _EDITS.set(dict(edits))
+    try:
+        yield
+    finally:
+        _EDITS.reset(token)
+
+
+def edit(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor that flows on from place `name`: `tensor` itself unless an intervention changes it."""
+    edits = _EDITS.get()
+    if edits is None:
+        return tensor
+    change = edits.get(name)
+    return tensor if change is None else change(tensor)
 
 
 class Traceable:

@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -20,7 +20,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .. import distributed
-from ..device import autocast
+from ..device import autocast, device_of
 from ..distributed import TermsFn
 
 # get_batch(split, generator) -> batch; loss_fn(model, batch) -> scalar loss
@@ -73,7 +73,7 @@ def evaluate(model: nn.Module, get_batch: BatchFn, loss_fn: LossFn, batches: int
     was_training = model.training
     model.eval()
     g = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
+    device = device_of(model)
     with autocast(device):
         total = sum(float(loss_fn(model, get_batch("validation", g))) for _ in range(batches))
     model.train(was_training)
@@ -106,7 +106,7 @@ def train(
     over; `on_step` runs on every rank with the loss of the whole batch; rank 0 alone
     evaluates and saves, and every rank returns rank 0's history.
     """
-    device = next(model.parameters()).device
+    device = device_of(model)
     world = distributed.setup(device)
     torch.manual_seed(cfg.seed + world.rank)  # ranks draw their own dropout; rank 0 the one process's
     optimizer = make_optimizer(model, cfg)
@@ -164,6 +164,3 @@ def train(
     model.eval()
     return distributed.from_main(history)
 
-
-def config_dict(cfg) -> dict:
-    return asdict(cfg)

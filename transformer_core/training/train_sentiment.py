@@ -45,7 +45,7 @@ from . import data
 from .. import distributed
 from ..weights.bert import BertImportError, load_bert
 from .cli import exit_on
-from ..device import DeviceError, default_device, describe
+from ..device import DeviceError, default_device, describe, device_of
 from .distill import teacher_probs, transfer_texts, wordpiece_ids
 from ..weights.hub import save_checkpoint
 from ..model.models import ConfigError, EncoderClassifier, EncoderClassifierConfig
@@ -215,7 +215,7 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
     # Pre-training gets its own dropout: the fine-tuning rate (0.3) held the masked-token loss near
     # the unigram entropy (6.2 nats/token after 4,000 steps, against 4.6 with it off). Dropout lives
     # in the frozen config, so a twin built with the other rate trains the same weights.
-    device = next(model.parameters()).device
+    device = device_of(model)
     twin = EncoderClassifier(config).to(device)
     twin.load_state_dict(model.state_dict())
     history = train(twin, cfg, mlm_batches(streams, args.batch_size, args.pretrain_context, mask_id,
@@ -233,7 +233,7 @@ def finetune(model, args, examples, pad_id: int, mask_id: int | None,
     t0 = time.perf_counter()
     try:
         batches = classification_batches(examples, args.batch_size, pad_id, mask_id, args.token_dropout,
-                                         next(model.parameters()).device, args.rating_targets, transfer)
+                                         device_of(model), args.rating_targets, transfer)
         train(model, cfg, batches, classification_loss(args.label_smoothing), on_step=keep)
     except StopEarly:
         print(f"stopping: no better validation accuracy for {args.patience} checks", flush=True)
@@ -354,7 +354,8 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 """
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line, checked: a setting that cannot work is a usage error before anything is read."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
@@ -409,7 +410,11 @@ def main(argv=None) -> None:
         p.error("--teacher-lr must be positive")
     if not all(0 <= seed < 2**63 for seed in (args.seed, args.teacher_seed)):
         p.error("--seed and --teacher-seed must be from 0 to 2**63 - 1")  # torch's generators take no more
+    return args
 
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = TextTokenizer.load(args.tokenizer)

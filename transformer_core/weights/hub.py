@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import torch
-from huggingface_hub import HfApi, snapshot_download
+from huggingface_hub import snapshot_download
 from torch import nn
 
 from ..model.models import MODEL_CLASSES
@@ -102,13 +102,3 @@ def load_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> 
     except Exception as e:
         raise CheckpointError(f"could not load {cls.__name__} from {folder}: {type(e).__name__}: {e}") from e
     return model.to(device).eval()
-
-
-def push_checkpoint(folder: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Upload a checkpoint folder (weights, config, tokenizer, card) to a Hub model repo; returns its URL."""
-    folder = Path(folder)
-    read_config(folder)  # refuse to upload something that would not load
-    api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="model", exist_ok=True, private=private)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model", allow_patterns=list(CHECKPOINT_FILES))
-    return f"https://huggingface.co/{repo_id}"

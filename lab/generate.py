@@ -1,4 +1,4 @@
-"""Generation use cases: a language model's next-token distribution, turned into text step by step.
+"""The Generate tab's use cases: a language model's next-token distribution, turned into text step by step.
 
 `check` applies the input policy to a prompt and the sampling knobs; `generation` streams a
 sampled or greedy text (one `Session` that grows token by token) and `beam` runs beam
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from transformer_core import (
     BeamResult,
-    CheckpointError,
     Sampler,
     SamplingConfig,
     SamplingError,
@@ -24,31 +23,41 @@ from transformer_core import (
 )
 from transformer_core.decoding.beam import MAX_WIDTH
 
-from . import store
+from . import models, store
 from .cache import ViewCache
-from .policy import InputError, clamp, truncate
+from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = "Shakespeare LM (shipped)"
-GPT2 = "GPT-2 (downloads from the Hugging Face Hub)"
+GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
 MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
+# the language models here have no end token: every beam has the same length, so no length penalty
+# can change their ranking (it would, for a model that can end a text early)
+NO_END_TOKEN = ("Length penalty changes nothing here: this language model never writes an end token, so every "
+                "beam has the same length and the penalty ranks them as before.")
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
 EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
 
 
+def checkpoint(label: str) -> str | None:
+    """The checkpoint name behind a Generate picker label (None for no such label)."""
+    return MODELS.get(label, models.ALIASES.get(label))
+
+
 def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
-    if label not in MODELS:
+    name = checkpoint(label)
+    if name is None:
         raise InputError(f"Unknown model {label!r}; pick one of: {', '.join(MODELS)}.")
     try:
-        model, tokenizer = store.load(MODELS[label])
+        model, tokenizer = models.load(name)
         return model, tokenizer, ""
-    except CheckpointError as e:
-        if label != GPT2:
-            raise InputError(f"The shipped language model could not be loaded: {e}") from e
+    except InputError as e:
+        if name != store.GPT2:
+            raise
         model, tokenizer, _ = load(SHIPPED)
-        return model, tokenizer, f"{e}. Using the shipped Shakespeare model."
+        return model, tokenizer, f"{str(e).rstrip('.')}. Using the shipped Shakespeare model."
 
 
 @dataclass(frozen=True)
@@ -68,8 +77,13 @@ class Request:
     @property
     def key(self) -> tuple:
         """Everything that changes the result (the notices do not)."""
-        return (self.model, self.prompt_ids, self.config, self.mode, self.max_new_tokens, self.width,
-                self.length_penalty)
+        return (*self.text_key, self.max_new_tokens, self.width, self.length_penalty)
+
+    @property
+    def text_key(self) -> tuple:
+        """What decides the next token of a text: Step continues a text while these stay the same
+        (more New tokens, or beam settings, do not change it)."""
+        return (self.model, self.prompt_ids, self.config, self.mode)
 
 
 def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k, top_p, min_p,
@@ -78,7 +92,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     notices: list[str] = []
     if mode not in MODES:
         raise InputError(f"Decoding must be one of {', '.join(MODES)}, not {mode!r}.")
-    text, cut = truncate(prompt)
+    text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
     if cut:
         notices.append(cut)
     if not text:
@@ -87,13 +101,13 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     limit = BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
     max_new = clamp(max_new_tokens, 1, limit, "New tokens" + (" (beam search)" if mode == "beam" else ""), notices)
     width = clamp(width, 1, MAX_WIDTH, "Beam width", notices)
-    ids = tokenizer.encode(text)
     # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
     room = max_len - max_new if mode == "beam" else max_len
-    if len(ids) > room:
-        notices.append(f"The prompt is {len(ids)} tokens; the model reads at most {room} here "
+    tokens = fit_tokens(tokenizer, text, room, keep="last")
+    ids = tokens.ids
+    if tokens.notice:
+        notices.append(f"The prompt is {len(tokenizer.encode(text))} tokens; the model reads at most {room} here "
                        f"(context {max_len}), so only its last {room} tokens are used.")
-        ids = ids[-room:]
         text = tokenizer.decode(ids)
     try:
         config = SamplingConfig(
@@ -107,6 +121,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
         raise InputError(f"Length penalty must be a number, not {length_penalty!r}.") from None
+    if mode == "beam" and length_penalty != 1.0:
+        notices.append(NO_END_TOKEN)
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
 
 
@@ -121,10 +137,16 @@ class Session:
     pieces: list[str] = field(default_factory=list)
     records: list[StepRecord] = field(default_factory=list)
     rng_state: object = None  # the sampler's generator, so Step continues the same random stream
+    notice: str = ""  # what Step did that the person did not ask for (started again from the prompt)
+
+    def record(self, step) -> tuple[int, StepRecord]:
+        """(step clamped to the text's steps, that step's record); the session must have records."""
+        step = clamp(step, 0, len(self.records) - 1, "Step")
+        return step, self.records[step]
 
 
 def new_session(request: Request) -> Session:
-    return Session(key=request.key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
+    return Session(key=request.text_key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),
                    n_prompt=len(request.prompt_ids))
 
 
@@ -160,18 +182,49 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
         return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens)
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
-    yield from _texts.stream((str(store.model_dir()), request.key), produce, keep=copy.deepcopy)
+    yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)
 
 
 def step(model, tokenizer, request: Request, session: Session | None) -> Session:
-    """One more token: continue `session`, or start one if the prompt or a setting changed."""
-    if session is None or session.key != request.key or not session.ids:
+    """One more token: continue `session`, or start one (saying so) if the prompt, model or a sampling
+    setting changed; more New tokens or other beam settings keep the text going."""
+    if request.mode == "beam":
+        raise InputError("Step works with sample and greedy decoding; beam search runs all its steps at once.")
+    if session is None or session.key != request.text_key or not session.ids:
+        restarted = session is not None and bool(session.records)
         session = new_session(request)
+        if restarted:
+            session.notice = ("The prompt, model or a sampling setting changed, so Step started a new text "
+                              "from the prompt.")
     else:
         session = copy.deepcopy(session)
+        session.notice = ""
     for session in sample_steps(model, tokenizer, session, request.config, 1):
         pass
     return session
+
+
+@dataclass(frozen=True)
+class BeamRun:
+    """Beam search's result for a request, beside a text sampled with the same settings."""
+
+    result: BeamResult
+    sampled: Session
+    session: Session  # the prompt alone: beam search keeps no sampling records, so the step bars stay empty
+
+
+def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
+    """What the Generate button shows, as it comes: sample and greedy stream one Session per token;
+    beam search yields the prompt alone (while it runs), then its BeamRun."""
+    if request.mode != "beam":
+        yield from generation(model, tokenizer, request)
+        return
+    yield new_session(request)
+    yield beam_run(model, tokenizer, request)
+
+
+def beam_run(model, tokenizer, request: Request) -> BeamRun:
+    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:

@@ -15,7 +15,7 @@ from lab import masking as use
 from lab import store
 from figures import figures, grid_blocks
 from ui import masking as tab
-from views import masks as views
+from views import masking as views
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"

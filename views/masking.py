@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from views.attention import grid_axes, plain, position_labels, unchecked_figure
+from views.kit import grid_axes, plain, position_labels, unchecked_figure
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4

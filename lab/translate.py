@@ -1,4 +1,4 @@
-"""Translate use case: a shipped encoder-decoder writes its target, then one traced pass re-reads it.
+"""The Translate tab's use case: a shipped encoder-decoder writes its target, then one traced pass re-reads it.
 
 The run keeps every step's next-token distribution and every attention group, so the
 table, the heatmaps and the layer and head choices are slices of one run.
@@ -10,15 +10,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from transformer_core import BeamResult, CheckpointError, Codec, translate
+from transformer_core import BeamResult, Codec, translate
 from transformer_core.decoding.seq2seq import traced
 from transformer_core.training.tasks import TOY_LENGTHS, get_task
-from transformer_core.training.train_translate import accuracy_by_length
+from transformer_core.training.translation import accuracy_by_length
 
-from . import store
-from .attention import source_text
+from . import models
 from .cache import ViewCache
-from .policy import InputError, clamp, notice
+from .policy import InputError, clamp, notice, source_text
 
 CHECKPOINTS = {"copy": "translate-copy", "reverse": "translate-reverse", "sort": "translate-sort",
                "pig_latin": "translate-pig-latin"}
@@ -61,10 +60,7 @@ def token_label(codec: Codec):
 
 
 def _load(name: str):
-    try:
-        model, tokenizer = store.load(name)
-    except CheckpointError as e:
-        raise InputError(f"The model {name} could not be loaded: {e}") from e
+    model, tokenizer = models.load(name)
     return model, Codec(tokenizer)
 
 
@@ -92,7 +88,8 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     width = clamp(width, 1, 8, "Beam width", notices)
     model, codec = _load(CHECKPOINTS[task])
     text, cut = source_text(codec, model.config.max_len, source)
-    run = _runs.get((str(store.model_dir()), task, text, width), lambda: run_translation(model, codec, text, width, task))
+    run = _runs.get(models.key(CHECKPOINTS[task], text, width),
+                    lambda: run_translation(model, codec, text, width, task))
     return replace(run, notice=notice(cut, *notices))
 
 

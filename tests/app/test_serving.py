@@ -1,0 +1,123 @@
+"""What each event gets from the server: its queue, a GPU, a place among an agent's tools, and what
+a client that sends the wrong types hears back."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import gradio as gr
+import pytest
+import serving
+
+import app
+from lab import store
+from ui.common import cached
+from test_robustness import post_raw
+
+GENERATING = {"generate", "generate_step", "generate_temperatures", "attention_generate", "cheating"}
+NOT_FOR_AGENTS = {"translate_train", "generate_step", "generate_inspect", "translate_fresh"}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    store.set_model_dir(serving.model_dir(tmp_path_factory.mktemp("models")))
+    yield app.build_app()
+    store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def _named(demo, name):
+    return next(fn for fn in demo.fns.values() if fn.api_name == name)
+
+
+def test_two_generations_at_once_is_one_app_wide_limit(demo):
+    """Every event that generates text shares one group of 2, its private triggers and link runs included."""
+    generating = [_named(demo, name) for name in GENERATING]
+    functions = {id(fn.fn) for fn in generating}
+    siblings = [fn for fn in demo.fns.values() if id(fn.fn) in functions]
+    assert len(siblings) > len(generating)  # text.submit, slider.release, ... beside the buttons
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings} == {("generation", 2)}
+
+
+def test_every_cached_endpoint_lets_gradio_answer_a_hit_outside_the_queue(demo):
+    for name in ("tokenize", "attention", "attention_generate", "masking", "generate", "classify", "translate"):
+        assert hasattr(_named(demo, name).fn, "cache"), name  # Gradio's queue probes only functions with .cache
+
+
+def test_a_cache_hit_is_answered_while_every_worker_is_busy():
+    """The hit path skips the worker: one slot, held by a slow request, and a cached answer still comes at once."""
+    release = threading.Event()
+
+    def slow(text):
+        release.wait(30)
+        return text
+
+    @cached
+    def view(text):
+        return text.upper()
+
+    with gr.Blocks() as blocks:
+        box, out = gr.Textbox(), gr.Textbox()
+        gr.Button().click(slow, box, out, api_name="slow", concurrency_limit=1, concurrency_id="one")
+        gr.Button().click(view, box, out, api_name="view", concurrency_limit=1, concurrency_id="one")
+    port = serving.free_port()
+    blocks.queue().launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert post_raw(base, "view", b'{"data": ["hit"]}') == ("complete", '["HIT"]')  # computed once
+        holder = threading.Thread(target=post_raw, args=(base, "slow", b'{"data": ["x"]}'))
+        holder.start()
+        time.sleep(0.5)  # the only worker of the group is now busy
+        t0 = time.perf_counter()
+        answer = post_raw(base, "view", b'{"data": ["hit"]}')
+        waited = time.perf_counter() - t0
+        release.set()
+        holder.join(30)
+        assert answer == ("complete", '["HIT"]') and waited < 2, f"waited {waited:.1f} s behind the busy worker"
+    finally:
+        release.set()
+        blocks.close()
+
+
+# ---------------------------------------------------------------- served, as a client sees it
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = serving.free_port()
+    process, _ = serving.start_app(port, "--model-dir", str(serving.model_dir(tmp_path_factory.mktemp("served"))))
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def test_mcp_lists_only_tools_an_agent_can_call_with_their_real_types(server):
+    with urllib.request.urlopen(f"{server}/gradio_api/mcp/schema", timeout=30) as response:
+        tools = {tool["meta"]["endpoint_name"]: tool for tool in json.loads(response.read())}
+    assert {"tokenize", "attention", "generate", "classify", "translate"} <= set(tools)
+    assert not NOT_FOR_AGENTS & set(tools)  # a session's gr.State, or the app's one training slot
+    layer = tools["translate"]["inputSchema"]["properties"]["layer"]
+    assert layer["type"] == "integer" and layer["enum"] == [-1, 0, 1, 2]
+    d_model = tools["concepts_parameters"]["inputSchema"]["properties"]["d_model"]
+    assert d_model["type"] == "integer" and 64 in d_model["enum"]
+
+
+@pytest.mark.parametrize("api_name, body", [
+    ("translate", b'{"data": ["reverse", "1 2 3", [1, 2], "cross-attention", 0, "mean of heads"]}'),
+    ("sentiment_compare_checkbox", None),
+    ("concepts_scaling", b'{"data": [NaN, 8, 0]}'),
+    ("concepts_scaling", b'{"data": [64, 1e400, 0]}'),
+    ("concepts_order", b'{"data": ["a b c", 1' + b"0" * 400 + b']}'),
+    ("attention", b'{"data": [["a list"], "hello", "decoder", 0, 0, 0]}'),
+    ("attention", b'{"data": ["shakespeare-lm (language model)", "hello", "decoder", 1e400, 0, 0]}'),
+    ("generate_temperatures", b'{"data": ["Shakespeare LM (shipped)", "ROMEO:", 1' + b"0" * 400 + b']}'),
+    ("classify_compare", b'{"data": ["fine", ["a", "b"]]}'),
+])
+def test_wrong_types_over_http_get_a_clear_message(server, api_name, body):
+    if body is None:
+        api_name, body = "concepts_weighted_average", b'{"data": ["1 0\\n0 1", [true], "", "", "", false]}'
+    event, data = post_raw(server, api_name, body)
+    assert event == "error" and data not in ("null", ""), (event, data)
+    assert json.loads(data)  # a message for the person, not {"error": null}

@@ -1,0 +1,234 @@
+"""Which head links A to B, the importance map, the logit lens and head roles, on models whose answer is known."""
+
+import pytest
+import random_models
+import torch
+from torch import nn
+
+import transformer_core as tc
+from transformer_core.analysis.heads import (
+    Head, HeadError, ablating, head_roles, importance_map, logit_lens, rank_heads, repeated_random_tokens,
+)
+
+TEXT = torch.tensor([[3, 17, 5, 29, 11, 2, 38, 7, 19, 23]])
+
+
+def planted_link(query: int, key: int, layer: int = 1, head: int = 2) -> tc.EncoderClassifier:
+    """A random encoder whose head (layer, head) is rewired so that position `query` of TEXT
+    attends to position `key`: its query projection reads the direction of query's normalised
+    input, its key projection the direction of key's, so only that pair scores high."""
+    model = random_models.classifier()
+    _, run = model.run_with_trace(TEXT)
+    block = model.layers[layer]
+    with torch.no_grad():
+        x = block.norm_self(run.hidden["encoder"][layer][0])  # (T, d_model): what the head reads
+        d = model.config.d_head
+        u = torch.zeros(d)
+        u[0] = 2.0
+        rows = slice(head * d, (head + 1) * d)
+        for proj, pos in ((block.self_attn.w_q, query), (block.self_attn.w_k, key)):
+            proj.weight[rows] = torch.outer(u, x[pos] / x[pos].norm())
+            proj.bias[rows] = 0.0
+    return model
+
+
+def test_the_top_ranked_head_is_the_planted_one():
+    model = planted_link(query=6, key=2)
+    _, run = model.run_with_trace(TEXT)
+    ranking = rank_heads(run, query=6, key=2)
+    assert ranking.ranked[0][0] == Head("encoder", 1, 2)
+    assert ranking.ranked[0][1] > 0.9 > ranking.mean
+    assert ranking.weights.shape == (2, 4)
+    # another pair is not the planted link: the planted head is not singled out there
+    assert rank_heads(run, query=6, key=3).ranked[0][0] != Head("encoder", 1, 2)
+    # a word of several tokens: the weights on its pieces add up
+    both = rank_heads(run, query=6, key=[2, 3]).weights
+    assert torch.allclose(both, ranking.weights + rank_heads(run, query=6, key=3).weights)
+
+
+@pytest.mark.parametrize("query, key", [(-1, 0), (0, 10), (10, 0), (0, []), (0, [1, 10])])
+def test_ranking_positions_outside_the_text_are_refused(query, key):
+    _, run = random_models.classifier().run_with_trace(TEXT)
+    with pytest.raises(HeadError, match="positions must be"):
+        rank_heads(run, query, key)
+
+
+def one_head_carries_the_answer(layer: int = 1, head: int = 2) -> tc.EncoderClassifier:
+    """A random encoder whose verdict is read from two residual dimensions that only head
+    (layer, head) writes: it writes a constant there, so with it the model says class 1 with
+    p ~ 1, without it p = 1/2. Every other head still changes everything else."""
+    model = random_models.classifier()
+    answer = [30, 31]
+    d = model.config.d_head
+    with torch.no_grad():
+        model.embed.tok.weight[:, answer] = 0.0
+        model.embed.pos.weight[:, answer] = 0.0
+        for block in model.layers:
+            for proj in (block.self_attn.w_o, block.ff.w_2):
+                proj.weight[answer] = 0.0
+                proj.bias[answer] = 0.0
+        carrier = model.layers[layer].self_attn
+        cols = slice(head * d, (head + 1) * d)
+        carrier.w_v.weight[cols] = 0.0
+        carrier.w_v.bias[cols] = 1.0  # a constant value: whatever the head attends to, it writes it
+        carrier.w_o.weight[answer[0], cols] = 1.0
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        model.head.weight[1, answer] = torch.tensor([1.0, -1.0])
+        model.head.weight[0, answer] = torch.tensor([-1.0, 1.0])
+    return model
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_importance_map_puts_the_head_that_carries_the_answer_first(mode):
+    model = one_head_carries_the_answer()
+    result = importance_map(model, TEXT[0], mode=mode)
+    top, damage = result.ranked()[0]
+    if mode == "zero":
+        assert top == Head("encoder", 1, 2)
+        assert damage == pytest.approx(torch.log(torch.tensor(2.0)).item(), abs=0.01)  # log 1 - log 1/2
+        assert result.ranked()[1][1] < 0.1 * damage
+    else:  # its mean is the constant it always writes: switching it to its mean changes nothing
+        assert result.damage["encoder"][1, 2].abs() < 1e-4
+    assert result.damage["encoder"].shape == (2, 4)
+
+
+@pytest.mark.parametrize("kind", ["lm", "classifier", "encdec"])
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_batched_importance_map_equals_one_ablation_at_a_time(kind, mode):
+    """One head off per batch row, in batches of 5 rows, gives what separate runs give."""
+    model = getattr(random_models, kind)()
+    src, tgt = TEXT[0] % 30, torch.tensor([1, 5, 8, 3, 12, 2])  # the translator reads 30 source ids
+    result = importance_map(model, src, target=tgt if kind == "encdec" else None, mode=mode, batch_rows=5)
+    inputs = {"src": src[None], "tgt": tgt[None, :-1]} if kind == "encdec" else {"idx": src[None]}
+    means = tc.head_means(model, **inputs)
+
+    def score():
+        with torch.no_grad():
+            if kind == "lm":
+                return -tc.mean_loss(model, src.tolist())
+            if kind == "classifier":
+                return torch.log_softmax(model(src[None]), -1)[0]
+            logits = model(src[None], tgt[None, :-1])
+            return torch.log_softmax(logits, -1)[0].gather(-1, tgt[1:, None]).sum()
+
+    clean = score()
+    label = int(clean.argmax()) if kind == "classifier" else None
+    for head, damage in result.ranked():
+        with ablating(model, [head], mode, means):
+            ablated = score()
+        expected = (clean[label] - ablated[label]) if label is not None else clean - ablated
+        assert damage == pytest.approx(float(expected), abs=1e-4), head
+    assert sum(abs(d) for _, d in result.ranked()) > 0.01  # non-degenerate: heads matter
+
+
+@pytest.mark.parametrize("kind, ids, target, message", [
+    ("lm", [5], None, "too short"),
+    ("classifier", [], None, "too short"),
+    ("lm", [5, 40], None, "must lie in 0..39"),  # one past the vocabulary
+    ("lm", [-1, 3], None, "must lie in"),
+    ("encdec", [4, 9], None, "needs the target"),
+    ("encdec", [4, 9], [1], "at least <s> and one token"),
+    ("encdec", [4, 9], [1, 25], "target ids must lie"),
+])
+def test_importance_map_refuses_texts_it_cannot_score(kind, ids, target, message):
+    with pytest.raises(HeadError, match=message):
+        importance_map(getattr(random_models, kind)(), ids, target=target)
+
+
+def test_logit_lens_last_layer_is_the_models_output():
+    model = random_models.lm(n_layer=3)
+    logits, run = model.run_with_trace(TEXT)
+    probs = torch.softmax(logits[0], -1)
+    lens = logit_lens(model, run)
+    assert lens.top_ids.shape == (4, TEXT.shape[1])  # the embedding + 3 blocks, per position
+    assert torch.equal(lens.top_ids[-1], probs.argmax(-1))
+    assert torch.allclose(lens.top_probs[-1], probs.max(-1).values, atol=1e-6)
+    assert torch.equal(lens.final_probs[-1], lens.top_probs[-1]) and (lens.final_rank[-1] == 0).all()
+    # earlier layers are read differently: the embedding alone does not already make the final guess
+    assert (lens.final_rank[0] > 0).any() and not torch.equal(lens.top_ids[0], lens.top_ids[-1])
+    expected = torch.softmax(model.head(model.norm(run.hidden["decoder"][1][0])), -1)  # block 0's stream, by hand
+    assert torch.allclose(lens.top_probs[1], expected.max(-1).values, atol=1e-6)
+
+
+def test_logit_lens_refuses_models_without_an_unembedding():
+    model = random_models.classifier()
+    _, run = model.run_with_trace(TEXT)
+    with pytest.raises(HeadError, match="decoder language model"):
+        logit_lens(model, run)
+
+
+V, N = 8, 8  # tokens, and the length of the sequence that is repeated
+
+
+def induction_circuit() -> tc.DecoderLM:
+    """Olsson et al.'s two-head circuit, by hand, attention only (LayerNorms and MLPs off).
+
+    Residual dims: [0, 8) the token, [8, 24) the position, [24, 32) the previous token,
+    [32, 40) the prediction. Layer 0 head 0 is a previous-token head: position p's query
+    matches the key of position p-1; it copies that token into the previous-token dims.
+    Layer 1 head 0 is the induction head: a query for token t matches keys whose previous
+    token is t, and copies the key's own token into the prediction dims, which the
+    unembedding reads. Every other head is zero (uniform attention, writes nothing).
+    """
+    config = tc.DecoderLMConfig(vocab_size=V, d_model=40, n_head=2, n_layer=2, d_ff=4, max_len=2 * N,
+                                dropout=0.0, tie_embeddings=False)
+    model = tc.DecoderLM(config).eval()
+    sharp = 8.0  # scores of sharp**2 / sqrt(d_head) ~ 14: softmax puts ~1 on the matching key
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for block in model.layers:
+            block.norm_self = block.norm_ff = nn.Identity()
+        model.norm = nn.Identity()
+        tok, pos, prev, pred = 0, V, V + 2 * N, 2 * V + 2 * N
+        for t in range(V):
+            model.embed.tok.weight[t, tok + t] = 1.0
+            model.head.weight[t, pred + t] = 10.0
+        previous, induction = model.layers[0].self_attn, model.layers[1].self_attn
+        for p in range(2 * N):
+            model.embed.pos.weight[p, pos + p] = 1.0
+            previous.w_q.weight[p, pos + p] = sharp
+            if p + 1 < 2 * N:
+                previous.w_k.weight[p + 1, pos + p] = sharp
+        for t in range(V):
+            previous.w_v.weight[t, tok + t] = 1.0
+            previous.w_o.weight[prev + t, t] = 1.0
+            induction.w_q.weight[t, tok + t] = sharp
+            induction.w_k.weight[t, prev + t] = sharp
+            induction.w_v.weight[t, tok + t] = 1.0
+            induction.w_o.weight[pred + t, t] = 1.0
+    return model
+
+
+def test_induction_score_of_a_hand_built_induction_circuit():
+    model = induction_circuit()
+    half = torch.stack([torch.randperm(V, generator=torch.Generator().manual_seed(s)) for s in range(3)])
+    roles = head_roles(model, torch.cat([half, half], dim=1))
+    induction, previous = roles.scores["induction"]["decoder"], roles.scores["previous-token"]["decoder"]
+    assert induction[1, 0] > 0.9
+    assert induction.flatten().argmax() == 2  # layer 1 head 0, and no other head
+    assert previous[0, 0] > 0.9 and previous.flatten().argmax() == 0
+    labels = {(head, role) for head, role, _ in roles.labels()}
+    assert (Head("decoder", 1, 0), "induction") in labels and (Head("decoder", 0, 0), "previous-token") in labels
+    assert not any(role == "induction" and head.layer == 0 for head, role in labels)
+    # the induction demo: the second half is predicted by copying, the first half is not
+    assert roles.losses.shape == (2 * N - 1,)
+    assert roles.losses[N:].mean() < 0.2 * roles.losses[: N - 1].mean()
+
+
+def test_a_random_model_has_no_induction_head():
+    model = random_models.lm(max_len=64)
+    roles = head_roles(model, repeated_random_tokens(20, range(40), batch=4))
+    assert roles.scores["induction"]["decoder"].max() < 0.4
+    assert set(roles.scores) == {"previous-token", "first-token", "duplicate-token", "induction"}
+
+
+@pytest.mark.parametrize("tokens, message", [
+    (torch.tensor([[1, 2, 3, 1, 2, 4]]), "repeated twice"),
+    (torch.tensor([[1, 2, 3, 1, 2]]), "repeated twice"),
+    (repeated_random_tokens(40, range(40)), "exceed the model's context"),
+])
+def test_head_roles_refuse_sequences_that_are_not_a_repeat(tokens, message):
+    with pytest.raises(HeadError, match=message):
+        head_roles(random_models.lm(), tokens)

@@ -1,0 +1,84 @@
+"""The sentiment use case: a verdict and the tokens that drove it."""
+
+import pytest
+
+import lab
+from lab import policy, sentiment
+
+
+def test_sentiment_use_case_reads_the_same_text_the_same_way_and_links_to_its_attention():
+    run = sentiment.classify("A moving, beautifully acted film.")
+    assert set(run.probs) == {"negative", "positive"} and len(run.labels) == len(run.grad_x_input)
+    assert "model=sentiment+%28classifier%29" in sentiment.attention_link(run)
+    with pytest.raises(policy.InputError):
+        sentiment.classify("   ")
+
+
+# ---------------------------------------------------------------- sentiment
+
+SPECIAL = {"[CLS]", "[SEP]"}
+
+
+def strongest(run, sign: int, k: int = 3) -> set[str]:
+    """The k word tokens (specials left out) pushing hardest toward positive (sign 1) or negative (-1)."""
+    scored = [(sign * float(g), label.strip())
+              for label, g in zip(run.labels, run.grad_x_input) if label not in SPECIAL]
+    return {word for _, word in sorted(scored, reverse=True)[:k]}
+
+
+@pytest.mark.parametrize("text, verdict, sign, words", [
+    ("A dull, boring and badly written mess.", "negative", -1, {"dull", "boring", "badly", "mess"}),
+    ("A wonderful, moving and beautifully acted film.", "positive", 1, {"wonderful", "moving", "beautifully"})])
+def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verdict, sign, words):
+    runs = sentiment.compare(text)
+    assert [r.model for r in runs] == ["sentiment", "sentiment-pretrained"]  # picker order
+    for run in runs:
+        assert max(run.probs, key=run.probs.get) == verdict and sum(run.probs.values()) == pytest.approx(1)
+        assert run.labels == [t.text for t in lab.store.tokenizer(run.model).tokens(text)]
+        assert len(run.grad_x_input) == len(run.rollout) == len(run.labels) == run.attn.shape[-1]
+        assert strongest(run, sign) & words, (run.model, run.labels, run.grad_x_input)
+        assert run.read_text == text and run.notice == ""
+    assert sentiment.classify(text, "pre-trained + fine-tuned (22.6M)") is runs[1]  # label or name: one run
+    assert "model=sentiment-pretrained+%28classifier%29" in sentiment.attention_link(runs[1])
+
+
+def test_sentiment_says_what_it_cut_and_when_there_are_no_words():
+    long = sentiment.classify(" ".join(["good"] * 300))
+    assert "300 tokens; the model reads at most 128" in long.notice and len(long.labels) == 128
+    assert long.read_text == " ".join(["good"] * 128)  # the part the link hands to the Attention tab
+    emoji = sentiment.classify("👍🎉!!!", "sentiment-pretrained")
+    assert "no letters or digits" in emoji.notice
+    with pytest.raises(policy.InputError, match="No classifier 'sentiment-huge'"):
+        sentiment.classify("fine", "sentiment-huge")
+
+
+def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
+    (tmp_path / "sentiment").symlink_to(lab.store.DEFAULT_MODEL_DIR / "sentiment", target_is_directory=True)
+    lab.store.set_model_dir(tmp_path)
+    try:
+        assert sentiment.classifiers() == {"trained from scratch (5.8M)": "sentiment"}
+        (only,) = sentiment.compare("Not bad at all.")
+        assert only.model == "sentiment"
+        with pytest.raises(policy.InputError, match="No classifier"):
+            sentiment.classify("Not bad at all.", "sentiment-pretrained")
+        (tmp_path / "sentiment").unlink()
+        with pytest.raises(policy.InputError, match="No sentiment classifier in"):
+            sentiment.classify("Not bad at all.")
+        assert sentiment.compare("Not bad at all.") == []
+    finally:
+        lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u0301", "\ufffd", "\x00"])
+def test_comparing_a_text_with_no_readable_token_is_a_clear_message_not_a_crash(text):
+    """Issue 33: /classify_compare raised EmptyTextError out of the pre-trained classifier on these."""
+    with pytest.raises(policy.InputError, match="reads no token|cannot represent"):
+        sentiment.compare(text)
+
+
+def test_an_english_only_classifier_says_in_one_line_that_it_cannot_read_chinese():
+    """Issue 33 item 8: `[CLS] 我 [UNK]x4 部 [UNK]x2 [SEP]` gave a confident verdict."""
+    with pytest.raises(policy.InputError, match="cannot read this text") as error:
+        sentiment.classify("我很喜欢这部电影", "sentiment-pretrained")
+    assert "\n" not in str(error.value)
+    assert sentiment.classify("I loved this film", "sentiment-pretrained").probs  # English still reads

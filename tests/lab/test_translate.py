@@ -1,0 +1,46 @@
+"""The Translate tab's use case: a translation re-read in one traced pass."""
+
+import numpy as np
+import pytest
+
+from lab import policy, translate
+
+
+def test_translation_use_case_drops_spaces_a_digit_model_cannot_read_and_cuts_long_sources():
+    run = translate.translation("reverse", "1 2 3 4 5")
+    assert run.output == "54321" and run.attn["cross"].shape[-1] == 6  # 5 digits + </s>
+    assert run.layer(translate.AUTO_LAYER) == run.sharpest_layer()
+    long = translate.translation("copy", "1" * 40)
+    assert "reads at most 31" in long.notice
+
+
+@pytest.mark.parametrize("task, source, target", [
+    ("copy", "3 1 4 1 5", "31415"), ("reverse", "123456", "654321"), ("sort", "52819330", "01233589"),
+    ("pig_latin", "She pet the dog.", "Eshay etpay ethay ogday.")])
+def test_each_task_translates_and_keeps_what_each_token_was_written_from(task, source, target):
+    run = translate.translation(task, source)
+    assert run.output == target and run.task == task and run.notice == ""
+    assert run.written[-1] == run.codec.eos and run.codec.text(run.written[:-1]) == target
+    np.testing.assert_array_equal(run.probs.argmax(-1), run.written)  # greedy: each token the most likely
+    np.testing.assert_allclose(run.probs.sum(-1), 1, rtol=1e-5)
+    assert run.attn["cross"].shape[2:] == (len(run.labels["reads"]), len(run.labels["source"]))
+    assert run.labels["writes"][-1] == "⟨/s⟩" and run.labels["reads"][0] == "⟨s⟩"
+
+
+def test_translation_beam_width_is_clamped_with_a_notice_and_bad_tasks_and_sources_are_refused():
+    run = translate.translation("reverse", "9876", 99)
+    assert run.output == "6789" and run.beam is not None and "Beam width can be 1 to 8; used 8." in run.notice
+    assert translate.translation("reverse", "9876", 1).beam is None
+    with pytest.raises(policy.InputError, match="Task must be one of"):
+        translate.translation("rot13", "abc")
+    with pytest.raises(policy.InputError, match="Type a source"):
+        translate.translation("pig_latin", "   ")
+
+
+def test_length_generalisation_scores_both_position_kinds_on_each_length(monkeypatch):
+    monkeypatch.setattr(translate, "LENGTHS", range(9, 13))
+    curves, longest = translate.length_generalisation(0)  # clamped to 1 source per length
+    assert longest == 10 and set(curves) == set(translate.POSITION_MODELS)
+    for scores in curves.values():
+        assert list(scores) == [9, 10, 11, 12] and all(s in (0.0, 1.0) for s in scores.values())
+    assert curves["learned positions"][9] == 1.0  # inside the training lengths the copy model is right

@@ -1,0 +1,390 @@
+"""What a head does: find the head behind a link, switch heads off, read the layers, name the roles.
+
+Lesson: the attention grid shows where each head looks; four questions go further.
+* Which head links token A to token B? Rank every head by its weight at (A, B),
+  read from the run already traced (no new forward pass).
+* Does that head matter? Switch it off (ablation: its output replaced by zero, or by
+  its mean output) and measure the damage; the importance map does it for every
+  head, one head per batch row, so a whole map costs a few batched forward passes.
+* What does the model think after each layer? The logit lens (nostalgebraist, 2020)
+  reads each layer's residual stream through the final LayerNorm and the
+  unembedding. Early layers were never trained to be read that way, so their
+  guesses are a hint, not what the model "believes".
+* What kinds of head are there? Scores on a random token sequence repeated twice
+  (Olsson et al., 2022): previous-token heads look one back, first-token heads sink
+  into position 0, duplicate-token heads look at the same token's earlier copy and
+  induction heads at the token *after* it: the one that came next last time.
+
+A head is named (group, layer, head) with the trace's groups: "encoder", "decoder",
+"cross". Everything here is model maths; views receive these objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..model import trace
+from ..model.attention import MultiHeadAttention
+from ..model.models import DecoderLM, EncoderClassifier, EncoderDecoder
+from ..model.trace import Trace
+
+ABLATIONS = ("zero", "mean")
+ROLES = ("previous-token", "first-token", "duplicate-token", "induction")
+# A role is named when a head puts at least this share of its attention on the role's
+# key, averaged over the queries the role is defined for. Uniform attention over the
+# ~100 keys of a repeated sequence puts ~0.02 there, so 0.4 means the head singles it out.
+ROLE_THRESHOLD = 0.4
+
+
+class HeadError(ValueError):
+    """A head, position or option that the model or the run does not have."""
+
+
+@dataclass(frozen=True, order=True)
+class Head:
+    group: str  # "encoder", "decoder" (self-attention) or "cross"
+    layer: int
+    head: int
+
+    def __str__(self) -> str:
+        return f"{self.group} L{self.layer} H{self.head}"
+
+
+def attention_layers(model) -> dict[str, list[str]]:
+    """group -> the module paths of its attention layers, in layer order ("layers.0.self_attn", ...)."""
+    layers: dict[str, list[str]] = {}
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            layers.setdefault(module.trace_group, []).append(module.trace_name)
+    return layers
+
+
+def all_heads(model) -> list[Head]:
+    """Every head of the model, group by group, layer by layer."""
+    H = model.config.n_head
+    return [Head(g, l, h) for g, paths in attention_layers(model).items() for l in range(len(paths)) for h in range(H)]
+
+
+# --- switching heads off -----------------------------------------------------------------
+
+
+@torch.no_grad()
+def head_means(model, **inputs) -> dict[str, torch.Tensor]:
+    """Each attention layer's head outputs averaged over batch rows and query positions.
+
+    inputs: what the model's forward takes (idx=... or src=..., tgt=...), unpadded.
+    Returns module path -> (H, d_head). Mean ablation replaces a head's output, at every
+    position, by this one vector: "what the head usually says" on these inputs, without
+    what it says at each position. In a causal model the mean includes later positions.
+    """
+    with trace.recording(keep_values=True) as run:
+        model(**inputs)
+    paths = [p for group in attention_layers(model).values() for p in group]
+    return {p: run.values[f"{p}.weighted"].mean(dim=(0, 2)) for p in paths}
+
+
+def _switch(keep: torch.Tensor, mean: torch.Tensor | None) -> trace.Edit:
+    """Keep head h of batch row r where keep[r, h] == 1; elsewhere write 0 or the head's mean."""
+
+    def change(out: torch.Tensor) -> torch.Tensor:  # out: (B, H, T, d_head)
+        k = keep.to(out.device, out.dtype)[:, :, None, None]  # (B or 1, H, 1, 1)
+        if mean is None:
+            return out * k
+        return out * k + (1 - k) * mean.to(out.device, out.dtype)[None, :, None, :]
+
+    return change
+
+
+def _edits(model, rows: list[list[Head]], mode: str, means: dict | None) -> dict[str, trace.Edit]:
+    """Interventions that switch off the heads rows[r] in batch row r; a single row
+    applies to every batch row."""
+    if mode not in ABLATIONS:
+        raise HeadError(f"ablation must be one of {ABLATIONS}, got {mode!r}")
+    if mode == "mean" and means is None:
+        raise HeadError("mean ablation needs the heads' means: head_means(model, ...) on a reference text")
+    layers, H = attention_layers(model), model.config.n_head
+    keep = {p: torch.ones(len(rows), H) for paths in layers.values() for p in paths}
+    for r, heads in enumerate(rows):
+        for head in heads:
+            if head.group not in layers or not 0 <= head.layer < len(layers[head.group]) or not 0 <= head.head < H:
+                raise HeadError(f"the model has no head {head}; it has groups {sorted(layers)}, "
+                                f"{model.config.n_layer} layers and {H} heads per layer")
+            keep[layers[head.group][head.layer]][r, head.head] = 0.0
+    # only layers with a head off are edited: the others run exactly as without ablation
+    return {f"{p}.weighted": _switch(k, None if mode == "zero" else means[p])
+            for p, k in keep.items() if (k == 0).any()}
+
+
+@contextmanager
+def ablating(model, heads: Iterable[Head], mode: str = "zero", means: dict[str, torch.Tensor] | None = None):
+    """Run `model` with `heads` switched off, on the fast and the inspect path alike, with or
+    without a KV cache: zero writes 0 as their output, mean writes `means` (see head_means)."""
+    with trace.intervening(_edits(model, [list(heads)], mode, means)):
+        yield
+
+
+# --- the importance map ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportanceMap:
+    """Damage when each head alone is switched off, for one text.
+
+    damage: group -> (n_layer, n_head); positive = the model does worse without the head.
+    measure: what the damage is a change of; baseline: that measure with every head on.
+    """
+
+    damage: dict[str, torch.Tensor]
+    measure: str
+    baseline: float
+    mode: str
+
+    def ranked(self) -> list[tuple[Head, float]]:
+        """Every head, most damaging first."""
+        scores = [(Head(g, l, h), float(d[l, h])) for g, d in self.damage.items()
+                  for l in range(d.shape[0]) for h in range(d.shape[1])]
+        return sorted(scores, key=lambda item: -item[1])
+
+
+def _score_rows(model, inputs: dict, labels: torch.Tensor | None, rows: int) -> torch.Tensor:
+    """Run `rows` copies of one example: how well the model does in each row (higher is
+    better, so damage = row 0's score - a row's). LM: minus the mean next-token loss;
+    classifier: log p of each class (rows, n_class); translator: the target's log-likelihood."""
+    logp = torch.log_softmax(model(**{name: x.expand(rows, -1) for name, x in inputs.items()}).float(), -1)
+    if isinstance(model, EncoderClassifier):
+        return logp
+    if isinstance(model, DecoderLM):
+        logp = logp[:, :-1]  # the last position predicts past the text
+    picked = logp.gather(-1, labels.expand(rows, -1)[..., None])[..., 0]  # (rows, T): log p of each next token
+    return picked.mean(-1) if isinstance(model, DecoderLM) else picked.sum(-1)
+
+
+MEASURES = {DecoderLM: "mean next-token loss increase (nats)",
+            EncoderClassifier: "drop in log p of the predicted label",
+            EncoderDecoder: "drop in the target's log-likelihood (nats)"}
+
+
+def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
+    if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < vocab_size):
+        raise HeadError(f"{what} ids must lie in 0..{vocab_size - 1}, the model's vocabulary")
+
+
+def _inputs(model, ids, target) -> tuple[dict, torch.Tensor | None]:
+    """The forward pass's inputs for one example, (1, T) each, and the next tokens it is scored on."""
+    device = next(model.parameters()).device
+    ids = torch.as_tensor(ids, device=device).reshape(1, -1)
+    if isinstance(model, EncoderDecoder):
+        if target is None:
+            raise HeadError("a translator's importance map needs the target ids (<s> ... </s>)")
+        target = torch.as_tensor(target, device=device).reshape(1, -1)
+        _check_ids(ids, model.config.src_vocab_size, "source")
+        _check_ids(target, model.config.tgt_vocab_size, "target")
+        if ids.shape[1] < 1 or target.shape[1] < 2:
+            raise HeadError("a translator needs a source and a target of at least <s> and one token")
+        return {"src": ids, "tgt": target[:, :-1]}, target[:, 1:]  # read <s> ..., predict ... </s>
+    if ids.shape[1] < (2 if isinstance(model, DecoderLM) else 1):
+        raise HeadError("the text is too short: a language model's loss needs two tokens, a classifier one")
+    _check_ids(ids, model.config.vocab_size, "token")
+    return {"idx": ids}, ids[:, 1:] if isinstance(model, DecoderLM) else None
+
+
+@torch.no_grad()
+def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int = 64) -> ImportanceMap:
+    """Switch each head off alone and measure the damage on one text.
+
+    ids: the text's token ids (a translator's source ids); target: a translator's target
+    ids, <s> ... </s>. Language models: increase of the mean next-token loss; classifiers:
+    drop in log p of the label predicted with every head on; translators: drop in the
+    target's log-likelihood. The input is copied along the batch, one head switched off
+    per row (row 0: none), so each forward pass measures up to batch_rows heads at once.
+    Mean ablation uses the heads' means over this text's positions.
+    """
+    inputs, labels = _inputs(model, ids, target)
+    means = head_means(model, **inputs) if mode == "mean" else None
+    rows = [[], *([head] for head in all_heads(model))]
+    scores = []
+    for start in range(0, len(rows), batch_rows):
+        chunk = rows[start : start + batch_rows]
+        with trace.intervening(_edits(model, chunk, mode, means)):
+            scores.append(_score_rows(model, inputs, labels, len(chunk)))
+    score = torch.cat(scores)
+    if isinstance(model, EncoderClassifier):  # the label the intact model predicts
+        score = score[:, int(score[0].argmax())]
+    damage = (score[0] - score[1:]).cpu()
+    layers, H = attention_layers(model), model.config.n_head
+    by_group, at = {}, 0
+    for group, paths in layers.items():
+        by_group[group] = damage[at : at + len(paths) * H].reshape(len(paths), H)
+        at += len(paths) * H
+    baseline = -float(score[0]) if isinstance(model, DecoderLM) else float(score[0])  # an LM's: its loss
+    return ImportanceMap(by_group, MEASURES[type(model)], baseline, mode)
+
+
+# --- which head links A to B -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadRanking:
+    """Every head ranked by the weight its query `query` puts on key `key` (or keys, summed).
+
+    weights: (n_layer, n_head); ranked: (head, weight), largest first; mean: over all heads.
+    """
+
+    query: int
+    key: int | Sequence[int]
+    weights: torch.Tensor
+    ranked: list[tuple[Head, float]]
+    mean: float
+
+
+def _group_of(run: Trace, group: str | None) -> str:
+    if group is None:
+        self_groups = [g for g in run.groups if g != "cross"]
+        if len(self_groups) != 1:
+            raise HeadError(f"say which attention group to rank: {run.groups}")
+        return self_groups[0]
+    if group not in run.attn:
+        raise HeadError(f"no attention recorded for {group!r}; recorded groups: {run.groups}")
+    return group
+
+
+def rank_heads(run: Trace, query: int, key: int | Sequence[int], group: str | None = None,
+               row: int = 0) -> HeadRanking:
+    """Rank the heads of one traced run by attention from position `query` to position `key`.
+
+    key may be several positions (a word cut into several tokens): the weight is their sum.
+    Re-slices the recorded weights (no forward pass). group defaults to the run's one
+    self-attention group; row is the batch row.
+    """
+    group = _group_of(run, group)
+    attn = run.attention(group)[:, row]  # (n_layer, H, Tq, Tk)
+    Tq, Tk = attn.shape[-2:]
+    keys = [key] if isinstance(key, int) else list(key)
+    if not (0 <= query < Tq and keys and all(0 <= k < Tk for k in keys)):
+        raise HeadError(f"positions must be a query in 0..{Tq - 1} and keys in 0..{Tk - 1}, got ({query}, {key})")
+    weights = attn[:, :, query, keys].sum(-1)  # (n_layer, H)
+    order = torch.argsort(weights.flatten(), descending=True).tolist()
+    H = weights.shape[1]
+    ranked = [(Head(group, i // H, i % H), float(weights.flatten()[i])) for i in order]
+    return HeadRanking(query, key, weights, ranked, float(weights.mean()))
+
+
+# --- the logit lens ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """A decoder LM's next-token guess read after each layer, for one text.
+
+    Row 0 is the embedding, row l the output of block l (so n_layer + 1 rows), each read
+    through the final LayerNorm and the unembedding; all tensors are (n_layer + 1, T).
+    top_ids, top_probs: the most likely next token and its probability;
+    final_rank, final_probs: the rank (0 = top) and probability, in each row's guess, of
+    the model's final prediction at that position.
+    """
+
+    top_ids: torch.Tensor
+    top_probs: torch.Tensor
+    final_rank: torch.Tensor
+    final_probs: torch.Tensor
+
+
+@torch.no_grad()
+def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
+    """The logit lens of a DecoderLM's traced run (run_with_trace): reads the run's residual
+    streams, so no new pass through the blocks. Its last row is the model's output."""
+    if not isinstance(model, DecoderLM):
+        raise HeadError(f"the logit lens reads a decoder language model, not a {type(model).__name__}")
+    if "decoder" not in run.hidden:
+        raise HeadError("the run has no residual streams: trace it with run_with_trace")
+    device = next(model.parameters()).device
+    stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
+    logits = model.head(model.norm(stream)).float()  # the final norm and unembedding, at every layer
+    probs = torch.softmax(logits, -1)  # (n_layer + 1, T, vocab)
+    top_probs, top_ids = probs.max(-1)
+    final = top_ids[-1].expand(len(probs), -1)[..., None]  # the last row's guess is the model's prediction
+    final_logit = logits.gather(-1, final)  # (n_layer + 1, T, 1)
+    final_rank = (logits > final_logit).sum(-1)
+    final_probs = probs.gather(-1, final)[..., 0]
+    return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
+
+
+# --- head roles --------------------------------------------------------------------------
+
+
+def repeated_random_tokens(n: int, vocab: Iterable[int], batch: int = 4, seed: int = 0) -> torch.Tensor:
+    """`batch` sequences of n tokens drawn uniformly from `vocab`, each repeated twice: (batch, 2n).
+    The standard probe for induction heads: the second half is predictable only by copying."""
+    choices = torch.as_tensor(list(vocab))
+    if n < 2 or len(choices) < 2:
+        raise HeadError("a repeated random sequence needs n >= 2 tokens from at least two ids")
+    g = torch.Generator().manual_seed(seed)
+    half = choices[torch.randint(len(choices), (batch, n), generator=g)]
+    return torch.cat([half, half], dim=1)
+
+
+@dataclass(frozen=True)
+class HeadRoles:
+    """Role scores of every self-attention head on a random sequence repeated twice.
+
+    scores[role][group]: (n_layer, n_head), the mean attention a query puts on its role's key:
+      previous-token  key i-1 (every query i >= 1)
+      first-token     key 0   (every query i >= 1): an attention sink
+      duplicate-token key i-n (second-half queries): the same token's earlier copy
+      induction       key i-n+1 (second-half queries): the token that followed that copy
+    losses: a language model's per-token loss over the sequence (2n-1,), averaged over the
+    batch: it drops in the second half when the model copies (induction), else None.
+    """
+
+    scores: dict[str, dict[str, torch.Tensor]]
+    n: int
+    losses: torch.Tensor | None
+    threshold: float = ROLE_THRESHOLD
+
+    def labels(self) -> list[tuple[Head, str, float]]:
+        """(head, role, score) for every score at or above the threshold, highest first."""
+        found = [(Head(g, l, h), role, float(s[l, h])) for role, by_group in self.scores.items()
+                 for g, s in by_group.items() for l, h in (s >= self.threshold).nonzero().tolist()]
+        return sorted(found, key=lambda item: -item[2])
+
+
+def _stripe(attn: torch.Tensor, back: int) -> torch.Tensor:
+    """attn[..., i, i - back] for every query i >= back: (..., T - back)."""
+    return torch.diagonal(attn, offset=-back, dim1=-2, dim2=-1)
+
+
+@torch.no_grad()
+def head_roles(model, tokens: torch.Tensor) -> HeadRoles:
+    """Score every self-attention head for the four ROLES on `tokens` (B, 2n), a sequence
+    repeated twice (repeated_random_tokens). One traced forward pass. A translator reads
+    the tokens as its source and as its target."""
+    B, T = tokens.shape
+    n = T // 2
+    if T % 2 or not torch.equal(tokens[:, :n], tokens[:, n:]):
+        raise HeadError("head roles need a sequence repeated twice: (B, 2n) with both halves equal")
+    if T > model.config.max_len:
+        raise HeadError(f"2n = {T} tokens exceed the model's context of {model.config.max_len}")
+    vocab = min(model.config.src_vocab_size, model.config.tgt_vocab_size) if isinstance(model, EncoderDecoder) \
+        else model.config.vocab_size
+    _check_ids(tokens, vocab, "token")
+    tokens = tokens.to(next(model.parameters()).device)
+    inputs = {"src": tokens, "tgt": tokens} if isinstance(model, EncoderDecoder) else {"idx": tokens}
+    logits, run = model.run_with_trace(**inputs)
+    scores = {role: {} for role in ROLES}
+    for group in run.groups:
+        if group == "cross":  # roles are about a sequence reading itself
+            continue
+        attn = run.attention(group)  # (n_layer, B, H, T, T)
+        scores["previous-token"][group] = _stripe(attn, 1).mean(dim=(1, 3))
+        scores["first-token"][group] = attn[..., 1:, 0].mean(dim=(1, 3))
+        scores["duplicate-token"][group] = _stripe(attn, n).mean(dim=(1, 3))
+        scores["induction"][group] = _stripe(attn, n - 1)[..., 1:].mean(dim=(1, 3))
+    losses = None
+    if isinstance(model, DecoderLM):
+        losses = F.cross_entropy(logits[:, :-1].float().transpose(1, 2), tokens[:, 1:], reduction="none").mean(0)
+    return HeadRoles(scores, n, None if losses is None else losses.cpu())
