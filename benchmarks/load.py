@@ -210,7 +210,9 @@ async def _hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
     sessions = [f"student-{i}" for i in range(n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n)
+    # idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one the server is closing
+    # failed a request now and then ("Server disconnected without sending a response"), a client artefact
+    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n, keepalive_expiry=4)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         for name, request in requests.items():
             answers = await asyncio.gather(*(_call(http, url, name, _payload(info, name, request(i)), s)
