@@ -6,7 +6,7 @@
     python -m benchmarks.load --cached-hit
 
 --cached-hit asks whether a cached answer waits for a worker: two 200-token generations and
-twelve distinct attention views (four run, eight queue) are running while the one
+twelve distinct attention views (all running: attention runs 16 at once) are running while the one
 attention view already computed is asked for again, one request at a time; hit_ms is from
 request to answer (target: at most 100 ms), busy_while_measured says the others were still
 running when the last hit came back.
@@ -254,7 +254,7 @@ async def _cached_hit(url: str, hits: int) -> dict:
                 for i in range(2)]
         busy += [asyncio.create_task(_call(http, url, "attention", _payload(
                     info, "attention", {"text": f"{TEXTS[i % len(TEXTS)]} ({i})"}), f"view-{i}")) for i in range(12)]
-        await asyncio.sleep(0.5)  # the generations run; four views run, eight wait in attention's queue
+        await asyncio.sleep(0.5)  # the generations and the twelve views run
         times = []
         for i in range(hits):
             times.append(1000 * await _call(http, url, "attention", view, f"student-{i}"))
