@@ -28,10 +28,10 @@ def attention_page(browser, server):  # noqa: F811
     """The Attention tab opened on TEXT with the LM, layer LAYER, head HEAD, drawn; and the model's own run."""
     if LM in serving.missing():
         pytest.skip(f"{LM} is not in assets/: the app would draw a random stand-in")
-    label = next(lab for lab, name in use.models().items() if name == LM)
+    label = next(lab for lab, name in use.models_offered().items() if name == LM)
     visit = Visit(browser, server[0])
     visit.open(f"?tab=attention&model={quote_plus(label)}&text={quote_plus(TEXT)}&layer={LAYER}&head={HEAD}"
-               f"&query_token_position={QUERY}")
+               f"&query_token={QUERY}")
     visit.page.wait_for_function("""() => { const plots = document.querySelectorAll('#tab-attention .js-plotly-plot');
         return plots.length >= 5 && Array.from(plots).every((gd) => (gd._fullData || []).length > 0)
             && document.querySelector('#attention-grid .js-plotly-plot').layout.title.text.includes('tokens'); }""")
