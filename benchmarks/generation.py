@@ -30,7 +30,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_core import decoder_lm_from_gpt2, generate, load_model
+from transformer_core import generate, load_model
+from transformer_core.weights.gpt2 import decoder_lm_from_gpt2
 
 CONFIG = dict(n_embd=256, n_layer=4, n_head=4, n_positions=512, vocab_size=50257)
 PROMPT_LEN = 16

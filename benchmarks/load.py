@@ -141,9 +141,9 @@ WHEN = ["at dawn", "at dusk", "in the rain", "before the storm", "after the feas
         "in the garden", "at the gate", "near the sea"]
 PART = ["acting", "plot", "music", "script", "ending", "camera work", "dialogue", "cast", "pacing", "story"]
 VERDICT = ["wonderful", "dull", "moving", "boring", "brilliant", "clumsy", "tender", "lifeless", "witty", "tedious"]
-LM_LABEL = "shakespeare-lm (language model)"
 OWN_SENTENCES = {  # each student's own text: 8-15 tokens (11.7 on average) for the LM, 10-13 for the classifier
-    "attention": lambda i: {"label": LM_LABEL, "text": f"{WHO[i % 10]} {DOES[i // 10 % 10]} {WHEN[(i + i // 100) % 10]}."},
+    "attention": lambda i: {"label": "shakespeare-lm (language model)",
+                            "text": f"{WHO[i % 10]} {DOES[i // 10 % 10]} {WHEN[(i + i // 100) % 10]}."},
     "classify": lambda i: {"text": f"The {PART[i % 10]} was {VERDICT[i // 10 % 10]}, {WHEN[(i + i // 100) % 10]}."},
 }
 
@@ -210,8 +210,7 @@ async def _hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
     sessions = [f"student-{i}" for i in range(n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    # idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one the server is closing
-    # failed a request now and then ("Server disconnected without sending a response"), a client artefact
+    # idle connections dropped before uvicorn's 5 s keep-alive ends (reusing a closing one failed a request)
     limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n, keepalive_expiry=4)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         for name, request in requests.items():
@@ -281,7 +280,8 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
         print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):6.2f} s "
               f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
     result = {
-        "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients, "client": "gradio_client" if args.gradio_client else "http",
+        "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients,
+        "client": "gradio_client" if args.gradio_client else "http",
         "startup_s": round(startup_s, 2), "errors": len(errors),
         "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
         "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
@@ -295,7 +295,7 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
     return result
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--same-link", action="store_true", help="a lecture hall: every client, the same request")
     parser.add_argument("--cached-hit", action="store_true",
@@ -317,7 +317,11 @@ def main(argv=None) -> dict:
     args.clients = args.clients or (100 if args.same_link else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
+    return args
 
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     stand_ins = [] if args.model_dir else missing()
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     if args.own_sentences:
@@ -339,6 +343,11 @@ def main(argv=None) -> dict:
         finally:
             process.terminate()
             process.wait(timeout=30)
+    return mixed(args, url, process, startup_s, stand_ins)
+
+
+def mixed(args, url: str, process, startup_s: float, stand_ins: list[str]) -> dict:
+    """Every client sends the mix of REQUESTS (closed loop, or open loop at --rate); stops the app after."""
     try:
         exposed = set(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
         endpoints = [name for name in REQUESTS if f"/{name}" in exposed]

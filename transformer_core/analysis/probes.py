@@ -138,7 +138,7 @@ def attention_of_each(model, sequences: list[list[int]], pad_id: int = 0) -> lis
     if arch not in ("DecoderLM", "EncoderClassifier"):
         raise ValueError(f"one padded pass reads a language model or a classifier, not a {arch}")
     ids, lengths = pad_batch(sequences, pad_id)
-    ids = ids.to(next(model.parameters()).device)
+    ids = ids.to(device_of(model))
     # the stacks only: the output head's logits (a 4,096-word vocabulary per position) are not wanted here
     with recording() as trace, torch.no_grad():
         if arch == "DecoderLM":

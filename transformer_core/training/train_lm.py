@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import data
+from . import data, hub_data
 
 from .. import distributed
 from .cli import exit_on
@@ -34,7 +34,7 @@ def corpus_ids(tokenizer: TextTokenizer, corpus: str) -> dict[str, torch.Tensor]
     if corpus == "shakespeare":
         texts = {split: data.shakespeare(split) for split in ("train", "validation")}
     else:
-        texts = data.split_text(data.local_text(corpus))
+        texts = hub_data.split_text(hub_data.local_text(corpus))
     return {split: torch.tensor(tokenizer.encode(texts[split]), dtype=torch.long) for split in ("train", "validation")}
 
 

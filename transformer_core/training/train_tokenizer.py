@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from tqdm import tqdm
 
-from transformer_core.training import data
+from transformer_core.training import data, hub_data
 from transformer_core.training.cli import exit_on
 from transformer_core.tokenization import (
     CLASSIFIER_SPECIAL_TOKENS,
@@ -33,7 +33,7 @@ def corpus_texts(corpus: str) -> list[str]:
         return list(data.shakespeare_works("train").values())
     if corpus == "reviews":
         return [r.text for r in data.movie_reviews("train")] + list(data.shakespeare_works("train").values())
-    return [data.local_text(corpus)]
+    return [hub_data.local_text(corpus)]
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
