@@ -78,7 +78,8 @@ def _grid_heatmap(mats: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
     layout = dict(
         title=dict(text=title), annotations=annotations, height=max(260, 120 * n_row + 80),
         xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(x=1.04, len=0.8, title=dict(text="weight"))),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
+                       colorbar=dict(x=1.04, len=0.8, title=dict(text="weight"))),
         margin=dict(l=10, r=40, t=70 if title else 30, b=10),
     )
     return unchecked_figure([heatmap], layout)
@@ -110,7 +111,8 @@ def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int
     image.putpalette(PALETTE)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=6)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), canvas.shape[1], canvas.shape[0]
+    source = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return source, canvas.shape[1], canvas.shape[0]
 
 
 def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str) -> Figure:
