@@ -227,7 +227,7 @@ def main(argv=None) -> None:
         store.set_model_dir(args.model_dir)
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
-    store.warm()  # the models load while the page is served, not at the first click
+    store.warm()  # every shipped model loads before the first page is served, not at a student's click
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     build_app().queue(max_size=QUEUE_MAX_SIZE).launch(
