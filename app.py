@@ -23,6 +23,7 @@ from ui import about, attention, concepts, events, generate, masking, sentiment,
 from ui import i18n
 from ui.common import View
 from ui.i18n import text as _
+from ui.wire import app_kwargs
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
@@ -242,12 +243,13 @@ def main(argv=None) -> None:
         store.set_model_dir(args.model_dir)
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
+    store.warm()  # every shipped model loads before the first page is served, not at a student's click
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
     demo.queue(max_size=QUEUE_MAX_SIZE).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
-        i18n=i18n.translations(), mcp_server=True)
+        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs())
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
     python -m benchmarks.load [--clients 16] [--requests 25] [--rate R] [--model-dir DIR]
     python -m benchmarks.load --same-link [--clients 100] [--gradio-client]
+    python -m benchmarks.load --same-link --own-sentences [--clients 100]
     python -m benchmarks.load --cached-hit
 
 --cached-hit asks whether a cached answer waits for a worker: two 200-token generations and
-twelve distinct attention views (four run, eight queue) are running while the one
+twelve distinct attention views (all running: attention runs 16 at once) are running while the one
 attention view already computed is asked for again, one request at a time; hit_ms is from
 request to answer (target: at most 100 ms), busy_while_measured says the others were still
 running when the last hit came back.
@@ -20,6 +21,12 @@ then the answer's event stream), and the CPU seconds of the app and of the clien
 reported apart. `--gradio-client` uses one gradio_client.Client per student instead (about
 40 ms of client CPU per call, all in one Python process). Reported per endpoint: p50, p95
 and max seconds from request to answer, the errors, and the app's peak memory.
+
+--own-sentences is the step after: "now type your own sentence". Every student sends a
+text of their own (about 12 tokens, no two alike, so no cache answers) at the same moment:
+attention on the Shakespeare LM, then classify with the pre-trained classifier (the app is
+started on a copy of the model folder without the from-scratch classifier, which the
+Sentiment tab would otherwise pick first; a browser picks it with the tab's radio).
 
 Starts `python app.py` on a free port (startup_s: from the command to the first page
 served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
@@ -73,6 +80,15 @@ REQUESTS = {
 }
 
 
+def without(models: Path, name: str) -> Path:
+    """A folder of links to every checkpoint in `models` but `name`."""
+    folder = Path(tempfile.mkdtemp())
+    for entry in models.iterdir():
+        if entry.name != name:
+            (folder / entry.name).symlink_to(entry.resolve())
+    return folder
+
+
 def peak_rss_mb(pid: int) -> float:
     """The process's peak resident set size so far (Linux VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -114,9 +130,21 @@ def closed_loop(url: str, endpoints: list[str], n_clients: int, n_requests: int)
     return latencies, errors
 
 
-SAME_LINK = {  # the view everyone opens, as API calls
-    "attention": {"text": "The cat sat on the mat because it was tired, and the dog slept by the door."},
-    "generate": {"prompt": "ROMEO:", "max_new_tokens": 32, "seed": 0},
+SAME_LINK = {  # the view everyone opens, as API calls: endpoint -> (student i -> its request)
+    "attention": lambda i: {"text": "The cat sat on the mat because it was tired, and the dog slept by the door."},
+    "generate": lambda i: {"prompt": "ROMEO:", "max_new_tokens": 32, "seed": 0},
+}
+WHO = ["Romeo", "Juliet", "Hamlet", "Ophelia", "Macbeth", "Banquo", "Portia", "Viola", "Prospero", "Miranda"]
+DOES = ["sees the light", "hears the bell", "reads the letter", "fears the night", "loves the sun",
+        "keeps the crown", "leaves the hall", "finds the ring", "sings a song", "counts the stars"]
+WHEN = ["at dawn", "at dusk", "in the rain", "before the storm", "after the feast", "by the river", "on the tower",
+        "in the garden", "at the gate", "near the sea"]
+PART = ["acting", "plot", "music", "script", "ending", "camera work", "dialogue", "cast", "pacing", "story"]
+VERDICT = ["wonderful", "dull", "moving", "boring", "brilliant", "clumsy", "tender", "lifeless", "witty", "tedious"]
+OWN_SENTENCES = {  # each student's own text: 8-15 tokens (11.7 on average) for the LM, 10-13 for the classifier
+    "attention": lambda i: {"label": "shakespeare-lm (language model)",
+                            "text": f"{WHO[i % 10]} {DOES[i // 10 % 10]} {WHEN[(i + i // 100) % 10]}."},
+    "classify": lambda i: {"text": f"The {PART[i % 10]} was {VERDICT[i // 10 % 10]}, {WHEN[(i + i // 100) % 10]}."},
 }
 
 
@@ -129,24 +157,24 @@ def cpu_s(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def hall_with_gradio_clients(url: str, n: int) -> tuple[dict, list[str]]:
-    """Every client sends the same request at once, endpoint by endpoint: {endpoint: [seconds]}, errors."""
+def hall_with_gradio_clients(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
+    """Every client sends its request at once, endpoint by endpoint: {endpoint: [seconds]}, errors."""
     clients = [Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 300}) for _ in range(n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    for name, request in SAME_LINK.items():
+    for name, request in requests.items():
         barrier, times = threading.Barrier(n), []
 
-        def student(client: Client) -> None:
+        def student(i: int, client: Client) -> None:
             barrier.wait()
             started = time.perf_counter()
             try:
-                client.predict(**request, api_name=f"/{name}")
+                client.predict(**request(i), api_name=f"/{name}")
                 times.append(time.perf_counter() - started)
             except Exception as e:  # every failure counts, whatever its kind
                 errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
 
-        threads = [threading.Thread(target=student, args=(c,)) for c in clients]
+        threads = [threading.Thread(target=student, args=(i, c)) for i, c in enumerate(clients)]
         for t in threads:
             t.start()
         for t in threads:
@@ -177,16 +205,17 @@ def _payload(info: dict, name: str, request: dict) -> list:
     return [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
 
 
-async def _hall(url: str, n: int) -> tuple[dict, list[str]]:
+async def _hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
     info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
     sessions = [f"student-{i}" for i in range(n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n)
+    # idle connections dropped before uvicorn's 5 s keep-alive ends (reusing a closing one failed a request)
+    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n, keepalive_expiry=4)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
-        for name, request in SAME_LINK.items():
-            data = _payload(info, name, request)
-            answers = await asyncio.gather(*(_call(http, url, name, data, s) for s in sessions), return_exceptions=True)
+        for name, request in requests.items():
+            answers = await asyncio.gather(*(_call(http, url, name, _payload(info, name, request(i)), s)
+                                             for i, s in enumerate(sessions)), return_exceptions=True)
             latencies[name] = [a for a in answers if isinstance(a, float)]
             errors += [f"{name}: {type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, float)]
     return latencies, errors
@@ -216,7 +245,7 @@ async def _open_loop(url: str, endpoints: list[str], clients: int, total: int, r
 
 async def _cached_hit(url: str, hits: int) -> dict:
     info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
-    view = _payload(info, "attention", SAME_LINK["attention"])
+    view = _payload(info, "attention", SAME_LINK["attention"](0))
     async with httpx.AsyncClient(timeout=300) as http:
         computed_ms = 1000 * await _call(http, url, "attention", view, "lecturer")
         busy = [asyncio.create_task(_call(http, url, "generate", _payload(
@@ -224,7 +253,7 @@ async def _cached_hit(url: str, hits: int) -> dict:
                 for i in range(2)]
         busy += [asyncio.create_task(_call(http, url, "attention", _payload(
                     info, "attention", {"text": f"{TEXTS[i % len(TEXTS)]} ({i})"}), f"view-{i}")) for i in range(12)]
-        await asyncio.sleep(0.5)  # the generations run; four views run, eight wait in attention's queue
+        await asyncio.sleep(0.5)  # the generations and the twelve views run
         times = []
         for i in range(hits):
             times.append(1000 * await _call(http, url, "attention", view, f"student-{i}"))
@@ -235,22 +264,24 @@ async def _cached_hit(url: str, hits: int) -> dict:
             "busy_while_measured": busy_while_measured, "target_ms": 100}
 
 
-def lecture_hall(url: str, n: int) -> tuple[dict, list[str]]:
-    """`n` light students, each one session, sending the same request at once, endpoint by endpoint:
+def lecture_hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
+    """`n` light students, each one session, sending their requests at once, endpoint by endpoint:
     {endpoint: [seconds]}, errors."""
-    return asyncio.run(_hall(url, n))
+    return asyncio.run(_hall(url, n, requests))
 
 
 def same_link(args, url: str, process, startup_s: float) -> dict:
     app_cpu, own_cpu = cpu_s(process.pid), cpu_s()
-    latencies, errors = (hall_with_gradio_clients if args.gradio_client else lecture_hall)(url, args.clients)
+    requests = OWN_SENTENCES if args.own_sentences else SAME_LINK
+    latencies, errors = (hall_with_gradio_clients if args.gradio_client else lecture_hall)(url, args.clients, requests)
     app_cpu, own_cpu = cpu_s(process.pid) - app_cpu, cpu_s() - own_cpu
     rss = peak_rss_mb(process.pid)
     for name, values in latencies.items():
         print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):6.2f} s "
               f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
     result = {
-        "mode": "same-link", "clients": args.clients, "client": "gradio_client" if args.gradio_client else "http",
+        "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients,
+        "client": "gradio_client" if args.gradio_client else "http",
         "startup_s": round(startup_s, 2), "errors": len(errors),
         "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
         "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
@@ -270,6 +301,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--cached-hit", action="store_true",
                         help="time a cached attention view while two generations and twelve views run")
     parser.add_argument("--clients", type=int, default=None, help="default 16, or 100 with --same-link")
+    parser.add_argument("--own-sentences", action="store_true",
+                        help="--same-link with a text of each student's own: attention, then classify (pre-trained)")
     parser.add_argument("--gradio-client", action="store_true",
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
@@ -280,6 +313,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
                              "checkpoint still missing there, listed as stand_ins in the result)")
     args = parser.parse_args(argv)
+    args.same_link = args.same_link or args.own_sentences
     args.clients = args.clients or (100 if args.same_link else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
@@ -290,6 +324,8 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     stand_ins = [] if args.model_dir else missing()
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
+    if args.own_sentences:
+        models = without(Path(models), "sentiment")
     port = free_port()
     process, startup_s = start_app(port, "--model-dir", str(models))
     url = f"http://127.0.0.1:{port}/"

@@ -14,10 +14,11 @@ import numpy as np
 import torch
 
 from i18n import Message
-from transformer_core import attention_rollout, attention_while_generating, device_of
+from transformer_core import attention_of_each, attention_rollout, attention_while_generating, device_of
 from transformer_core.decoding.seq2seq import Codec, translate, traced
 
 from . import models, store
+from .batching import Batcher
 from .cache import ViewCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, prompt_tokens, source_text, truncate
@@ -142,8 +143,16 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
     if store.arch(name) == "EncoderDecoder":
         return _translator_run(name, model, tokenizer, text, group, "")
     tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
-    _, trace = model.run_with_trace(torch.tensor([tokens.ids], device=device_of(model)))
-    return _labelled(name, group, trace.attention(group)[:, 0], tokens.labels, tokens.labels, tokens.notice)
+    attn = _traced(models.key(name), tokens.ids)  # shares a pass with texts asked at the same time
+    return _labelled(name, group, attn, tokens.labels, tokens.labels, tokens.notice)
+
+
+def _traced_together(key: tuple, sequences: list[list[int]]) -> list[torch.Tensor]:
+    """Each token sequence's self-attention (n_layer, n_head, T, T), from one padded pass of model `key[1]`."""
+    return attention_of_each(models.load(key[1])[0], sequences)
+
+
+_traced: Batcher[list[int], torch.Tensor] = Batcher(_traced_together)
 
 
 @dataclass(frozen=True)

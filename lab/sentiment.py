@@ -18,11 +18,12 @@ from urllib.parse import urlencode
 import numpy as np
 
 from i18n import Message
-from transformer_core import EmptyTextError, explain
+from transformer_core import EmptyTextError, explain, explain_each
 from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES, DocumentVerdict, read_document,
                                                  reads_by_sentences, split_sentences)
 
 from . import models, store
+from .batching import Batcher
 from .cache import ViewCache
 from .policy import InputError, check_readable, clamp, notice, truncate
 
@@ -137,7 +138,7 @@ LIMITS = dict(chars=LONG_TEXT_CHARS, sentences=MAX_SENTENCES, max_chars=MAX_CHAR
 def _explained(name: str, model, tokenizer, text: str, sentence: int | None = None) -> SentimentRun:
     """Today's reading of a short text: one traced forward pass, gradient x input, attention rollout."""
     try:
-        verdict = explain(model, tokenizer, text)
+        verdict = _explained(models.key(name), text)  # shares a pass with texts asked at the same time
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
         if sentence is not None:
             raise InputError(Message("sentiment.sentence_unreadable", i=sentence + 1)) from e
@@ -151,6 +152,14 @@ def _explained(name: str, model, tokenizer, text: str, sentence: int | None = No
     return SentimentRun(name, verdict.probs, [s.text for s in verdict.tokens], verdict.grad_x_input.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
                         notice(*notices))
+
+
+def _explain_together(key: tuple, texts: list[str]) -> list:
+    """Each text's verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
+    return explain_each(*models.load(key[1]), texts)
+
+
+_explained = Batcher(_explain_together)
 
 
 def attention_link(run: SentimentRun) -> str:

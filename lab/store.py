@@ -170,6 +170,18 @@ def load(name: str) -> tuple[object, TextTokenizer]:
         raise CheckpointError(str(e)) from e
 
 
+def warm() -> None:
+    """Load every shipped checkpoint now, before the app serves, so the first student to click a tab does not
+    wait for its model: loading the pre-trained classifier took seconds under load, holding the store's lock,
+    so everyone else's requests waited too. (In a background thread it competed with the first requests.)
+    A checkpoint that fails to load is left for its first request to report."""
+    for name in checkpoints(include_cheats=True).values():
+        try:
+            load(name)
+        except Exception:  # noqa: BLE001 -- its first request loads it again and reports what is wrong
+            continue
+
+
 # ---------------------------------------------------------------- GPT-2 from the Hub
 
 _gpt2_loaded: tuple | None = None

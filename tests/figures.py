@@ -26,6 +26,8 @@ def figure(value) -> go.Figure:
     """A handler's figure output (PlotData, or a go.Figure left as it is) as a go.Figure with plain arrays."""
     if isinstance(value, go.Figure):
         return value
+    if hasattr(value, "to_json") and not hasattr(value, "plot"):  # a views.figure.Figure, not yet encoded
+        return go.Figure(_unpack(json.loads(value.to_json())))
     return go.Figure(_unpack(json.loads(value.plot)))
 
 
@@ -34,3 +36,11 @@ def figures(outputs):
     if isinstance(outputs, tuple):
         return tuple(figures(value) for value in outputs)
     return figure(outputs) if getattr(outputs, "type", None) == "plotly" and hasattr(outputs, "plot") else outputs
+
+
+def grid_blocks(z, n_row: int, n_col: int) -> np.ndarray:
+    """A tiled grid's matrix (one heatmap, blocks one blank row/column apart) back as (n_row, n_col, Tq, Tk)."""
+    z = np.asarray(z, dtype=np.float64)
+    Tq, Tk = (z.shape[0] + 1) // n_row - 1, (z.shape[1] + 1) // n_col - 1
+    return np.stack([np.stack([z[i * (Tq + 1): i * (Tq + 1) + Tq, j * (Tk + 1): j * (Tk + 1) + Tk]
+                               for j in range(n_col)]) for i in range(n_row)])

@@ -67,6 +67,7 @@ from .tasks import TASKS, TOY_TASKS, Task, TaskError, get_task
 # 7. look inside: probes, what a head does, why a classifier decides, whole documents sentence by sentence
 from .analysis.probes import (
     GenerationAttention,
+    attention_of_each,
     attention_rollout,
     attention_while_generating,
     greedy_with_mask,
@@ -94,7 +95,7 @@ from .analysis.heads import (
     rank_heads,
     repeated_random_tokens,
 )
-from .analysis.sentiment import EmptyTextError, Verdict, explain, gradient_x_input, predict_proba
+from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, gradient_x_input, predict_proba
 from .analysis.documents import (
     DocumentVerdict,
     Notice,
@@ -127,12 +128,12 @@ __all__ = [
     "BeamResult", "beam_search_lm", "Codec", "DecodingError", "Translation", "exact_match", "translate",
     "TASKS", "TOY_TASKS", "Task", "TaskError", "get_task",
     # 7. look inside
-    "GenerationAttention", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
+    "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
     "ABLATIONS", "ROLE_THRESHOLD", "ROLES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
     "LogitLens", "ablating", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
     "logit_lens", "rank_heads", "repeated_random_tokens",
-    "EmptyTextError", "Verdict", "explain", "gradient_x_input", "predict_proba",
+    "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
     "DocumentVerdict", "Notice", "Sentences", "SentenceVerdict", "read_document", "reads_by_sentences",
     "sentence_log_odds", "split_sentences",
 ]

@@ -24,6 +24,7 @@ from i18n import DEFAULT, Joined, Message, render
 from lab import InputError
 from lab.policy import MAX_CHARS
 from lab.cache import ViewCache
+from views.figure import Figure
 
 log = logging.getLogger("transformer_lab")
 
@@ -57,6 +58,8 @@ def _serialized(output):
     answer is encoded once, not once per person: re-encoding was 80% of a cached answer's cost."""
     if isinstance(output, tuple):
         return tuple(_serialized(value) for value in output)
+    if isinstance(output, Figure):
+        return PlotData(type="plotly", plot=output.to_json())
     if isinstance(output, go.Figure):
         return PlotData(type="plotly", plot=pio.to_json(output, validate=False))  # the views built it valid
     return output

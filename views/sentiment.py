@@ -17,9 +17,8 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import plotly.graph_objects as go
-
 from i18n import t
+from views.figure import Figure
 from views.kit import position_labels, top_title, unchecked_figure
 from views.tokens import visible
 
@@ -50,16 +49,18 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str
             f'<div style="color: #666; font-size: 0.85em;">{legend}</div>')
 
 
-def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> go.Figure:
-    """One bar per token, in reading order: scores (T,)."""
+def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> Figure:
+    """One bar per token, in reading order: scores (T,). Written as plotly's JSON (see views/figure.py)."""
     x = position_labels([visible(t) for t in labels])
-    values = np.asarray(scores).tolist()
-    colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values]
-    fig = go.Figure(go.Bar(x=x, y=values, marker_color=colors, hovertemplate=t("sentiment.bar_hover", lang)))
-    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45)
-    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50, b=10),
-                      yaxis_title=t("sentiment.y_signed" if signed else "sentiment.y_read", lang))
-    return fig
+    values = np.asarray(scores, dtype=np.float32)
+    colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values.tolist()]
+    bars = dict(type="bar", x=x, y=values, marker=dict(color=colors), hovertemplate=t("sentiment.bar_hover", lang))
+    layout = dict(
+        title=dict(text=title), height=320, margin=dict(l=10, r=10, t=50, b=10),
+        xaxis=dict(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45),
+        yaxis=dict(title=dict(text=t("sentiment.y_signed" if signed else "sentiment.y_read", lang))),
+    )
+    return Figure([bars], layout)
 
 
 def _verdict_rgb(p_positive: float) -> tuple[str, float]:
@@ -84,7 +85,7 @@ def sentence_strip(texts: list[str], p_positive: list[float], selected: int | No
             f'<div style="color: #666; font-size: 0.85em;">{t("sentiment.strip_legend", lang)}</div>')
 
 
-def running_chart(texts: list[str], p_positive: list[float], running: list[float], lang: str = "en") -> go.Figure:
+def running_chart(texts: list[str], p_positive: list[float], running: list[float], lang: str = "en") -> Figure:
     """P(positive) of the review after each sentence (a line) over each sentence's own (dots), with the
     points where the running verdict crosses 0.5 marked: where the review turns."""
     x = list(range(1, len(texts) + 1))

@@ -21,7 +21,7 @@ from transformer_core.tokenization import TextTokenizer
 from lab import attention as use
 from lab import store
 from lab.policy import MAX_DRAWN_TOKENS
-from figures import figures
+from figures import figures, grid_blocks
 from ui import attention as tab
 from views import attention as views
 
@@ -58,22 +58,23 @@ def test_only_real_checkpoints_are_offered(model_dir):
     assert list(tab.checkpoints().values())[-1] == "gpt2"  # offered too, downloaded on first use
 
 
-def test_grid_has_one_heatmap_per_layer_and_head_with_the_trace_weights():
+def test_grid_is_one_heatmap_whose_blocks_are_each_heads_weights_to_three_decimals():
     attn = torch.softmax(torch.randn(3, 4, 5, 5), -1)
     labels = ["a", "b", "a", "c", "d"]
     fig = views.layer_head_grid(attn, labels, labels)
-    assert len(fig.data) == 3 * 4
-    for n, trace in enumerate(fig.data):
-        layer, head = divmod(n, 4)
-        np.testing.assert_allclose(trace.z, attn[layer, head].numpy())
-        assert list(trace.x) == list(trace.y) == ["0:a", "1:b", "2:a", "3:c", "4:d"]  # repeated 'a' stays apart
-        assert f"L{layer} H{head}" in trace.hovertemplate
+    (trace,) = fig.data
+    blocks = grid_blocks(trace.z, 3, 4)  # (3, 4, 5, 5), the blank rows and columns between them dropped
+    np.testing.assert_allclose(blocks, attn.numpy(), atol=5e-4)
+    assert np.isnan(np.asarray(trace.z)[5]).all() and np.isnan(np.asarray(trace.z)[:, 5]).all()  # the gaps
+    assert list(trace.x[:5]) == ["H0 0:a", "H0 1:b", "H0 2:a", "H0 3:c", "H0 4:d"]  # repeated 'a' stays apart
+    assert list(trace.y[6:11]) == ["L1 0:a", "L1 1:b", "L1 2:a", "L1 3:c", "L1 4:d"]
+    assert len(set(trace.x)) == len(trace.x) and "%{z:.3f}" in trace.hovertemplate
 
 
 def test_selected_head_has_token_labels_on_both_axes():
     attn = torch.softmax(torch.randn(2, 4), -1)
     fig = views.head_heatmap(attn, ["q0", "q1"], ["k0", "k1", "k2", "k3"], "L0 H0")
-    np.testing.assert_allclose(fig.data[0].z, attn.numpy())
+    np.testing.assert_allclose(fig.data[0].z, attn.numpy(), atol=5e-4)  # to the 3 decimals the hover shows
     assert list(fig.layout.xaxis.ticktext) == ["k0", "k1", "k2", "k3"]
     assert list(fig.layout.yaxis.ticktext) == ["q0", "q1"]
     assert "→" in fig.data[0].hovertemplate
@@ -82,7 +83,7 @@ def test_selected_head_has_token_labels_on_both_axes():
 def test_query_rows_show_one_query_in_every_layer_and_head():
     attn = torch.softmax(torch.randn(3, 4, 6, 6), -1)
     fig = views.query_rows_heatmap(attn[:, :, 2], list("abcdef"), "query 2")
-    np.testing.assert_allclose(fig.data[0].z, attn[:, :, 2].reshape(12, 6).numpy())
+    np.testing.assert_allclose(fig.data[0].z, attn[:, :, 2].reshape(12, 6).numpy(), atol=5e-4)
     assert list(fig.data[0].y)[:2] == ["L0 H0", "L0 H1"]
 
 
@@ -116,28 +117,28 @@ def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(mode
     assert run.attn.shape == (SMALL["n_layer"], SMALL["n_head"], MAX_DRAWN_TOKENS, MAX_DRAWN_TOKENS)
     # 128 tokens: the thumbnails travel as one image; the selected head stays a heatmap with the weights
     assert grid.data[0].type == "image"
-    np.testing.assert_allclose(np.asarray(head.data[0].z), run.attn[1, 2], atol=1e-6)
-    np.testing.assert_allclose(np.nansum(rollout.data[0].z, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(head.data[0].z), run.attn[1, 2], atol=5e-4)
+    np.testing.assert_allclose(np.asarray(rollout.data[0].z), run.rollout, atol=5e-4)
 
 
 def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
     _, grid, *_ = figures(tab.attention(label_of("sentiment"), "A fine film, really.", "encoder", 0, 0, 0))
-    z = np.asarray(grid.data[0].z)
+    z = grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"])[0, 0]
     assert np.all(z[np.triu_indices(len(z), 1)] > 0)  # no mask: queries read later tokens too
 
 
 @pytest.mark.parametrize("group", ["encoder", "decoder", "cross"])
 def test_translator_handler_shows_each_attention(model_dir, group):
     notice, grid, *_, rollout = figures(tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0))
-    z = np.asarray(grid.data[0].z)
+    z = grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"])[0, 0]
     target = len(notice.split("**")[1]) + 1  # <s> + the written characters
     expected = {"encoder": (6, 6), "decoder": (target, target), "cross": (target, 6)}[group]  # 'hello' + </s>
     assert z.shape == expected
     keys = list(grid.data[0].x)  # labels are HTML-escaped for plotly
     if group == "decoder":
-        assert keys[0] == "0:&lt;s&gt;"
+        assert keys[0] == "H0 0:&lt;s&gt;"
     else:
-        assert keys[0] == "0:h" and keys[-1] == "5:&lt;/s&gt;"
+        assert keys[0] == "H0 0:h" and keys[-1] == "H3 5:&lt;/s&gt;"
     assert bool(rollout.layout.annotations) == (group == "cross")  # rollout only explains self-attention
 
 
@@ -146,7 +147,7 @@ def test_generation_handler_draws_the_staircase(model_dir):
     assert "Continuation" in text
     z = np.asarray(staircase.data[0].z, dtype=float)
     assert z.shape[0] == 5 and np.isnan(z[0, -1]) and not np.isnan(z[-1, -1])
-    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=5e-4 * z.shape[1])  # each weight to 3 decimals
 
 
 @pytest.mark.parametrize("call", [
@@ -163,7 +164,7 @@ def test_bad_input_gives_a_message_not_a_traceback(model_dir, call):
 def test_an_attention_the_model_lacks_falls_back_with_a_notice(model_dir):
     notice, grid, *_ = figures(tab.attention(label_of("lm"), "To be, or not", "cross", 0, 0, 0))
     assert "has no cross-attention" in notice and "decoder masked self-attention" in notice
-    assert len(grid.data) == SMALL["n_layer"] * SMALL["n_head"]
+    assert grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"]).shape[:2] == (SMALL["n_layer"], SMALL["n_head"])
 
 
 def test_token_labels_are_shown_as_text_not_html():
@@ -177,4 +178,4 @@ def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_
     monkeypatch.setattr(use, "translate", lambda *args: endless)
     notice, grid, *_ = figures(tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0))
     assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
-    assert np.asarray(grid.data[0].z).shape == (24, 24)
+    assert grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"]).shape[2:] == (24, 24)

@@ -42,7 +42,7 @@ def test_parameter_free_weights_are_softmax_of_dot_products_and_outputs_weighted
     assert torch.allclose(wa.attn, attn, atol=1e-6)
     assert torch.allclose(wa.y, attn @ x, atol=1e-6)
     # what the tab displays: the heatmap's cells and the output table
-    assert torch.allclose(torch.tensor(views.weights_figure(wa).data[0].z), attn, atol=1e-6)
+    assert torch.allclose(torch.tensor(views.weights_figure(wa).data[0].z), attn, atol=5e-4)  # 3 decimals, as hovered
     shown = [row[1:] for row in views.matrix_rows(wa.y, views.vector_labels(3, "y"))]
     assert torch.allclose(torch.tensor(shown), attn @ x, atol=1e-4)
     assert "0.867·v1" in views.weighted_sums(wa)  # softmax([4, 0, 2]) = 0.867, 0.016, 0.117

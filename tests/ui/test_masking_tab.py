@@ -13,7 +13,7 @@ from transformer_core.analysis.probes import mean_loss, token_losses
 from transformer_core.tokenization import TextTokenizer
 from lab import masking as use
 from lab import store
-from figures import figures
+from figures import figures, grid_blocks
 from ui import masking as tab
 from views import masking as views
 
@@ -62,8 +62,8 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
     notice, gallery, attention, loss, top = figures(tab.masking(TEXT, "To be", "sliding_window", 2, 2, "0", True, 1, 3, 4))
     assert notice == ""  # nothing was cut or clamped
     n = len(store.tokenizer(use.LM).encode(TEXT))
-    assert len(attention.data) == 2 and len(loss.data) == 2 and len(top.data) == 2
-    window = np.asarray(attention.data[1].z)
+    assert len(loss.data) == 2 and len(top.data) == 2
+    window = grid_blocks(attention.data[0].z, 1, 2)[0, 1]  # the two runs side by side: causal, then the chosen mask
     assert np.all(window[~build_mask("sliding_window", n, w=2, causal=True).allowed.numpy()] == 0)
     assert all(len(trace.y) == n - 1 for trace in loss.data)
 
@@ -96,7 +96,7 @@ def test_a_window_wider_than_the_text_is_narrowed_with_a_notice(model_dir, kind)
     n = len(store.tokenizer(use.LM).encode("To be or"))
     notice, gallery, attention, *_ = figures(tab.masking("To be or", "To", kind, 16, 2, "0", True, 0, 0, 0))
     assert f"Window width can be 1 to {n - 1}; used {n - 1}." in notice
-    assert len(attention.data) == 2
+    assert grid_blocks(attention.data[0].z, 1, 2).shape[:2] == (1, 2)
 
 
 @pytest.mark.parametrize("w", [0, None, -4])

@@ -123,3 +123,27 @@ def attention_while_generating(model, prompt: list[int], max_new_tokens: int,
         token, _ = choose(logits, ids)
         ids.append(token)
     return GenerationAttention(ids, len(prompt), rows)
+
+
+def attention_of_each(model, sequences: list[list[int]], pad_id: int = 0) -> list[torch.Tensor]:
+    """Self-attention weights (n_layer, n_head, T_b, T_b) of each token sequence, from one padded forward pass.
+
+    Sequences are right-padded to the longest. A language model reads only the past, so a sequence's
+    tokens never read the padding after it; a classifier is told each length, and its padding mask
+    hides the padding. So each sequence's weights are those it gets alone, to float rounding.
+    """
+    from .sentiment import pad_batch  # the one right-padding helper (sentiment imports this module)
+
+    arch = model.config.arch
+    if arch not in ("DecoderLM", "EncoderClassifier"):
+        raise ValueError(f"one padded pass reads a language model or a classifier, not a {arch}")
+    ids, lengths = pad_batch(sequences, pad_id)
+    ids = ids.to(device_of(model))
+    # the stacks only: the output head's logits (a 4,096-word vocabulary per position) are not wanted here
+    with recording() as trace, torch.no_grad():
+        if arch == "DecoderLM":
+            model.hidden(ids)
+        else:
+            model.encode(ids, lengths.to(ids.device))
+    attn = trace.attention("decoder" if arch == "DecoderLM" else "encoder")  # (n_layer, B, n_head, T, T)
+    return [attn[:, b, :, :n, :n] for b, n in enumerate(lengths.tolist())]

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .probes import attention_rollout
+from ..model.trace import recording
 from ..tokenization import MASK, PAD, TextTokenizer
 from ..device import device_of
 
@@ -85,12 +86,20 @@ class Verdict:
     truncated: int
 
 
-def gradient_x_input(model, idx: torch.Tensor) -> torch.Tensor:
-    """(T,) per-token scores: d(logit_pos - logit_neg)/d(embedding) . embedding, summed over d_model.
+def gradient_x_input(model, idx: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T) per-token scores: d(logit_pos - logit_neg)/d(embedding) . embedding, summed over d_model.
 
-    idx: (1, T). The token embedding's output is captured with a forward hook
-    that fires only for this call's own input tensor, so other requests running
-    the same model concurrently are not affected.
+    idx: (B, T), right-padded to `lengths` (B,) when given (padding scores 0: nothing reads it).
+    """
+    return _read_with_gradient(model, idx, lengths)[1]
+
+
+def _read_with_gradient(model, idx: torch.Tensor, lengths: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward and one backward pass: (logits (B, n_class), gradient x input (B, T)).
+
+    The rows are independent, so one backward pass of the summed margins gives each row's own gradient.
+    The token embedding's output is captured with a forward hook that fires only for this call's
+    own input tensor, so other requests running the same model concurrently are not affected.
     """
     captured = {}
 
@@ -101,32 +110,46 @@ def gradient_x_input(model, idx: torch.Tensor) -> torch.Tensor:
     handle = model.embed.tok.register_forward_hook(keep)
     try:
         with torch.enable_grad():
-            logits = model(idx)
+            logits = model(idx, lengths)
             e = captured["e"]
             # autograd.grad, not backward(): the shared model's parameters get no .grad
-            (grad,) = torch.autograd.grad(logits[0, 1] - logits[0, 0], e)
+            (grad,) = torch.autograd.grad((logits[:, 1] - logits[:, 0]).sum(), e)
     finally:
         handle.remove()
-    return (grad * e).sum(-1)[0].detach().float().cpu()
+    return logits.detach(), (grad * e).sum(-1).detach().float().cpu()
 
 
 def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
     """Classify `text` and score each token by gradient x input and by attention rollout."""
-    spans = tokenizer.tokens(text)
-    if all(s.start == s.end for s in spans):  # nothing, or only the [CLS] and [SEP] a BERT tokenizer adds
-        raise EmptyTextError("the text has no tokens")
+    return explain_each(model, tokenizer, [text])[0]
+
+
+def explain_each(model, tokenizer: TextTokenizer, texts: list[str]) -> list[Verdict]:
+    """`explain` for several texts in one padded batch: each verdict is the one its text gets alone
+    (to float rounding), since the padding mask hides the padding from every query and from the pooling."""
+    read = []
+    for text in texts:
+        spans = tokenizer.tokens(text)
+        if all(s.start == s.end for s in spans):  # nothing, or only the [CLS] and [SEP] a BERT tokenizer adds
+            raise EmptyTextError("the text has no tokens")
+        read.append(spans)
     max_len = model.config.max_len
-    truncated = max(0, len(spans) - max_len)
-    spans = spans[:max_len]
     device = device_of(model)
-    idx = torch.tensor([[s.id for s in spans]], device=device)
-    logits, trace = model.run_with_trace(idx)
-    probs = torch.softmax(logits[0].float(), -1).tolist()
-    attn = trace.attention("encoder")[:, 0]  # (n_layer, n_head, T, T)
-    # mean pooling averages the final vectors, so a token's share of the pooled vector
-    # is the mean of its column in the last rollout matrix
-    rollout = attention_rollout(attn)[-1].mean(dim=0)
-    return Verdict(dict(zip(LABELS, probs)), spans, gradient_x_input(model, idx), rollout, attn, truncated)
+    idx, lengths = pad_batch([[s.id for s in spans[:max_len]] for spans in read], tokenizer.token_to_id(PAD) or 0)
+    idx, lengths = idx.to(device), lengths.to(device)
+    with recording() as trace:  # the pass that takes the gradient also leaves the attention weights
+        logits, scores = _read_with_gradient(model, idx, lengths)
+    probs = torch.softmax(logits.float(), -1).tolist()
+    attn = trace.attention("encoder")  # (n_layer, B, n_head, T, T)
+    verdicts = []
+    for b, (spans, n) in enumerate(zip(read, lengths.tolist())):
+        own = attn[:, b, :, :n, :n]  # (n_layer, n_head, T_b, T_b): the padding's rows and columns cut off
+        # mean pooling averages the final vectors, so a token's share of the pooled vector
+        # is the mean of its column in the last rollout matrix
+        rollout = attention_rollout(own)[-1].mean(dim=0)
+        verdicts.append(Verdict(dict(zip(LABELS, probs[b])), spans[:max_len], scores[b, :n], rollout, own,
+                                max(0, len(spans) - max_len)))
+    return verdicts
 
 
 def mlm_logits(model, h: torch.Tensor) -> torch.Tensor:

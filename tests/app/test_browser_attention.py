@@ -1,0 +1,90 @@
+"""The lighter attention views in a real browser: the numbers drawn are the model's, and hover and export still work.
+
+The figures travel small (one heatmap per grid, weights to the 3 decimals the hover shows,
+a gzip'd stream); these tests read back what chromium drew and compare it with the model's
+own weights, computed here in the test process from the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote_plus
+
+import numpy as np
+import pytest
+import serving
+
+from figures import grid_blocks
+from lab import attention as use
+from test_browser import ARTIFACTS, Visit, browser, download, server  # noqa: F401  (fixtures)
+
+LM = "shakespeare-lm"
+TEXT = "ROMEO: But soft, what light through yonder window breaks?"
+LAYER, HEAD, QUERY = 2, 1, 5
+
+
+@pytest.fixture
+def attention_page(browser, server):  # noqa: F811
+    """The Attention tab opened on TEXT with the LM, layer LAYER, head HEAD, drawn; and the model's own run."""
+    if LM in serving.missing():
+        pytest.skip(f"{LM} is not in assets/: the app would draw a random stand-in")
+    label = next(lab for lab, name in use.models_offered().items() if name == LM)
+    visit = Visit(browser, server[0])
+    visit.open(f"?tab=attention&model={quote_plus(label)}&text={quote_plus(TEXT)}&layer={LAYER}&head={HEAD}"
+               f"&query_token={QUERY}")
+    visit.page.wait_for_function("""() => { const plots = document.querySelectorAll('#tab-attention .js-plotly-plot');
+        return plots.length >= 5 && Array.from(plots).every((gd) => (gd._fullData || []).length > 0)
+            && document.querySelector('#attention-grid .js-plotly-plot').layout.title.text.includes('tokens'); }""")
+    yield visit, use.attention_run(LM, TEXT)
+    visit.context.close()
+    assert visit.errors == [], f"console errors: {visit.errors}"
+
+
+def drawn(visit, selector: str) -> dict:
+    """The first trace chromium drew in plot `selector`: z, x and y as plotly.js decoded them."""
+    return visit.page.evaluate("""(sel) => { const t = document.querySelector(sel)._fullData[0];
+        const plain = (v) => ArrayBuffer.isView(v) ? Array.from(v) : Array.isArray(v) ? v.map(plain) : v;
+        return {z: plain(t.z), x: plain(t.x), y: plain(t.y)}; }""", selector)
+
+
+def test_the_drawn_grid_and_head_hold_the_models_own_weights(attention_page):
+    visit, run = attention_page
+    n_layer, n_head, T, _ = run.attn.shape
+    grid = drawn(visit, "#attention-grid .js-plotly-plot")
+    z = np.array([[np.nan if v is None else v for v in row] for row in grid["z"]], dtype=float)
+    np.testing.assert_allclose(grid_blocks(z, n_layer, n_head), run.attn, atol=5e-4)  # 3 decimals, as hovered
+    by_title = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+        .map((gd) => [gd.layout.title.text, Array.from(gd._fullData[0].z || [], (r) => Array.from(r))])""")
+    selected = dict(by_title)[f"Layer {LAYER}, head {HEAD}"]
+    np.testing.assert_allclose(np.array(selected, dtype=float), run.attn[LAYER, HEAD], atol=5e-4)
+    assert grid["x"][:T] == [f"H0 {i}:{t}" for i, t in enumerate(run.k_labels)]
+
+
+def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_and_png(attention_page):
+    visit, run = attention_page
+    figure = visit.page.locator("#attention-grid .js-plotly-plot")
+    n_layer, n_head, T, _ = run.attn.shape
+    row, col = LAYER * (T + 1) + QUERY, HEAD * (T + 1) + 2  # query QUERY of layer LAYER reading key 2 in head HEAD
+    figure.scroll_into_view_if_needed()
+    point = visit.page.evaluate("""([row, col]) => { const gd = document.querySelector('#attention-grid .js-plotly-plot');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+        return {x: box.left + xa._offset + xa.c2p(col), y: box.top + ya._offset + ya.c2p(row)}; }""", [row, col])
+    visit.page.mouse.move(point["x"] - 5, point["y"] - 5)
+    visit.page.mouse.move(point["x"], point["y"], steps=3)
+    label = figure.locator(".hoverlayer .hovertext").first
+    label.wait_for()
+    weight = run.attn[LAYER, HEAD, QUERY, 2]
+    expected = f"L{LAYER} {QUERY}:{run.q_labels[QUERY]} → H{HEAD} 2:{run.k_labels[2]}: {weight:.3f}"
+    assert label.text_content() == expected
+
+    name, path = download(visit, figure, "Download the numbers (JSON)")
+    exported = json.loads(path.read_text())
+    z = np.array([[np.nan if v is None else v for v in r] for r in exported["traces"][0]["z"]], dtype=float)
+    np.testing.assert_allclose(grid_blocks(z, n_layer, n_head), run.attn, atol=5e-4)
+    name, path = download(visit, figure, "Download plot as a PNG")
+    assert name.endswith(".png") and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert path.stat().st_size > 20_000
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "attention-grid.png").write_bytes(path.read_bytes())
+    name, path = download(visit, figure, "Download plot as SVG")
+    assert name.endswith(".svg") and path.read_text().count("<image") >= 1  # the heatmap, drawn as an image
