@@ -16,6 +16,10 @@ interleaved: each repeat times (a) and (c) back to back (alternating which goes 
 and (b) beside (a) in the first --recompute-repeats repeats; the ratios are the medians
 of the per-pair ratios, the tokens/s the medians of the runs. If the shipped Shakespeare
 model is in assets/, its tokens/s with and without the cache are reported too.
+`--versus CHECKPOINT` times that LM beside `--lm`, interleaved in pairs (both cached), and reports
+each one's tokens/s and the median per-pair ratio: on a loaded machine the ratio is what carries over
+(e.g. `--lm assets/tang-poems-char --versus assets/shakespeare-lm`: characters of the poetry LM per
+second against tokens of the Shakespeare LM per second).
 Last line: JSON {"tokens_per_s", "kv_speedup": a/b, "vs_transformers": a/c, ...}.
 """
 
@@ -30,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_core import decoder_lm_from_gpt2, generate, load_model
+from transformer_core import generate, load_model
+from transformer_core.weights.gpt2 import decoder_lm_from_gpt2
 
 CONFIG = dict(n_embd=256, n_layer=4, n_head=4, n_positions=512, vocab_size=50257)
 PROMPT_LEN = 16
@@ -89,6 +94,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--recompute-repeats", type=int, default=3, help="pairs timing the slow no-cache run")
     p.add_argument("--lm", default=str(SHIPPED), help="shipped LM checkpoint folder to time as well, if present")
+    p.add_argument("--versus", default=None, help="another LM checkpoint to time beside --lm, pair by pair")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -138,6 +144,16 @@ def main(argv=None) -> None:
             "context": lm.config.max_len,
             "params": sum(p.numel() for p in lm.parameters()),
         }
+        if args.versus:
+            other = load_model(args.versus)
+            other_prompt = torch.randint(0, other.config.vocab_size, (PROMPT_LEN,)).tolist()
+            lm_s, other_s, _, _ = interleaved(ours(lm, lm_prompt, n), ours(other, other_prompt, n), args.repeats)
+            result["shipped_lm"]["versus"] = {
+                "path": args.versus,
+                "tokens_per_s_cache": round(n / statistics.median(other_s), 1),
+                "lm_tokens_per_s_cache": round(n / statistics.median(lm_s), 1),
+                "lm_speedup": round(ratio(other_s, lm_s), 2),
+            }
     print(json.dumps(result))
 
 

@@ -39,7 +39,7 @@ from transformer_core import (
 from transformer_core.decoding.seq2seq import Codec
 from transformer_core.model import trace
 from transformer_core.training import data
-from transformer_core.training.tasks import get_task
+from transformer_core.tasks import get_task
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 SEEDS = (("The animal didn't cross the street because it was too tired", "animal"),

@@ -264,7 +264,7 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
     return result
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--same-link", action="store_true", help="a lecture hall: every client, the same request")
     parser.add_argument("--cached-hit", action="store_true",
@@ -283,7 +283,11 @@ def main(argv=None) -> dict:
     args.clients = args.clients or (100 if args.same_link else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
+    return args
 
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     stand_ins = [] if args.model_dir else missing()
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     port = free_port()
@@ -303,6 +307,11 @@ def main(argv=None) -> dict:
         finally:
             process.terminate()
             process.wait(timeout=30)
+    return mixed(args, url, process, startup_s, stand_ins)
+
+
+def mixed(args, url: str, process, startup_s: float, stand_ins: list[str]) -> dict:
+    """Every client sends the mix of REQUESTS (closed loop, or open loop at --rate); stops the app after."""
     try:
         exposed = set(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
         endpoints = [name for name in REQUESTS if f"/{name}" in exposed]

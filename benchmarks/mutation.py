@@ -44,7 +44,8 @@ MODULES = (
 # A focused, fast selection: the tests of the numeric core, without the training commands and
 # the comparisons with transformers (they call the same functions at many times the cost, and
 # each mutant's test process would import transformers again).
-TESTS = ("tests/core/test_core.py", "tests/core/test_sampling.py", "tests/core/test_mask_builders.py")
+TESTS = tuple(f"tests/core/test_{name}.py" for name in (
+    "models", "model_attention", "masks", "layers", "trace", "kv_cache", "generation", "sampling", "hub", "device"))
 DESELECT = "not command and not gpt2 and not transformers"
 # what the tests import: tests/conftest.py clears lab's view caches (the ui handlers' among them) before each test
 COPIED = ("transformer_core", "tests", "benchmarks", "lab")

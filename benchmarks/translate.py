@@ -26,12 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_core import load_model  # noqa: E402
 from transformer_core.decoding.seq2seq import Codec, exact_match  # noqa: E402
-from transformer_core.training.tasks import TOY_TASKS, examples, get_task, pig_latin, play_lines  # noqa: E402
+from transformer_core.tasks import TEST_SIZE, TOY_TASKS, accuracy_by_length, examples, get_task, pig_latin, play_lines  # noqa: E402
 from transformer_core.tokenization import TextTokenizer  # noqa: E402
 from transformer_core.training.translation import (  # noqa: E402
     LIVE_BATCH,
-    TEST_SIZE,
-    accuracy_by_length,
     build_model,
     fit,
     live_config,

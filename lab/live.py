@@ -21,8 +21,7 @@ import torch
 from i18n import Message
 from transformer_core import EncoderDecoder, EncoderDecoderConfig, exact_match
 from transformer_core.decoding.seq2seq import Codec, char_tokenizer
-from transformer_core.training.tasks import TOY_TASKS, examples, get_task
-from transformer_core.training.train_translate import LIVE_BATCH, PRESETS, build_model, fit, live_config  # noqa: F401 -- PRESETS: the sizes the UI offers
+from transformer_core.tasks import PRESETS, TOY_TASKS, examples, get_task  # noqa: F401 -- PRESETS: the sizes the UI offers
 
 from .policy import InputError
 
@@ -47,6 +46,9 @@ class Progress:
 
 def _train(task_name: str, preset: str, steps: int, seconds: float, out: mp.Queue) -> None:
     """The child process: train, report every step, send the weights back (or the error's message)."""
+    # training code only here, in the child: serving the app imports none of it
+    from transformer_core.training.translation import LIVE_BATCH, build_model, fit, live_config
+
     torch.set_num_threads(THREADS)
     try:
         task = get_task(task_name)

@@ -13,8 +13,7 @@ import numpy as np
 from i18n import Message
 from transformer_core import BeamResult, Codec, translate
 from transformer_core.decoding.seq2seq import traced
-from transformer_core.training.tasks import TOY_LENGTHS, get_task
-from transformer_core.training.translation import accuracy_by_length
+from transformer_core.tasks import TOY_LENGTHS, accuracy_by_length, get_task
 
 from . import models
 from .cache import ViewCache

@@ -20,7 +20,7 @@ import torch
 from transformer_core import distributed
 from transformer_core.training import loop as training
 from transformer_core.training import train_lm, translation
-from transformer_core.training.tasks import get_task
+from transformer_core.tasks import get_task
 
 STEPS, BATCH = 8, 12  # 12 pairs: each of 2 ranks gets 6 pairs of varied lengths
 

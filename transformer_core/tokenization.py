@@ -288,14 +288,17 @@ def train_byte_level_bpe(texts: Iterable[str], vocab_size: int,
 
 
 def train_char_level(texts: Iterable[str], special_tokens: Iterable[str] = LANGUAGE_MODEL_SPECIAL_TOKENS,
-                     show_progress: bool = False) -> TextTokenizer:
-    """Train a character-level tokenizer: one id per character seen, `[UNK]` for the rest."""
+                     show_progress: bool = False, min_count: int = 0) -> TextTokenizer:
+    """Train a character-level tokenizer: one id per character seen at least `min_count` times, `[UNK]` for the rest.
+
+    Chinese has thousands of characters seen once or twice: a model cannot learn them, and
+    each would cost a row of the embedding table, so they share `[UNK]`."""
     tokenizer = HFTokenizer(models.WordLevel(unk_token=UNKNOWN))
     # Every single character (newlines included) is its own "word".
     tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tokenizer.decoder = decoders.Fuse()  # join characters back without spaces
-    trainer = trainers.WordLevelTrainer(vocab_size=1 << 20, special_tokens=[UNKNOWN, *special_tokens],
-                                        show_progress=show_progress)
+    trainer = trainers.WordLevelTrainer(vocab_size=1 << 20, min_frequency=min_count,
+                                        special_tokens=[UNKNOWN, *special_tokens], show_progress=show_progress)
     tokenizer.train_from_iterator((sanitize(t) for t in texts), trainer=trainer)
     return TextTokenizer(tokenizer)
 

@@ -50,6 +50,7 @@ ENDPOINTS: dict[str, Serving] = {
     "generate_inspect": NEEDS_SESSION,
     "generate_temperatures": GENERATION,
     "classify": Serving(4),
+    "classify_sentence": Serving(4),  # a long review's verdict again (cached) and one sentence's tokens
     "classify_compare": Serving(4),
     "translate": Serving(2),
     "translate_train": TRAINING,

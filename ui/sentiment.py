@@ -4,6 +4,9 @@ Lesson: an encoder reads the whole sentence at once, mean-pools its output
 vectors and maps them to P(positive) / P(negative). Gradient x input and
 attention rollout are two ways to ask which tokens mattered; they need not agree.
 With two classifiers installed, Compare shows what pre-training on a large corpus adds.
+A whole review is read sentence by sentence: a strip of its sentences coloured by their own
+verdicts, and the running verdict, show how the review's verdict forms; clicking a sentence
+shows its tokens and attention.
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ EXAMPLES = [
     ["The film was released in 2004 and runs for 95 minutes.", METHODS[1]],
     ["Ce film est magnifique, je l'ai adoré.", METHODS[0]],
     ["👍🎉!!!", METHODS[0]],
+    [use.REVIEW, METHODS[0]],
 ]
+# A click on a sentence of the strip hands its number to the server (gr.HTML's js_on_load and trigger).
+PICK_SENTENCE = ("element.addEventListener('click', (e) => { const s = e.target.closest('[data-sentence]'); "
+                 "if (s) trigger('click', {sentence: Number(s.dataset.sentence)}); });")
 SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
 
 
@@ -48,17 +55,58 @@ def classify(text: str | None, method: str, model: str | None = None, lang: str 
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
         model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
     """
-    run = use.classify(text, model)
+    return _drawn(use.classify(text, model), method, lang)
+
+
+@cached
+@handler
+def classify_sentence(text: str | None, method: str, sentence: int, model: str | None = None, lang: str = "en"):
+    """A whole review's verdict (as `classify`), with the tokens and attention of one of its sentences.
+
+    Args:
+        text: a review longer than one sentence (a short text is read whole, as by `classify`)
+        method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
+        sentence: which sentence's tokens to show, from 1
+        model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
+    """
+    return _drawn(use.classify(text, model, sentence), method, lang)
+
+
+def _drawn(run: use.SentimentRun, method: str, lang: str) -> tuple:
     scores, signed = _scores(run, method)
     return (
         {verdict_name(label, lang): p for label, p in run.probs.items()},
+        _method_line(run, lang),
         "\n\n".join(t("common.warning", lang, text=render(n, lang)) for n in [run.notice] if n),
         views.token_html(run.labels, scores, signed, lang),
         views.score_bars(run.labels, scores, signed, t("sentiment.per_token", lang, method=method_name(method, lang)),
                          lang),
         attention_views.layer_head_grid(run.attn, run.labels, run.labels, t("sentiment.grid_title", lang), lang),
         t("sentiment.open_in_attention", lang, link=use.attention_link(run) + f"&lang={lang}"),
+        *_review(run, lang),
     )
+
+
+def _method_line(run: use.SentimentRun, lang: str) -> str:
+    """How the verdict was reached, in one line under it (a short text: nothing new to say)."""
+    document = run.document
+    return f"*{t(document.method_id, lang, **document.method_params)}*" if document else ""
+
+
+def _review(run: use.SentimentRun, lang: str) -> tuple:
+    """The review's parts of the tab: (its box shown or hidden, the strip, the sentence picker, the
+    running verdict, which sentence is shown); of a short text, the box hidden."""
+    document = run.document
+    if document is None:
+        return gr.Column(visible=False), "", gr.Slider(visible=False), None, ""
+    texts = [s.text for s in document.sentences]
+    p = [s.probs["positive"] for s in document.sentences]
+    shown = document.sentences[run.sentence]
+    return (gr.Column(visible=True), views.sentence_strip(texts, p, run.sentence, lang),
+            gr.Slider(minimum=1, maximum=max(len(texts), 2), value=run.sentence + 1, step=1, visible=True),
+            views.running_chart(texts, p, list(document.running), lang),
+            t("sentiment.sentence_shown", lang, i=run.sentence + 1, n=len(texts), label=verdict_name(shown.label, lang),
+              p=shown.probs["positive"]))
 
 
 def verdict_name(label: str, lang: str) -> str:
@@ -79,9 +127,13 @@ def compare(text: str | None, method: str, lang: str = "en"):
     for label, run in zip(use.classifiers(), runs):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
+        document = run.document
+        strip = "" if document is None else views.sentence_strip(
+            [s.text for s in document.sentences], [s.probs["positive"] for s in document.sentences], run.sentence, lang)
         columns.append((t("sentiment.column", lang, label=label, verdict=verdict_name(verdict, lang),
-                          p=run.probs[verdict]) + (f"  \n{render(run.notice, lang)}" if run.notice else ""),
-                        views.token_html(run.labels, scores, signed, lang),
+                          p=run.probs[verdict]) + (f"  \n{_method_line(run, lang)}" if document else "")
+                        + (f"  \n{render(run.notice, lang)}" if run.notice else ""),
+                        strip, views.token_html(run.labels, scores, signed, lang),
                         attention_views.layer_head_grid(run.attn, run.labels, run.labels, render(label, lang), lang)))
     return notice(), *[part for column in columns for part in column]
 
@@ -92,7 +144,8 @@ def build(lang: gr.State | None = None) -> View:
     with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"))
+                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
+                                  info=_("sentiment.long_text", **use.LIMITS))
                 model = gr.Radio([choice(c) for c in installed], value=installed[0] if installed else None,
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
@@ -106,9 +159,16 @@ def build(lang: gr.State | None = None) -> View:
                     examples = gr.Examples(EXAMPLES, [text, method], label=_("common.examples"))
             with gr.Column(scale=1):
                 probs = gr.Label(label=_("sentiment.verdict"), num_top_classes=2)
+                method_line = gr.Markdown(elem_id="sentiment-method")  # how a long text's verdict was reached
                 tokens = gr.HTML(label=_("sentiment.tokens"), elem_id="sentiment-tokens")
                 link = gr.Markdown()
         notices = gr.Markdown()
+        with gr.Column(visible=False, elem_id="sentiment-review") as review_box:
+            gr.Markdown(_("sentiment.review_box"))
+            strip = gr.HTML(elem_id="sentiment-strip", js_on_load=PICK_SENTENCE)
+            running = gr.Plot(label=_("sentiment.running_label"), show_label=False, elem_id="sentiment-running")
+            sentence = gr.Slider(1, 2, value=1, step=1, label=_("sentiment.sentence"), elem_id="sentiment-sentence")
+            shown = gr.Markdown(elem_id="sentiment-shown")
         bars = gr.Plot(label=_("sentiment.bars"), show_label=False)
         with gr.Accordion(_("sentiment.attention_box"), open=False) as attention_box:
             grid = gr.Plot(label=_("common.attention"))
@@ -116,8 +176,13 @@ def build(lang: gr.State | None = None) -> View:
             gr.Markdown(_("sentiment.explainer"))
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
         chosen = gr.State(installed[0] if installed else None)
-        inputs, outputs = [text, method, chosen, lang], [probs, notices, tokens, bars, grid, link]
+        inputs = [text, method, chosen, lang]
+        outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         button.click(classify, inputs, outputs, api_name="classify")
+        one_sentence = [text, method, sentence, chosen, lang]
+        sentence.release(classify_sentence, one_sentence, outputs, api_name="classify_sentence")
+        strip.click(picked, None, sentence, api_name=False, queue=False).then(
+            classify_sentence, one_sentence, outputs, api_name=False)
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
         examples.load_input_event.then(classify, inputs, outputs, api_name=False)
         text.submit(classify, inputs, outputs, api_name=False)
@@ -134,7 +199,7 @@ def build(lang: gr.State | None = None) -> View:
                 with gr.Row():
                     for label in installed:
                         with gr.Column():  # each grid's title names its classifier
-                            parts += [gr.Markdown(), gr.HTML(),
+                            parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
                                       gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
                 gr.Markdown(_("sentiment.compare_note"))  # after the verdicts: on a projector, the figures come first
             compare_button.click(compare, [text, method, lang], [compare_notice, *parts], api_name="classify_compare")
@@ -148,4 +213,9 @@ def build(lang: gr.State | None = None) -> View:
 
 def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))
+    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.classifiers())))
+
+
+def picked(event: gr.EventData) -> int:
+    """The number of the sentence clicked in the strip."""
+    return int(getattr(event, "sentence", 1) or 1)

@@ -21,6 +21,7 @@ import gradio as gr
 
 from i18n import normalise
 from lab.policy import truncate
+from lab.sentiment import REVIEW
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -36,19 +37,29 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "attention": {"tab": "attention", "text": "The cat sat on the mat because it was tired.", "layer": "1", "head": "0"},
     "causal": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
     "temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
-    "classifier": {"tab": "sentiment", "text": "A moving, beautifully acted film.", "compare": "0"},
+    "classifier": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
+                   "classifier": "trained from scratch (5.8M)", "compare": "0"},
     "pretraining": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.", "compare": "1",
                     "focus": "#sentiment-compare"},
+    # the pre-trained classifier hears the review turn; the from-scratch one stays negative (Compare shows both)
+    "whole_review": {"tab": "sentiment", "text": REVIEW, "compare": "0", "classifier": "pre-trained + fine-tuned (22.6M)",
+                     "focus": "#sentiment-review"},
     "encoder_decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
 }
 
 
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
-# It may still be opening when the step starts, so the scroll is repeated until it has its height.
+# It may still be opening when the step starts (an accordion), or hidden until its first result (a review's
+# sentences, seconds on a busy machine): the scroll is repeated while it takes its height, for up to 20 s.
 SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
   const go = () => { const el = focus && document.querySelector(focus);
                      el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
-  go(); if (focus) [300, 1000, 2000].forEach((ms) => setTimeout(go, ms)); }""" % json.dumps(
+  go(); if (!focus) return;
+  let scrolled = 0; const until = Date.now() + 20000;
+  const again = () => { const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
+                        if (tall) { go(); scrolled += 1; }
+                        if (scrolled < 4 && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
+  setTimeout(again, 300); }""" % json.dumps(
     {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
 
 
@@ -72,7 +83,7 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                  "repetition_penalty": ("generate", 7), "beam_width": ("generate", 10),
                  "length_penalty": ("generate", 11), "step_to_inspect": ("generate_inspect", 2)},
     "sentiment": {"text": ("classify", 0), "classifier": "#sentiment-classifier", "compare": "#compare",
-                  "colour_tokens_by": ("classify", 1)},
+                  "colour_tokens_by": ("classify", 1)},  # a review's sentence is picked on the page, not linked
     "translate": {"text": ("translate", 1), "task": ("translate", 0), "attention": ("translate", 3),
                   "layer": ("translate", 4), "head": ("translate", 5), "beam_width": ("translate", 2),
                   "task_to_train": ("translate_train", 0), "model": ("translate_train", 1),

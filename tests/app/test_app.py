@@ -193,7 +193,8 @@ import socket  # noqa: E402
 
 import serving  # noqa: E402
 
-from transformer_core.training import data, tasks  # noqa: E402
+from transformer_core import tasks  # noqa: E402
+from transformer_core.training import data  # noqa: E402
 import i18n  # noqa: E402
 from lab import store  # noqa: E402
 

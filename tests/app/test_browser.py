@@ -306,7 +306,8 @@ MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#att
         "masking": ("#masking-run", "#masking-gallery"), "generate": ("#generate-run", "#generated-text"),
         "sentiment": ("#sentiment-run", "#sentiment-tokens"), "translate": ("#translate-run", "#translate-attention")}
 # a step whose main view is not its tab's usual one: (main button, main figure)
-MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot")}
+MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
+                "whole_review": (None, "#sentiment-running")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -418,6 +419,33 @@ def test_generated_text_reads_as_words_and_a_newline_starts_a_new_line(visit):
     assert all(lines[n + 1]["top"] > lines[n]["top"] + 5 for n in ends)  # so does every piece after a newline
     same_line = [(a, b) for a, b in zip(lines[1:], lines[2:]) if not a["text"].endswith("\n")]
     assert sum(a["top"] == b["top"] for a, b in same_line) > len(same_line) / 2  # the rest flows as text
+
+
+def test_a_long_review_draws_its_sentence_strip_and_running_verdict_and_a_click_shows_a_sentence(visit):
+    from urllib.parse import urlencode
+
+    from lab.sentiment import REVIEW
+
+    visit.open("?" + urlencode({"tab": "sentiment", "text": REVIEW, "classifier": "pre-trained + fine-tuned (22.6M)"}))
+    needs = ["#sentiment-strip .sentence", "#sentiment-running .js-plotly-plot"]
+    assert_drawn(wait_drawn(visit, "sentiment", needs), "sentiment")
+    page = visit.page
+    strip = page.locator("#sentiment-strip .sentence")
+    assert strip.count() == 5 and "The first hour is slow" in strip.nth(1).inner_text()
+    backgrounds = strip.evaluate_all("(spans) => spans.map((s) => getComputedStyle(s).backgroundColor)")
+    assert backgrounds[0].startswith("rgba(220, 38, 38") and backgrounds[3].startswith("rgba(22, 163, 74")
+    lines = page.evaluate("""() => document.querySelector('#sentiment-running .js-plotly-plot')._fullData
+        .map((t) => Array.from(t.y))""")
+    assert [len(y) for y in lines] == [5, 5] and lines[1][1] < 0.5 < lines[1][-1]  # the review turns
+    assert "Read sentence by sentence" in page.locator("#sentiment-method").inner_text()
+    assert page.locator("#sentiment-running .annotation-text", has_text="turns positive").count() == 1
+    strip.nth(1).click()  # sentence 2: its own tokens, outlined in the strip
+    page.wait_for_function("""() => document.querySelector('#sentiment-shown').innerText.includes('Sentence 2 of 5')
+        && document.querySelector('#sentiment-tokens').innerText.includes('slow')""", timeout=RESULT_TIMEOUT_MS)
+    assert_drawn(wait_drawn(visit, "sentiment", needs), "sentiment")
+    assert "solid" in strip.nth(1).get_attribute("style") and "solid" not in strip.nth(3).get_attribute("style")
+    page.locator("#sentiment-review").scroll_into_view_if_needed()
+    visit.page.screenshot(path=str(ARTIFACTS / "sentiment-review.png"))
 
 
 def test_sentiment_opens_its_text_in_the_attention_tab_on_the_same_classifier(visit):

@@ -1,6 +1,8 @@
 """The rooms keep their doors: who may import whom (text -> policy -> run -> figures -> tab)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,11 @@ def test_the_core_and_the_use_cases_never_import_gradio(path):
 def test_the_model_room_imports_nothing_else_from_the_package(path):
     inside = {m for m in imports(path) if m.startswith("transformer_core")}
     assert all(m.startswith("transformer_core.model") for m in inside), sorted(inside)
+
+
+def test_serving_the_app_imports_no_training_code():
+    """Training (data downloads, BERT import, distillation, the train_* commands) is for building checkpoints; the
+    app serves from them. A fresh interpreter, so that no other test's imports count."""
+    code = "import app, sys; print(sorted(m for m in sys.modules if m.startswith('transformer_core.training')))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

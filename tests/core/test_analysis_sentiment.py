@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from transformer_core import load_model
-from transformer_core.training import data, train_sentiment
+from transformer_core.training import data, hub_data, train_sentiment
 from transformer_core.analysis.sentiment import (LABELS, EmptyTextError, accuracy, correct, explain, pad_batch, predict_proba,
                                         special_ids)
 from transformer_core.tokenization import TextTokenizer
-from transformer_core.training.train_sentiment import (IGNORE, classification_batches, init_word_vectors, main as train_main,
-                                              mask_tokens)
+from transformer_core.training.sentiment import IGNORE, classification_batches, mask_tokens
+from transformer_core.training.train_sentiment import init_word_vectors, main as train_main
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "sentiment"
 CLEAR = {
@@ -133,7 +133,7 @@ def test_imdb_loader_reads_parquet_and_keeps_test_apart(tmp_path):
     train = [(f"train review {i} {'great' if i % 2 else 'awful'}", i % 2) for i in range(25)]
     test = [("a fine test film", 1), ("a bad test film", 0)]
     folder = _write_imdb(tmp_path, train, test)
-    got = {s: data.imdb_reviews(s, str(folder)) for s in data.SPLITS}
+    got = {s: hub_data.imdb_reviews(s, str(folder)) for s in data.SPLITS}
     assert [(r.text, r.label) for r in got["test"]] == test
     assert [r.id for r in got["validation"]] == [1, 11, 21]
     assert len(got["train"]) == 22 and not {r.text for r in got["train"]} & {r.text for r in got["validation"]}
@@ -142,7 +142,7 @@ def test_imdb_loader_reads_parquet_and_keeps_test_apart(tmp_path):
 
 def test_imdb_loader_says_which_file_is_missing(tmp_path):
     with pytest.raises(data.DataError, match="plain_text/test"):
-        data.imdb_reviews("test", str(tmp_path))
+        hub_data.imdb_reviews("test", str(tmp_path))
 
 
 def test_training_command_trains_on_imdb_and_writes_a_loadable_checkpoint(tmp_path, monkeypatch):

@@ -16,6 +16,8 @@ from transformer_core.analysis.concepts import order_experiment
 from transformer_core.decoding.seq2seq import Codec, traced
 from transformer_core.analysis.sentiment import special_ids
 from transformer_core.tokenization import TextTokenizer
+from transformer_core.device import autocast
+from transformer_core.training.loop import TrainConfig, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -43,7 +45,7 @@ def test_sdpa_and_inspect_paths_agree_on_cuda():
     slow, weights = tc.attend(q, k, v, allowed, need_weights=True)
     torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
     assert weights.device.type == "cuda" and not fast.isnan().any()
-    with tc.autocast("cuda"):
+    with autocast("cuda"):
         fast16, _ = tc.attend(q, k, v, allowed)
     assert fast16.dtype == torch.bfloat16
     torch.testing.assert_close(fast16.float(), slow, atol=3e-2, rtol=3e-2)
@@ -53,7 +55,7 @@ def test_sdpa_and_inspect_paths_agree_on_cuda():
 def test_sdpa_runs_a_fused_kernel_under_bf16_autocast(masked):
     q, k, v = qkv(B=4, H=4, T=128, d_head=64)
     allowed = tc.causal_mask(128).for_heads("cuda") if masked else None
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof, tc.autocast("cuda"):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof, autocast("cuda"):
         tc.attend(q, k, v, allowed)
     ops = {e.name for e in prof.events()}
     fused = {op for op in ops if any(s in op for s in ("flash", "efficient_attention", "cudnn_attention"))}
@@ -74,7 +76,7 @@ def inputs(model, tokenizer):
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_every_checkpoint_traces_the_same_on_cuda(name):
     cpu, gpu, tokenizer = on_both(name)
-    assert next(gpu.parameters()).device.type == "cuda"
+    assert tc.device_of(gpu).type == "cuda"
     args = inputs(cpu, tokenizer)
     expected, trace = cpu.run_with_trace(*args)
     got, gpu_trace = gpu.run_with_trace(*(a.cuda() for a in args))
@@ -195,7 +197,7 @@ def test_training_under_bf16_autocast_learns_and_saves(tmp_path):
         return torch.nn.functional.cross_entropy(model(x).flatten(0, 1).float(), y.flatten())
 
     losses = []
-    tc.train(model, tc.TrainConfig(steps=60, lr=3e-3, warmup=5, eval_every=60, eval_batches=1),
+    train(model, TrainConfig(steps=60, lr=3e-3, warmup=5, eval_every=60, eval_batches=1),
              get_batch, loss_fn, on_step=lambda step, loss: losses.append(loss), progress=False)
     assert losses[-1] < 0.1 * losses[0]
     assert all(p.dtype == torch.float32 for p in model.parameters())  # autocast casts ops, not weights

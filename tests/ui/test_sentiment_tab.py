@@ -20,17 +20,19 @@ def tiny_store(tiny_checkpoint):
 
 
 def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
-    probs, notices, tokens_html, bars, grid, link = figures(tab.classify("not bad at all", tab.METHODS[0]))
+    probs, method, notices, tokens_html, bars, grid, link, box, strip, sentence, running, shown = figures(
+        tab.classify("not bad at all", tab.METHODS[0]))
     assert set(probs) == set(LABELS) and sum(probs.values()) == pytest.approx(1.0)
     assert notices == "" and "bad" in tokens_html
+    assert method == "" and box.visible is False and strip == "" and running is None  # short: read whole
     assert "tab=attention" in link and "model=sentiment" in link and "text=not+bad+at+all" in link
     assert len(bars.data[0].y) == 4
 
 
 def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
-    _, notices, *_ = figures(tab.classify("word " * 50, tab.METHODS[1]))
+    _, _, notices, *_ = figures(tab.classify("word " * 50, tab.METHODS[1]))
     assert "only the first 12" in notices
-    _, notices, *_ = figures(tab.classify("👍🎉!!!", tab.METHODS[0]))
+    _, _, notices, *_ = figures(tab.classify("👍🎉!!!", tab.METHODS[0]))
     assert "no letters" in notices
 
 
@@ -38,3 +40,36 @@ def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
 def test_tab_refuses_empty_text_with_a_message(tiny_store, text):
     with pytest.raises(gr.Error, match="Type a sentence"):
         tab.classify(text, tab.METHODS[0])
+
+
+HOSTILE_REVIEW = ("<script>alert('x')</script> was the first line of this review, and it is bad. " * 3
+                  + "Then it got much better. The ending is wonderful and moving. I loved the music.")
+
+
+def test_a_long_review_draws_its_strip_the_running_verdict_and_a_picked_sentence(tiny_store):
+    probs, method, notices, tokens_html, bars, grid, link, box, strip, sentence, running, shown = figures(
+        tab.classify(HOSTILE_REVIEW, tab.METHODS[0]))
+    assert method.startswith("*Read sentence by sentence") and box.visible is True
+    assert strip.count("data-sentence=") == 6 and "<script>" not in strip and "&lt;script&gt;" in strip
+    assert sentence.maximum == 6 and 1 <= sentence.value <= 6
+    line = [t for t in running.data if t.mode == "lines+markers"][0]
+    assert list(line.x) == [1, 2, 3, 4, 5, 6] and line.y[-1] == pytest.approx(probs["positive"])
+    assert all("<script>" not in str(t.text) for t in running.data)
+    picked = figures(tab.classify_sentence(HOSTILE_REVIEW, tab.METHODS[0], 5))
+    assert picked[0] == probs and picked[9].value == 5 and "Sentence 5 of 6" in picked[11]
+    assert "moving" in picked[3] and "script" not in picked[3]  # the tokens are sentence 5's
+    assert 'outline' in picked[8].split('data-sentence="5"')[1].split("</span>")[0]  # and it is outlined
+
+
+def test_a_click_on_the_strip_picks_its_sentence():
+    assert tab.picked(type("Event", (), {"sentence": 3})()) == 3
+
+
+def test_compare_shows_both_classifiers_strips_side_by_side():
+    from lab import sentiment as use
+
+    notice, *parts = figures(tab.compare(use.REVIEW, tab.METHODS[0]))
+    assert len(parts) == 8  # per classifier: verdict, strip, tokens, attention
+    for verdict, strip in (parts[0:2], parts[4:6]):
+        assert "Read sentence by sentence" in verdict and strip.count("data-sentence=") == 5
+    assert tab.compare_if(False, use.REVIEW, tab.METHODS[0]) == tuple(gr.skip() for _ in range(9))

@@ -11,7 +11,7 @@ import torch
 from transformer_core import CheckpointError, save_checkpoint
 from transformer_core.decoding.seq2seq import IGNORE, Codec, DecodingError, beam, exact_match, greedy, traced, translate
 from transformer_core.training import data
-from transformer_core.training.tasks import (
+from transformer_core.tasks import (
     SYMBOLS,
     TOY_LENGTHS,
     copy,
@@ -24,7 +24,7 @@ from transformer_core.training.tasks import (
     sort,
     word_pool,
 )
-from transformer_core.training.train_translate import PER_TOKEN, build_model, fit, warm_start
+from transformer_core.training.translation import PER_TOKEN, build_model, fit, warm_start
 from transformer_core.training.loop import TrainConfig
 from lab import store
 from lab.live import LiveTraining

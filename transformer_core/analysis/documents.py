@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..device import device_of
 from .sentiment import LABELS, EmptyTextError, pad_batch, special_ids
 
 LONG_TEXT_CHARS = 300  # longer than every training snippet (at most 257 characters): read by sentences
@@ -180,7 +181,7 @@ def sentence_log_odds(model, tokenizer, texts: list[str]) -> tuple[torch.Tensor,
         raise EmptyTextError("a sentence has no tokens")
     truncated = [max(0, len(i) - max_len) for i in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    device = next(model.parameters()).device
+    device = device_of(model)
     z = torch.empty(len(ids))
     for start in range(0, len(order), SENTENCE_BATCH):
         rows = order[start : start + SENTENCE_BATCH]

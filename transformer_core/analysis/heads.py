@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..device import device_of
 from ..model import trace
 from ..model.attention import MultiHeadAttention
 from ..model.models import DecoderLM, EncoderClassifier, EncoderDecoder
@@ -176,7 +177,7 @@ def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
 
 def _inputs(model, ids, target) -> tuple[dict, torch.Tensor | None]:
     """The forward pass's inputs for one example, (1, T) each, and the next tokens it is scored on."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     ids = torch.as_tensor(ids, device=device).reshape(1, -1)
     if isinstance(model, EncoderDecoder):
         if target is None:
@@ -302,7 +303,7 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
         raise HeadError(f"the logit lens reads a decoder language model, not a {type(model).__name__}")
     if "decoder" not in run.hidden:
         raise HeadError("the run has no residual streams: trace it with run_with_trace")
-    device = next(model.parameters()).device
+    device = device_of(model)
     stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
     logits = model.head(model.norm(stream)).float()  # the final norm and unembedding, at every layer
     probs = torch.softmax(logits, -1)  # (n_layer + 1, T, vocab)
@@ -372,7 +373,7 @@ def head_roles(model, tokens: torch.Tensor) -> HeadRoles:
     vocab = min(model.config.src_vocab_size, model.config.tgt_vocab_size) if isinstance(model, EncoderDecoder) \
         else model.config.vocab_size
     _check_ids(tokens, vocab, "token")
-    tokens = tokens.to(next(model.parameters()).device)
+    tokens = tokens.to(device_of(model))
     inputs = {"src": tokens, "tgt": tokens} if isinstance(model, EncoderDecoder) else {"idx": tokens}
     logits, run = model.run_with_trace(**inputs)
     scores = {role: {} for role in ROLES}

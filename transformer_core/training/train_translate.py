@@ -21,22 +21,12 @@ import torch
 from .. import distributed
 from ..device import describe
 from ..model.models import ConfigError
+from ..tasks import PIG_LATIN_WORDS, PRESETS, TASKS, TOY_LENGTHS, get_task, measure, play_lines
 from ..tokenization import TokenizerError
 from ..weights.hub import CheckpointError, save_checkpoint
 from .cli import exit_on
 from .loop import TrainConfig
-from .tasks import PIG_LATIN_WORDS, TASKS, TOY_LENGTHS, get_task, play_lines
-from .translation import (  # noqa: F401 -- the library names callers of this command's module used
-    LIVE_BATCH,
-    PER_TOKEN,
-    PRESETS,
-    build_model,
-    fit,
-    live_config,
-    measure,
-    pair_batches,
-    warm_start,
-)
+from .translation import build_model, fit, warm_start
 
 
 def model_card(args, model, history, scores) -> str:
@@ -67,7 +57,7 @@ character by character.
 
 - Command: `{' '.join(shlex.quote(a) for a in ['python', '-m', 'transformer_core.training.train_translate', *sys.argv[1:]])}`
 - Data: {data}. Training pairs are drawn fresh every step from the training stream; the held-out
-  test set comes from its own seed (`transformer_core.training.tasks.examples(task, "test", 1000)`).
+  test set comes from its own seed (`transformer_core.tasks.examples(task, "test", 1000)`).
 - Tokens: source = characters + `</s>`; the decoder reads `<s>` + target and predicts target + `</s>`.
 - Size: {params:,} parameters; d_model={c.d_model}, n_head={c.n_head}, {c.n_layer} encoder + {c.n_layer} decoder
   layers, d_ff={c.d_ff}, max_len={c.max_len}, vocabulary={c.src_vocab_size}.

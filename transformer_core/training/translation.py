@@ -1,45 +1,28 @@
-"""Training an encoder-decoder on a toy translation, as a library: model sizes, batches of fresh
-pairs, the teacher-forced loss, warm starts, and the scores a model card and the app report.
+"""Training an encoder-decoder on a toy translation, as a library: a fresh model of a preset size, batches of
+fresh pairs, the teacher-forced loss, warm starts.
 
-The command line is train_translate.py; the app's live training and the Translate tab use this.
+The command line is train_translate.py; the app's live-training process uses this. The tasks, the sizes and
+the scores a model card and the app report live in transformer_core/tasks.py.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from ..decoding.seq2seq import IGNORE, Codec, char_tokenizer, exact_match
+from ..decoding.seq2seq import IGNORE, Codec, char_tokenizer
 from ..device import device_of
 from ..model.models import EncoderDecoder, EncoderDecoderConfig
 from ..tokenization import TextTokenizer
 from ..weights.hub import CheckpointError, load_model
+from ..tasks import PRESETS, Task
 from .loop import TrainConfig, scored_targets, train
-from .tasks import Task, examples, play_lines, random_symbols
 
-@dataclass(frozen=True)
-class Preset:
-    """A model size: every preset has n_layer encoder and n_layer decoder blocks."""
-
-    d_model: int
-    n_head: int
-    n_layer: int
-    d_ff: int
-
-
-PRESETS = {
-    "tiny": Preset(32, 2, 1, 64),
-    "small": Preset(64, 4, 2, 256),
-    "medium": Preset(128, 4, 2, 512),
-    "large": Preset(128, 4, 3, 512),
-}
 TOY_MAX_LEN = 32  # room for length-generalisation tests up to 20 symbols (+ </s>)
 PIG_LATIN_MAX_LEN = 160  # 10 words of up to 12 letters, numbers, marks, "ay"s, </s>: 125 at most in 200k samples
-TEST_SIZE = 1000
 LIVE_BATCH = 64  # pairs per step when training live in the app
 
 
@@ -115,23 +98,3 @@ def live_config(steps: int, seconds: float, seed: int = 0) -> TrainConfig:
     """Training settings for a live run: fast learning rate, short warm-up, stop at `seconds`."""
     return TrainConfig(steps=steps, lr=3e-3, min_lr=3e-4, warmup=min(50, steps // 10), eval_every=steps,
                        eval_batches=2, seed=seed, time_budget_s=seconds)
-
-
-def measure(model, codec: Codec, task: Task) -> dict[str, float]:
-    """Exact-match accuracy on the 1,000 held-out test sources (for pig latin also unseen-word sentences
-    and the lines of the test plays)."""
-    scores = {"test": exact_match(model, codec, examples(task, "test", TEST_SIZE))}
-    if task.name == "pig_latin":
-        scores["unseen"] = exact_match(model, codec, examples(task, "unseen", TEST_SIZE))
-        scores["real"] = exact_match(model, codec, [task.pair(line) for line in play_lines("test")])
-    return scores
-
-
-def accuracy_by_length(model, codec: Codec, task: Task, lengths: range, n: int = 100,
-                       seed: int = 0) -> dict[int, float]:
-    """Exact match of a toy-task model on n held-out sources of each length (beyond training too)."""
-    scores = {}
-    for length in lengths:
-        rng = random.Random(f"{task.name}/length/{length}/{seed}")
-        scores[length] = exact_match(model, codec, [task.pair(random_symbols(rng, (length, length))) for _ in range(n)])
-    return scores

@@ -6,6 +6,9 @@ tensor code in the builders; each builder must give exactly that matrix, kind an
 
 from __future__ import annotations
 
+import doctest
+import sys
+
 import pytest
 import torch
 
@@ -144,3 +147,28 @@ def test_impossible_masks_raise_mask_error_saying_why(build, message):
     with pytest.raises(tc.MaskError, match=message):
         build()
     assert tc.no_mask(1).shape == (1, 1) and tc.padding_mask([5], 5).shape == (1, 5, 5)  # the edges are allowed
+
+
+def test_mask_builders_have_the_documented_patterns():
+    assert torch.equal(tc.causal_mask(3).allowed, torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    w = tc.sliding_window_mask(5, 1).allowed
+    assert w.sum(1).tolist() == [2, 3, 3, 3, 2]
+    d = tc.dilated_window_mask(7, 2, 2).allowed
+    assert d[3].nonzero().flatten().tolist() == [1, 3, 5]
+    g = tc.global_window_mask(6, 1, [0]).allowed
+    assert g[0].all() and g[:, 0].all() and not g[5, 2]
+    p = tc.padding_mask([3, 2]).allowed
+    assert p.shape == (2, 3, 3) and not p[1, :, 2].any() and p[0].all()
+
+
+def test_the_dilated_window_docstring_example_is_what_the_mask_does():
+    masks = sys.modules[tc.dilated_window_mask.__module__]
+    results = doctest.testmod(masks)
+    assert results.attempted >= 1 and results.failed == 0
+
+
+@pytest.mark.parametrize("bad", [lambda: tc.sliding_window_mask(4, 0), lambda: tc.causal_mask(0),
+                                 lambda: tc.global_window_mask(4, 1, [9]), lambda: tc.build_mask("zigzag", 4)])
+def test_bad_mask_parameters_raise_mask_error(bad):
+    with pytest.raises(tc.MaskError):
+        bad()

@@ -7,7 +7,10 @@ sorting a permutation; pig latin mixes local re-ordering inside each word with
 a copy of the sentence's word order.
 
 Every task maps a source string to a target string; `Task.pair` gives both and
-`examples` draws a seeded, reproducible set of them.
+`examples` draws a seeded, reproducible set of them. The sizes a translator for
+these tasks comes in (`PRESETS`) and the scores its model card and the app report
+(`measure`, `accuracy_by_length`) are here too: the app serves them, training
+(transformer_core.training.translation) builds and trains the models.
 
 Pig latin rules (`pig_latin_word`), chosen to be checkable by hand:
 * A word is a maximal run of ASCII letters; everything else (spaces, digits,
@@ -38,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .decoding.seq2seq import Codec, exact_match
+
 SYMBOLS = "0123456789"  # the toy tasks' 10 symbols (as in the Annotated Transformer's copy task)
 PUNCTUATION = " ,;:.!?"  # what pig latin sentences hold besides letters
 TYPED = "'-0123456789"  # and what people type too: apostrophes, hyphens, digits (all copied through)
@@ -46,6 +51,7 @@ TOY_LENGTHS = (1, 10)  # source lengths the toy models are trained on
 PIG_LATIN_WORDS = (1, 10)  # words per pig latin sentence
 MAX_WORD_LETTERS = 12  # longer Shakespeare words are left out of the pig latin data
 UNSEEN_EVERY = 10  # one distinct word in ten never appears in training sentences
+TEST_SIZE = 1000  # held-out sources a model card's accuracy is measured on
 
 VOWELS = frozenset("aeiou")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -125,7 +131,7 @@ def _is_unseen(word: str) -> bool:
 @lru_cache(maxsize=1)
 def word_pool() -> WordPool:
     """Words of the Shakespeare train split (letters only, at most MAX_WORD_LETTERS)."""
-    from . import data
+    from .training import data
 
     running = [w for w in re.findall(r"[a-z]+", data.shakespeare("train").lower()) if len(w) <= MAX_WORD_LETTERS]
     distinct = sorted(set(running))
@@ -243,7 +249,7 @@ def play_lines(split: str = "test") -> list[str]:
     task's characters.
     The first line after a blank one (a speaker's name or a heading), all-capital lines and stage
     directions ([...], over several lines too) are left out."""
-    from . import data
+    from .training import data
 
     alphabet, lines = set(TASKS["pig_latin"].symbols), {}
     for text in data.shakespeare_works(split).values():
@@ -256,3 +262,47 @@ def play_lines(split: str = "test") -> list[str]:
             direction = direction and "]" not in line
             previous = line
     return list(lines)
+
+
+# ---------------------------------------------------------------- the translators' sizes
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model size: every preset has n_layer encoder and n_layer decoder blocks."""
+
+    d_model: int
+    n_head: int
+    n_layer: int
+    d_ff: int
+
+
+PRESETS = {
+    "tiny": Preset(32, 2, 1, 64),
+    "small": Preset(64, 4, 2, 256),
+    "medium": Preset(128, 4, 2, 512),
+    "large": Preset(128, 4, 3, 512),
+}
+
+
+# ---------------------------------------------------------------- scores
+
+
+def measure(model, codec: Codec, task: Task) -> dict[str, float]:
+    """Exact-match accuracy on the 1,000 held-out test sources (for pig latin also unseen-word sentences
+    and the lines of the test plays)."""
+    scores = {"test": exact_match(model, codec, examples(task, "test", TEST_SIZE))}
+    if task.name == "pig_latin":
+        scores["unseen"] = exact_match(model, codec, examples(task, "unseen", TEST_SIZE))
+        scores["real"] = exact_match(model, codec, [task.pair(line) for line in play_lines("test")])
+    return scores
+
+
+def accuracy_by_length(model, codec: Codec, task: Task, lengths: range, n: int = 100,
+                       seed: int = 0) -> dict[int, float]:
+    """Exact match of a toy-task model on n held-out sources of each length (beyond training too)."""
+    scores = {}
+    for length in lengths:
+        rng = random.Random(f"{task.name}/length/{length}/{seed}")
+        scores[length] = exact_match(model, codec, [task.pair(random_symbols(rng, (length, length))) for _ in range(n)])
+    return scores

@@ -1,0 +1,29 @@
+"""Where models run (device.py): TRANSFORMER_CORE_DEVICE is honoured, and a bad value is a DeviceError that
+the commands report."""
+
+import importlib
+
+from core_models import ASSETS
+import pytest
+import torch
+
+import transformer_core as tc
+
+
+@pytest.mark.parametrize("value, message", [("gpu", "is not a device"), ("cuda", "no CUDA GPU")])
+def test_a_bad_device_env_var_is_a_device_error_and_the_commands_say_so(value, message, monkeypatch, tmp_path):
+    if value == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", value)
+    with pytest.raises(tc.DeviceError, match=message):
+        tc.default_device()
+    for command in ("train_lm", "train_sentiment"):
+        main = importlib.import_module(f"transformer_core.training.{command}").main
+        with pytest.raises(SystemExit, match=f"^error: TRANSFORMER_CORE_DEVICE='{value}'"):
+            main(["--out", str(tmp_path / "out"), "--tokenizer", str(ASSETS / "sentiment" / "tokenizer.json")])
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_env_var_is_honoured(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", "cpu")
+    assert tc.default_device().type == "cpu"
