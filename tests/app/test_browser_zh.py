@@ -32,8 +32,9 @@ KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub"
         # model names (the checkpoints' folders)
         "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
         "translate-reverse", "translate-sort", "translate-pig-latin", "cheat-causal", "cheat-nomask", "gpt2",
-        # Gradio's status tracker writes these two itself, in English in every locale (not in its translations)
-        "from cache", "used cache"]
+        # Gradio writes these itself, in English in every locale (not in its translations): the status
+        # tracker's cache badge and the examples' page numbers
+        "from cache", "used cache", "Pages"]
 
 ENGLISH_ONLY = """([notOurs, kept]) => {
   const shown = (el) => el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
