@@ -53,7 +53,9 @@ SENTENCE_DEFAULT = "the plot was dull but the acting was wonderful"
 @handler
 def order(sentence, seed, lang="en"):
     summary, variants, labels, names = use.order(sentence, seed)
-    return (render(summary, lang), views.order_figure(variants, labels, lang),
+    shown = t(summary.key, lang, **{**summary.params,  # the shuffled words are the person's own: marked as such
+                                    "shuffled": f'<span class="model-text">{summary.params["shuffled"]}</span>'})
+    return (shown, views.order_figure(variants, labels, lang),
             _table(views.verdict_rows(variants, names, lang), views.verdict_headers(names, lang)))
 
 

@@ -11,7 +11,7 @@ def test_one_failing_section_leaves_the_other_five_drawn():
     with gr.Blocks():
         view = tab.build()
     values = [c.value for c in view.inputs]
-    sentence = next(i for i, c in enumerate(view.inputs) if c.label == "sentence")
+    sentence = next(i for i, c in enumerate(view.inputs) if c.elem_id == "sentence")  # labels are translated
     values[sentence] = "word"  # the order experiment needs 2 to 40 words
     with warnings.catch_warnings(record=True):  # gr.Warning outside a request is a Python warning
         warnings.simplefilter("always")
