@@ -126,6 +126,8 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     text, cut = truncate(text)
     if not text.strip():
         raise InputError(Message("attention.type_text"))
+    text, simplified = models.read_as(name, text)
+    cut = notice(cut, simplified)
     groups = GROUPS_OF[store.arch(name)]
     if group not in groups:
         if group is not None:

@@ -93,8 +93,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     if mode not in MODES:
         raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
     text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
-    if cut:
-        notices.append(cut)
+    text, simplified = models.read_as(checkpoint(label), text)
+    notices.extend(n for n in (cut, simplified) if n)
     if not text:
         text = EMPTY_PROMPT
         notices.append(Message("generate.empty_prompt"))

@@ -23,7 +23,11 @@ UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens g
 
 # picker label -> checkpoint; the ones not installed are not offered
 CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
-               Message("sentiment.model.pretrained"): "sentiment-pretrained"}
+               Message("sentiment.model.pretrained"): "sentiment-pretrained",
+               Message("sentiment.model.zh_pretrained"): "sentiment-zh-pretrained",
+               Message("sentiment.model.zh_scratch"): "sentiment-zh"}
+# Compare puts the English pair side by side: what pre-training on a large corpus adds
+COMPARED = ("sentiment", "sentiment-pretrained")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,11 @@ class SentimentRun:
 def classifiers() -> dict[str, str]:
     """The installed classifiers: picker label -> checkpoint name."""
     return {label: name for label, name in CLASSIFIERS.items() if (store.model_dir() / name / "config.json").is_file()}
+
+
+def compared() -> dict[str, str]:
+    """The installed classifiers Compare shows: picker label -> checkpoint name."""
+    return {label: name for label, name in classifiers().items() if name in COMPARED}
 
 
 def _has_letters(text: str) -> bool:
@@ -71,6 +80,8 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
     text, cut = truncate(text)
     if not text.strip():
         raise InputError(Message("sentiment.type_text"))
+    text, simplified = models.read_as(name, text)
+    cut = notice(cut, simplified)
     run = _runs.get(models.key(name, text), lambda: _compute(name, text))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -101,5 +112,5 @@ def attention_link(run: SentimentRun) -> str:
 
 
 def compare(text: str | None) -> list[SentimentRun]:
-    """The same text through every installed classifier, in picker order."""
-    return [classify(text, name) for name in classifiers().values()]
+    """The same text through every compared classifier, in picker order."""
+    return [classify(text, name) for name in compared().values()]

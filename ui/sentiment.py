@@ -76,7 +76,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
     """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
     runs = use.compare(text)
     columns = []
-    for label, run in zip(use.classifiers(), runs):
+    for label, run in zip(use.compared(), runs):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
         columns.append((t("sentiment.column", lang, label=label, verdict=verdict_name(verdict, lang),
@@ -89,6 +89,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
 def build(lang: gr.State | None = None) -> View:
     lang = language(lang)
     installed = list(use.classifiers())
+    compared = list(use.compared())
     with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
@@ -97,7 +98,7 @@ def build(lang: gr.State | None = None) -> View:
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
-                                        visible=len(installed) > 1)
+                                        visible=len(compared) > 1)
                 with gr.Row(equal_height=True):
                     method = gr.Radio([(_("sentiment.method.grad"), METHODS[0]), (_("sentiment.method.rollout"), METHODS[1])],
                                       value=METHODS[0], label=_("sentiment.colour_by"), scale=3, elem_id="colour_tokens_by")
@@ -126,13 +127,13 @@ def build(lang: gr.State | None = None) -> View:
             classify, inputs, outputs, api_name=False)
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
-        if len(installed) > 1:
+        if len(compared) > 1:
             with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
                 compare_button = gr.Button(_("sentiment.compare_run"))
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
-                    for label in installed:
+                    for label in compared:
                         with gr.Column():  # each grid's title names its classifier
                             parts += [gr.Markdown(), gr.HTML(),
                                       gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
@@ -148,4 +149,4 @@ def build(lang: gr.State | None = None) -> View:
 
 def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.classifiers())))
+    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 3 * len(use.compared())))

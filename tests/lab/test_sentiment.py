@@ -82,3 +82,13 @@ def test_an_english_only_classifier_says_in_one_line_that_it_cannot_read_chinese
         sentiment.classify("我很喜欢这部电影", "sentiment-pretrained")
     assert "\n" not in str(error.value)
     assert sentiment.classify("I loved this film", "sentiment-pretrained").probs  # English still reads
+
+
+def test_the_chinese_classifiers_are_offered_and_read_chinese_while_compare_keeps_the_english_pair():
+    offered = sentiment.classifiers()
+    assert {"sentiment-zh", "sentiment-zh-pretrained"} <= set(offered.values())
+    assert "Chinese reviews, pre-trained + fine-tuned (1.0M)" in map(str, offered)
+    positive = sentiment.classify("非常好的一本书，值得一读，推荐！", "sentiment-zh-pretrained")
+    negative = sentiment.classify("质量太差了，非常失望。", "sentiment-zh-pretrained")
+    assert positive.probs["positive"] > 0.5 > negative.probs["positive"]
+    assert list(sentiment.compared().values()) == ["sentiment", "sentiment-pretrained"]
