@@ -30,7 +30,8 @@ from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
-MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
+TANG = Message("generate.model.tang")
+MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", GPT2: store.GPT2}
 # the language models here have no end token: every beam has the same length, so no length penalty
 # can change their ranking (it would, for a model that can end a text early)
 NO_END_TOKEN = Message("generate.no_end_token")
