@@ -139,7 +139,7 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     if not tokenizer.tokens(text_b):
         raise InputError(Message("masking.empty_second"))
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
-    notices = [cut, tokens.notice]
+    notices = [cut, tokens.notice, tokens.split]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = models.key(LM, tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))

@@ -17,7 +17,7 @@ from transformer_core import EmptyTextError, explain
 
 from . import models, store
 from .cache import ViewCache
-from .policy import InputError, check_readable, notice, truncate
+from .policy import InputError, check_readable, check_whole_characters, notice, truncate
 
 UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
 
@@ -89,7 +89,9 @@ def classify(text: str | None, model: str | None = None) -> SentimentRun:
 def _compute(name: str, text: str) -> SentimentRun:
     model, tokenizer = models.load(name)
     # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
-    check_readable(tokenizer, tokenizer.tokens(text), max_unknown=UNREADABLE)
+    spans = tokenizer.tokens(text)
+    check_readable(tokenizer, spans, max_unknown=UNREADABLE)
+    check_whole_characters(text, spans, max_fragments=UNREADABLE)  # a byte-level English model on Chinese
     try:
         verdict = explain(model, tokenizer, text)
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
