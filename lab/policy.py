@@ -8,6 +8,7 @@ show, never silently.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 
 from i18n import Joined, Message
@@ -104,10 +105,11 @@ def labelled(text: str, spans) -> tuple[list[str], str]:
 
 
 def check_whole_characters(text: str, spans, max_fragments: float) -> None:
-    """InputError in one line when more of the tokens than `max_fragments` are bytes of split characters:
-    a byte-level model that learned English reads Chinese as raw bytes, and its verdict would be a guess."""
+    """InputError in one line when more of the tokens than `max_fragments` are bytes of split letters:
+    a byte-level model that learned English reads Chinese as raw bytes, and its verdict would be a guess.
+    (Emoji are split too, but they are symbols, not a script the model never learned: they pass.)"""
     read = [s for s in spans if s.start != s.end]
-    n_fragments = sum(is_fragment(text, s) for s in read)
+    n_fragments = sum(is_fragment(text, s) and unicodedata.category(text[s.start])[0] == "L" for s in read)
     if read and n_fragments / len(read) > max_fragments:
         raise InputError(Message("policy.bytes_only", n_fragments=n_fragments, n=len(read)))
 

@@ -72,7 +72,7 @@ def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
 @pytest.mark.parametrize("text", ["\u200b", "\u0301", "\ufffd", "\x00"])
 def test_comparing_a_text_with_no_readable_token_is_a_clear_message_not_a_crash(text):
     """Issue 33: /classify_compare raised EmptyTextError out of the pre-trained classifier on these."""
-    with pytest.raises(policy.InputError, match="reads no token|cannot represent|cannot read"):
+    with pytest.raises(policy.InputError, match="reads no token|cannot represent"):
         sentiment.compare(text)
 
 
