@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from i18n import Joined, Message
 from transformer_core.decoding.seq2seq import Codec, DecodingError
-from transformer_core.tokenization import UNKNOWN, sanitize
+from transformer_core.tokenization import UNKNOWN, is_fragment, sanitize
 
 MAX_CHARS = 5000  # longest text any tab takes; longer input is cut, with a visible notice
 MAX_DRAWN_TOKENS = 128  # longest input drawn as attention: a 6 x 8 grid of 128 x 128 heatmaps
@@ -83,11 +83,6 @@ def check_readable(tokenizer, spans, max_unknown: float = 1.0) -> None:
         raise InputError(Message("policy.all_unknown", unknown=UNKNOWN))
     if n_unknown / len(read) > max_unknown:
         raise InputError(Message("policy.english_only", n_unknown=n_unknown, n=len(read), unknown=UNKNOWN))
-
-
-def is_fragment(text: str, span) -> bool:
-    """Whether a byte-level token holds only part of a character's bytes (它 is 3 bytes in UTF-8)."""
-    return span.byte_end - span.byte_start < len(text[span.start:span.end].encode("utf-8"))
 
 
 def labelled(text: str, spans) -> tuple[list[str], str]:
