@@ -35,6 +35,8 @@ MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", GPT2: store.GPT2}
 # the language models here have no end token: every beam has the same length, so no length penalty
 # can change their ranking (it would, for a model that can end a text early)
 NO_END_TOKEN = Message("generate.no_end_token")
+# a poem of the Tang LM ends at a blank line (its training text separates poems so): the text stops there
+STOP_AT = {"tang-poems-char": "\n\n"}
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
@@ -151,8 +153,10 @@ def new_session(request: Request) -> Session:
                    n_prompt=len(request.prompt_ids))
 
 
-def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int) -> Iterator[Session]:
-    """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call)."""
+def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int,
+                 stop: str = "") -> Iterator[Session]:
+    """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call);
+    with `stop`, the text ends early once the new text ends with it."""
     sampler = Sampler(config)
     sampler.step = len(session.records)
     if session.rng_state is not None:
@@ -166,6 +170,8 @@ def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: 
         session.records.append(record)
         session.rng_state = sampler.generator.get_state()
         yield session
+        if stop and "".join(session.pieces[-len(stop):]).endswith(stop):
+            return
 
 
 _texts: ViewCache[Session] = ViewCache(size=64)
@@ -180,7 +186,8 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
     """
 
     def produce() -> Iterator[Session]:
-        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens)
+        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
+                            STOP_AT.get(checkpoint(request.model), ""))
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
     yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)

@@ -170,3 +170,13 @@ def test_the_poetry_lm_is_offered_and_writes_chinese_from_a_classic_first_line()
     session = generation.sampled(model, tokenizer, request)
     new = tokenizer.decode(session.ids[len(request.prompt_ids):])
     assert sum("\u4e00" <= c <= "\u9fff" for c in new) >= 12, new
+
+
+def test_a_poem_of_the_poetry_lm_stops_at_its_blank_line():
+    from lab import generate as generation
+
+    model, tokenizer, _ = generation.load(generation.TANG)
+    request = generation.check(generation.TANG, tokenizer, model.config.max_len, "\n\n床前明月光，疑是地上霜。\n",
+                               "sample", 0.8, 0, 1.0, 0.0, 1.0, 120, 0)
+    new = tokenizer.decode(generation.sampled(model, tokenizer, request).ids[len(request.prompt_ids):])
+    assert new.endswith("\n\n") and "\n\n" not in new[:-2] and len(new) < 120, repr(new)
