@@ -65,12 +65,15 @@ class AttentionRun:
 
 # a source each translator can read, written out: drawing one from the task's word pool would need
 # the Shakespeare corpus, and the app must start with no data and no network
+CHINESE_EXAMPLE = "这只动物没有过马路，因为它太累了。"  # the seed sentence, in Chinese
 TRANSLATOR_EXAMPLES = {"copy": "31415926", "reverse": "123456789", "sort": "52819330", "pig_latin": "She pet the dog."}
 
 
 def example_text(name: str) -> str:
     """A text the model can read: a translator gets a source of its own task."""
     kind = store.arch(name)
+    if name in models.SIMPLIFIED_CHINESE:  # the Chinese models know few Latin letters
+        return CHINESE_EXAMPLE
     if kind != "EncoderDecoder":
         return EXAMPLE_TEXT[kind]
     task = next((t for t in TRANSLATOR_EXAMPLES if t.replace("_", "-") in name), "pig_latin")
@@ -127,6 +130,8 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     text, cut = truncate(text)
     if not text.strip():
         raise InputError(Message("attention.type_text"))
+    text, simplified = models.read_as(name, text)
+    cut = notice(cut, simplified)
     groups = GROUPS_OF[store.arch(name)]
     if group not in groups:
         if group is not None:
@@ -144,7 +149,7 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
         return _translator_run(name, model, tokenizer, text, group, "")
     tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
     attn = _traced(models.key(name), tokens.ids)  # shares a pass with texts asked at the same time
-    return _labelled(name, group, attn, tokens.labels, tokens.labels, tokens.notice)
+    return _labelled(name, group, attn, tokens.labels, tokens.labels, notice(tokens.notice, tokens.split))
 
 
 def _traced_together(key: tuple, sequences: list[list[int]]) -> list[torch.Tensor]:

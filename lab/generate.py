@@ -30,10 +30,13 @@ from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
-MODELS = {SHIPPED: "shakespeare-lm", GPT2: store.GPT2}
+TANG = Message("generate.model.tang")
+MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", GPT2: store.GPT2}
 # the language models here have no end token: every beam has the same length, so no length penalty
 # can change their ranking (it would, for a model that can end a text early)
 NO_END_TOKEN = Message("generate.no_end_token")
+# a poem of the Tang LM ends at a blank line (its training text separates poems so): the text stops there
+STOP_AT = {"tang-poems-char": "\n\n"}
 MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
@@ -93,8 +96,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     if mode not in MODES:
         raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
     text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
-    if cut:
-        notices.append(cut)
+    text, simplified = models.read_as(checkpoint(label), text)
+    notices.extend(n for n in (cut, simplified) if n)
     if not text:
         text = EMPTY_PROMPT
         notices.append(Message("generate.empty_prompt"))
@@ -150,8 +153,10 @@ def new_session(request: Request) -> Session:
                    n_prompt=len(request.prompt_ids))
 
 
-def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int) -> Iterator[Session]:
-    """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call)."""
+def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int,
+                 stop: str = "") -> Iterator[Session]:
+    """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call);
+    with `stop`, the text ends early once the new text ends with it."""
     sampler = Sampler(config)
     sampler.step = len(session.records)
     if session.rng_state is not None:
@@ -165,6 +170,8 @@ def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: 
         session.records.append(record)
         session.rng_state = sampler.generator.get_state()
         yield session
+        if stop and "".join(session.pieces[-len(stop):]).endswith(stop):
+            return
 
 
 _texts: ViewCache[Session] = ViewCache(size=64)
@@ -179,7 +186,8 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
     """
 
     def produce() -> Iterator[Session]:
-        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens)
+        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
+                            STOP_AT.get(checkpoint(request.model), ""))
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
     yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)

@@ -31,6 +31,7 @@ from .cache import ViewCache
 from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
 
 LM = "shakespeare-lm"
+POETRY_LM = "tang-poems-char"  # Chinese text is read by the Tang-poetry LM: the Shakespeare LM reads it as bytes
 CHEATERS = {Message("masking.cheater.causal"): ("cheat-causal", "causal"),
             Message("masking.cheater.nomask"): ("cheat-nomask", "none")}
 MAX_TOKENS = 64  # masks are drawn cell by cell: 64 x 64 still shows every cell
@@ -88,6 +89,13 @@ def describe(mask: Mask) -> str:
         Message("masking.describe.plain", kind=kind)
 
 
+def lm_for(text: str) -> str:
+    """The LM that reads `text`: the Tang-poetry LM when most of its letters are Chinese characters."""
+    letters = [c for c in text if c.isalpha()]
+    chinese = sum("\u4e00" <= c <= "\u9fff" for c in letters)
+    return POETRY_LM if letters and chinese > len(letters) / 2 else LM
+
+
 def global_positions(text: str | None) -> tuple[int, ...]:
     """ "0, 5" -> (0, 5); anything else is an InputError (its text is shown escaped by the UI)."""
     try:
@@ -131,17 +139,21 @@ _runs: ViewCache[MaskingRun] = ViewCache(size=32)
 
 def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, global_text: str | None,
                 causal: bool) -> MaskingRun:
-    """The gallery for the text and the shipped LM read with its causal mask and with the chosen one."""
-    model, tokenizer = models.load(LM)
+    """The gallery for the text and the shipped LM read with its causal mask and with the chosen one
+    (the Tang-poetry LM when the text is mostly Chinese)."""
     text, cut = truncate(text)
-    tokens = fit_tokens(tokenizer, text, MAX_TOKENS, min_tokens=2)
-    text_b = truncate(text_b)[0]
+    name = lm_for(text)
+    model, tokenizer = models.load(name)
+    text, simplified = models.read_as(name, text)
+    tokens = fit_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len), min_tokens=2)
+    text_b = models.read_as(name, truncate(text_b)[0])[0]
     if not tokenizer.tokens(text_b):
         raise InputError(Message("masking.empty_second"))
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
-    notices = [cut, tokens.notice]
+    read_by = Message("masking.read_by_poetry_lm") if name == POETRY_LM else ""
+    notices = [cut, simplified, read_by, tokens.notice, tokens.split]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
-    key = models.key(LM, tuple(tokens.ids), tuple(tokens_b.ids), s)
+    key = models.key(name, tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))
     return replace(run, notice=notice(*notices))
 

@@ -9,7 +9,7 @@ again in place is never answered from an old run.
 from __future__ import annotations
 
 from i18n import Message
-from transformer_core import CheckpointError
+from transformer_core import CheckpointError, to_simplified
 
 from . import store
 from .policy import InputError
@@ -17,6 +17,8 @@ from .policy import InputError
 GPT2_LABEL = Message("attention.gpt2_label")
 # an older picker label still opens its model (links written before the one label existed)
 ALIASES = {"GPT-2 (downloads from the Hugging Face Hub)": store.GPT2}
+# checkpoints trained on simplified characters (their data was converted with OpenCC's t2s)
+SIMPLIFIED_CHINESE = frozenset({"tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained"})
 
 
 def choices(include_cheats: bool = False) -> dict[str, str]:
@@ -38,6 +40,16 @@ def resolve(label_or_name: str | None, arch: str | None = None) -> str:
         raise InputError(Message("models.wrong_kind", name=repr(name), kind=Message(f"store.kind.{store.arch(name)}"),
                                  needed=Message(f"store.kind.{arch}")))
     return name
+
+
+def read_as(name: str, text: str) -> tuple[str, str]:
+    """(text as checkpoint `name` reads it, a notice or ""): a model trained on simplified Chinese gets
+    traditional characters converted to simplified ones (same length, so every offset holds), and says so."""
+    if name not in SIMPLIFIED_CHINESE:
+        return text, ""
+    simplified = to_simplified(text)
+    changed = sum(a != b for a, b in zip(text, simplified))
+    return simplified, Message("models.simplified", n=changed) if changed else ""
 
 
 def load(name: str) -> tuple[object, object]:

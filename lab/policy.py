@@ -8,11 +8,12 @@ show, never silently.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 
 from i18n import Joined, Message
 from transformer_core.decoding.seq2seq import Codec, DecodingError
-from transformer_core.tokenization import UNKNOWN, sanitize
+from transformer_core.tokenization import UNKNOWN, is_fragment, sanitize
 
 MAX_CHARS = 5000  # longest text any tab takes; longer input is cut, with a visible notice
 MAX_DRAWN_TOKENS = 128  # longest input drawn as attention: a 6 x 8 grid of 128 x 128 heatmaps
@@ -84,13 +85,38 @@ def check_readable(tokenizer, spans, max_unknown: float = 1.0) -> None:
         raise InputError(Message("policy.english_only", n_unknown=n_unknown, n=len(read), unknown=UNKNOWN))
 
 
+def labelled(text: str, spans) -> tuple[list[str], str]:
+    """(one label per token, a notice or ""): a byte fragment reads as the character it belongs to,
+    "它 (3 bytes)", instead of a raw escape like \\xe5, and the notice says how many characters were split."""
+    labels, split = [], set()
+    for span in spans:
+        if is_fragment(text, span):
+            whole = text[span.start:span.end]
+            labels.append(Message("policy.char_bytes", char=whole, n=len(whole.encode("utf-8"))))
+            split.add(span.start)
+        else:
+            labels.append(span.text)
+    return labels, Message("policy.split_chars", n=len(split)) if split else ""
+
+
+def check_whole_characters(text: str, spans, max_fragments: float) -> None:
+    """InputError in one line when more of the tokens than `max_fragments` are bytes of split letters:
+    a byte-level model that learned English reads Chinese as raw bytes, and its verdict would be a guess.
+    (Emoji are split too, but they are symbols, not a script the model never learned: they pass.)"""
+    read = [s for s in spans if s.start != s.end]
+    n_fragments = sum(is_fragment(text, s) and unicodedata.category(text[s.start])[0] == "L" for s in read)
+    if read and n_fragments / len(read) > max_fragments:
+        raise InputError(Message("policy.bytes_only", n_fragments=n_fragments, n=len(read)))
+
+
 @dataclass(frozen=True)
 class Tokens:
-    """Text as a model reads it: ids, one label per token, and what was cut."""
+    """Text as a model reads it: ids, one label per token, what was cut, and which characters were split."""
 
     ids: list[int]
     labels: list[str]
     notice: str = ""
+    split: str = ""  # a notice when a byte-level tokenizer split characters into bytes
 
 
 def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str = "first") -> Tokens:
@@ -110,7 +136,8 @@ def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str 
         cut = Message("policy.cut_tokens_first" if keep == "first" else "policy.cut_tokens_last", n=len(spans),
                       limit=limit)
         spans = spans[:limit] if keep == "first" else spans[-limit:]
-    return Tokens([s.id for s in spans], [s.text for s in spans], cut)
+    labels, split = labelled(text, spans)
+    return Tokens([s.id for s in spans], labels, cut, split)
 
 
 def prompt_tokens(tokenizer, text: str | None, limit: int, min_tokens: int = 1) -> Tokens:
@@ -121,7 +148,7 @@ def prompt_tokens(tokenizer, text: str | None, limit: int, min_tokens: int = 1) 
     """
     text, cut = truncate(text, keep="last")
     tokens = fit_tokens(tokenizer, text, limit, min_tokens, keep="last")
-    return Tokens(tokens.ids, tokens.labels, notice(cut, tokens.notice))
+    return Tokens(tokens.ids, tokens.labels, notice(cut, tokens.notice), tokens.split)
 
 
 def source_text(codec: Codec, max_len: int, text: str | None) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES,
 from . import models, store
 from .batching import Batcher
 from .cache import ViewCache
-from .policy import InputError, check_readable, clamp, notice, truncate
+from .policy import InputError, check_readable, check_whole_characters, clamp, notice, truncate
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
 # 12,000, and at most MAX_SENTENCES sentences of them, so no text keeps a worker longer than ~2 s.
@@ -34,7 +34,11 @@ UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens g
 
 # picker label -> checkpoint; the ones not installed are not offered
 CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
-               Message("sentiment.model.pretrained"): "sentiment-pretrained"}
+               Message("sentiment.model.pretrained"): "sentiment-pretrained",
+               Message("sentiment.model.zh_pretrained"): "sentiment-zh-pretrained",
+               Message("sentiment.model.zh_scratch"): "sentiment-zh"}
+# Compare puts the English pair side by side: what pre-training on a large corpus adds
+COMPARED = ("sentiment", "sentiment-pretrained")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,11 @@ REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper a
 def classifiers() -> dict[str, str]:
     """The installed classifiers: picker label -> checkpoint name."""
     return {label: name for label, name in CLASSIFIERS.items() if (store.model_dir() / name / "config.json").is_file()}
+
+
+def compared() -> dict[str, str]:
+    """The installed classifiers Compare shows: picker label -> checkpoint name."""
+    return {label: name for label, name in classifiers().items() if name in COMPARED}
 
 
 def _has_letters(text: str) -> bool:
@@ -97,6 +106,8 @@ def classify(text: str | None, model: str | None = None, sentence: int | None = 
     text, cut = truncate(text, MAX_CHARS)
     if not text.strip():
         raise InputError(Message("sentiment.type_text"))
+    text, simplified = models.read_as(name, text)
+    cut = notice(cut, simplified)
     run = _runs.get(models.key(name, text, sentence), lambda: _compute(name, text, sentence))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -104,7 +115,9 @@ def classify(text: str | None, model: str | None = None, sentence: int | None = 
 def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     model, tokenizer = models.load(name)
     # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
-    check_readable(tokenizer, tokenizer.tokens(text), max_unknown=UNREADABLE)
+    spans = tokenizer.tokens(text)
+    check_readable(tokenizer, spans, max_unknown=UNREADABLE)
+    check_whole_characters(text, spans, max_fragments=UNREADABLE)  # a byte-level English model on Chinese
     sentences = split_sentences(text)
     if not reads_by_sentences(text, sentences):
         return _explained(name, model, tokenizer, text)
@@ -171,4 +184,4 @@ def attention_link(run: SentimentRun) -> str:
 def compare(text: str | None, sentence: int | None = None) -> list[SentimentRun]:
     """The same text through every installed classifier, in picker order (of a long text, every
     classifier shows sentence `sentence`, by default its own weightiest)."""
-    return [classify(text, name, sentence) for name in classifiers().values()]
+    return [classify(text, name, sentence) for name in compared().values()]

@@ -83,6 +83,23 @@ def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
     return text, views, Joined([notice, *problems], "\n\n")
 
 
+# the seeds' sentence in both languages: what the same meaning costs each tokenizer
+SEED_PAIR = ("The animal didn't cross the street because it was too tired.", "这只动物没有过马路，因为它太累了。")
+
+
+def cost_pair() -> tuple[tuple[str, str], list[tuple[str, list[TokenSpan], list[TokenSpan]]]]:
+    """(the English and Chinese sentences, [(tokenizer label, English spans, Chinese spans)]) for every shipped
+    tokenizer that can represent both (a character vocabulary of one language cannot read the other)."""
+    english, chinese = SEED_PAIR
+    rows = []
+    for label, tokenizer in shipped_tokenizers()[0]:
+        en, zh = tokenizer.tokens(english), tokenizer.tokens(chinese)
+        unknown = tokenizer.token_to_id(UNKNOWN)
+        if not any(s.id == unknown for s in en + zh):
+            rows.append((label, en, zh))
+    return SEED_PAIR, rows
+
+
 def replay_tokenizer() -> TextTokenizer:
     try:
         return store.tokenizer(REPLAY_MODEL)

@@ -21,6 +21,9 @@ from .policy import InputError, clamp, notice, source_text
 
 CHECKPOINTS = {"copy": "translate-copy", "reverse": "translate-reverse", "sort": "translate-sort",
                "pig_latin": "translate-pig-latin"}
+# what each task's alphabet takes, said in one line (Chinese, say, is in none of them)
+TAKES = {"copy": "translate.takes_digits", "reverse": "translate.takes_digits", "sort": "translate.takes_digits",
+         "pig_latin": "translate.takes_latin"}
 POSITION_MODELS = {"learned positions": "translate-copy", "sinusoidal positions": "translate-copy-sinusoidal"}
 LENGTHS = range(1, 21)
 AUTO_LAYER = -1  # "the layer that shows the lesson": the sharpest cross-attention
@@ -87,7 +90,12 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     notices: list[str] = []
     width = clamp(width, 1, 8, Message("setting.beam_width"), notices)
     model, codec = _load(CHECKPOINTS[task])
-    text, cut = source_text(codec, model.config.max_len, source)
+    try:
+        text, cut = source_text(codec, model.config.max_len, source)
+    except InputError as e:
+        if isinstance(e.args[0], Message):  # an empty source: nothing about the alphabet to say
+            raise
+        raise InputError(notice(Message(TAKES[task]), e.args[0])) from e
     run = _runs.get(models.key(CHECKPOINTS[task], text, width),
                     lambda: run_translation(model, codec, text, width, task))
     return replace(run, notice=notice(cut, *notices))

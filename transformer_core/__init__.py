@@ -20,6 +20,7 @@ from .tokenization import (
     sanitize,
     train_bpe_steps,
 )
+from .chinese import to_simplified
 
 # 2. embed: ids -> vectors that know their position
 from .model.layers import Embeddings, SequenceTooLongError, sinusoidal_encoding
@@ -112,6 +113,7 @@ __all__ = [
     "DeviceError", "default_device", "device_of",
     # 1. tokenize
     "BpeTraining", "MergeStep", "TextTokenizer", "TokenizerError", "TokenSpan", "sanitize", "train_bpe_steps",
+    "to_simplified",
     # 2. embed
     "Embeddings", "SequenceTooLongError", "sinusoidal_encoding",
     # 3. attend

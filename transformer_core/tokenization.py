@@ -69,6 +69,11 @@ class TokenSpan:
     byte_end: int
 
 
+def is_fragment(text: str, span: TokenSpan) -> bool:
+    """Whether a byte-level token holds only part of a character's bytes (它 is 3 bytes in UTF-8)."""
+    return span.byte_end - span.byte_start < len(text[span.start:span.end].encode("utf-8"))
+
+
 def sanitize(text: str) -> str:
     """Replace lone surrogates with U+FFFD (same length, so offsets are unchanged)."""
     return _LONE_SURROGATE.sub("\ufffd", text)

@@ -38,6 +38,7 @@ DEFAULT = Serving()  # events no endpoint names: examples, model pickers, re-sli
 
 ENDPOINTS: dict[str, Serving] = {
     "tokenize": Serving(8, gpu=False),
+    "tokens_cost_pair": Serving(8, gpu=False),
     "replay_merges": Serving(4, gpu=False),
     "bpe_from_scratch": Serving(4, gpu=False),
     "bpe_step": Serving(4, gpu=False),

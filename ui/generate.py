@@ -13,7 +13,7 @@ import gradio as gr
 
 from i18n import Message, render, t
 from lab import generate as use
-from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, Session
+from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
 from ui.common import cached, View, handler
 from ui.i18n import choice, language, text as _
 from views import generate as figures
@@ -30,6 +30,13 @@ EXAMPLES = [
     ["To be, or not to be,", "greedy", 0.0, 0, 1.0, 0.0, 1.0, 60, 0, 4],
     ["To be, or not to be,", "greedy", 0.0, 0, 1.0, 0.0, 1.5, 60, 0, 4],
     ["KING HENRY:\nNow, lords,", "beam", 1.0, 0, 1.0, 0.0, 1.0, 20, 0, 4],
+]
+# the poetry LM's prompt format: a blank line, a poem's first line, a line break (its context is 64 characters)
+POEM_EXAMPLES = [
+    ["\n\n床前明月光，疑是地上霜。\n", "sample", 0.8, 0, 1.0, 0.0, 1.0, 40, 0, 4],
+    ["\n\n春眠不觉晓，处处闻啼鸟。\n", "sample", 0.8, 0, 1.0, 0.0, 1.0, 40, 0, 4],
+    ["\n\n白日依山尽，黄河入海流。\n", "sample", 0.8, 40, 0.9, 0.0, 1.0, 40, 0, 4],
+    ["\n\n国破山河在，城春草木深。\n", "greedy", 0.0, 0, 1.0, 0.0, 1.3, 40, 0, 4],
 ]
 # Generated pieces sit flush, so "temp"+"est" reads as "tempest", and a newline breaks the line after its ↵.
 # (The whitespace Gradio leaves between token spans is given no width. Gradio lays tokens out as a
@@ -249,6 +256,12 @@ def build(lang: gr.State | None = None) -> View:
                 [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
                  seed, width],
                 label=_("generate.examples"),
+            )
+            gr.Examples(
+                [[TANG, *example] for example in POEM_EXAMPLES],
+                [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
+                 seed, width],
+                label=_("generate.examples_poems"),
             )
         run.click(generate, inputs, outputs, api_name="generate")
         prompt.submit(generate, inputs, outputs, api_name=False)

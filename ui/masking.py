@@ -92,7 +92,8 @@ def build(lang: gr.State | None = None) -> View:
         with gr.Column(elem_classes=["lecture-hide"]):
             gr.Examples(
                 [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
-                 ["To be, or not to be, that is the question", "dilated_window", 3, True]],
+                 ["To be, or not to be, that is the question", "dilated_window", 3, True],
+                 ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "sliding_window", 4, True]],  # the poetry LM
                 [text, kind, w, causal], label=_("common.examples"),
             )
         notice_box = gr.Markdown()

@@ -124,7 +124,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
     """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
     runs = use.compare(text)
     columns = []
-    for label, run in zip(use.classifiers(), runs):
+    for label, run in zip(use.compared(), runs):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
         document = run.document
@@ -141,6 +141,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
 def build(lang: gr.State | None = None) -> View:
     lang = language(lang)
     installed = list(use.classifiers())
+    compared = list(use.compared())
     with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
@@ -150,7 +151,7 @@ def build(lang: gr.State | None = None) -> View:
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
-                                        visible=len(installed) > 1)
+                                        visible=len(compared) > 1)
                 with gr.Row(equal_height=True):
                     method = gr.Radio([(_("sentiment.method.grad"), METHODS[0]), (_("sentiment.method.rollout"), METHODS[1])],
                                       value=METHODS[0], label=_("sentiment.colour_by"), scale=3, elem_id="colour_tokens_by")
@@ -191,13 +192,13 @@ def build(lang: gr.State | None = None) -> View:
             classify, inputs, outputs, api_name=False)
         attention_box.expand(classify, inputs, outputs, api_name=False)
 
-        if len(installed) > 1:
+        if len(compared) > 1:
             with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
                 compare_button = gr.Button(_("sentiment.compare_run"))
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
-                    for label in installed:
+                    for label in compared:
                         with gr.Column():  # each grid's title names its classifier
                             parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
                                       gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
@@ -213,7 +214,7 @@ def build(lang: gr.State | None = None) -> View:
 
 def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
     """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.classifiers())))
+    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.compared())))
 
 
 def picked(event: gr.EventData) -> int:

@@ -31,6 +31,8 @@ EXAMPLES = [
     ["def attention(q, k, v):\n    return softmax(q @ k.T / d ** 0.5) @ v"],
     ["I love this film 😍🎬 — 10/10 👍🏽"],
     ["自然语言处理很有趣。"],
+    [use.SEED_PAIR[0]],
+    [use.SEED_PAIR[1]],
 ]
 
 
@@ -48,6 +50,15 @@ def tokenize(text: str | None, lang: str = "en") -> tuple[str, str]:
         return render(notice, lang), views.hint(t("tokens.empty_hint", lang))
     return render(notice, lang), views.panels([
         views.tokenizer_panel(render(k.label, lang), text, k.spans, render(k.problem, lang), lang) for k in tokenized])
+
+
+@cached
+@handler
+def cost_pair(lang: str = "en") -> str:
+    """What the seeds' sentence costs each tokenizer in English and in Chinese: tokens each and their ratio."""
+    (english, chinese), rows = use.cost_pair()
+    return views.cost_table([(render(label, lang), views.counts(english, en), views.counts(chinese, zh))
+                             for label, en, zh in rows], lang)
 
 
 @cached
@@ -110,6 +121,10 @@ def build(lang: gr.State | None = None) -> View:
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
         gr.on(triggers=None, fn=tokenize, inputs=[text, lang], outputs=[notice, chips], api_name="tokenize")
+        with gr.Accordion(_("tokens.cost_box"), open=True, elem_id="tokens-cost"):
+            cost = gr.HTML(css_template=views.CHIP_CSS)
+        # like the chips, it follows the reader's language
+        gr.on(triggers=None, fn=cost_pair, inputs=[lang], outputs=cost, api_name="tokens_cost_pair")
 
         gr.Markdown(_("tokens.replay_heading"))
         try:

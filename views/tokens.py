@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from i18n import plural, t
-from transformer_core.tokenization import MergeStep, TokenSpan, sanitize
+from transformer_core.tokenization import MergeStep, TokenSpan, is_fragment, sanitize
 
 # Scoped by gr.HTML(css_template=...); chips isolate their text so a
 # right-to-left token cannot reorder its neighbours.
@@ -33,6 +33,8 @@ CHIP_CSS = """
 .tok { display: inline-block; unicode-bidi: isolate; white-space: pre; border: 1px solid rgba(0,0,0,0.25);
        border-radius: 4px; padding: 0 3px; margin: 1px; font-family: monospace; color: #111; }
 .tok sub { font-size: 0.7em; color: #555; margin-left: 2px; }
+.tok.fragment { border: 2px dashed #b00; }
+.cost { border-collapse: collapse; } .cost td, .cost th { padding: 2px 8px; border-bottom: 1px solid #ddd; }
 .hint { color: #666; font-style: italic; }
 """
 
@@ -67,11 +69,13 @@ def colour(key: int) -> str:
     return f"hsl({key * 137.508 % 360:.0f}, 75%, 85%)"
 
 
-def _chip(label: str, token_id: int | None, key: int, title: str) -> str:
-    """One chip; `title` must hold user text only as repr() (which escapes control characters)."""
+def _chip(label: str, token_id: int | None, key: int, title: str, fragment: bool = False) -> str:
+    """One chip; `title` must hold user text only as repr() (which escapes control characters).
+    A fragment (some of one character's bytes) gets a dashed border."""
     sub = "" if token_id is None else f"<sub>{token_id}</sub>"
     data_id = "" if token_id is None else f' data-id="{token_id}"'
-    return (f'<span class="tok"{data_id} style="background:{colour(key)}" title="{html.escape(title, quote=True)}">'
+    kind = "tok fragment" if fragment else "tok"
+    return (f'<span class="{kind}"{data_id} style="background:{colour(key)}" title="{html.escape(title, quote=True)}">'
             f"{_escape(label)}{sub}</span>")
 
 
@@ -81,7 +85,11 @@ def token_chips(text: str, spans: Sequence[TokenSpan], lang: str = "en") -> str:
     for span in spans:
         title = t("tokens.chip_title", lang, id=span.id, start=span.start, end=span.end,
                   text=repr(text[span.start:span.end]), byte_start=span.byte_start, byte_end=span.byte_end)
-        chips.append(_chip(span.text, span.id, span.id, title))
+        fragment = is_fragment(text, span)
+        if fragment:
+            whole = text[span.start:span.end]
+            title += t("tokens.fragment_title", lang, char=repr(whole), n=len(whole.encode("utf-8")))
+        chips.append(_chip(span.text, span.id, span.id, title, fragment))
     return f'<div class="chips">{"".join(chips)}</div>'
 
 
@@ -103,20 +111,40 @@ class TokenCounts:
     chars: int
     bytes: int
     tokens: int
+    fragments: int = 0  # tokens that hold only part of one character's bytes
 
     @property
     def chars_per_token(self) -> float:
         return self.chars / self.tokens if self.tokens else 0.0
 
+    @property
+    def tokens_per_char(self) -> float:
+        return self.tokens / self.chars if self.chars else 0.0
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
 
 def counts(text: str, spans: Sequence[TokenSpan]) -> TokenCounts:
-    return TokenCounts(len(text), len(sanitize(text).encode("utf-8")), len(spans))
+    return TokenCounts(len(text), len(sanitize(text).encode("utf-8")), len(spans),
+                       sum(is_fragment(text, s) for s in spans))
 
 
 def _counts_line(c: TokenCounts, lang: str) -> str:
     line = t("tokens.counts", lang, chars=plural(c.chars, "character", lang), bytes=plural(c.bytes, "byte", lang),
              tokens=plural(c.tokens, "token", lang), per_token=c.chars_per_token)
-    return f'<div class="counts">{line}</div>'
+    cost = t("tokens.cost", lang, per_char=c.tokens_per_char, per_token=c.bytes_per_token, fragments=c.fragments)
+    return f'<div class="counts">{line}<br>{cost}</div>'
+
+
+def cost_table(rows: Sequence[tuple[str, TokenCounts, TokenCounts]], lang: str = "en") -> str:
+    """The same sentence in English and in Chinese, per tokenizer: tokens each, and how many times more Chinese costs."""
+    head = "".join(f"<th>{html.escape(t(k, lang))}</th>" for k in
+                   ("tokens.cost_tokenizer", "tokens.cost_english", "tokens.cost_chinese", "tokens.cost_ratio"))
+    body = "".join(f"<tr><td>{html.escape(label)}</td><td>{en.tokens}</td><td>{zh.tokens}</td>"
+                   f"<td><b>{zh.tokens / en.tokens:.2f}×</b></td></tr>" for label, en, zh in rows)
+    return f'<table class="cost"><tr>{head}</tr>{body}</table>'
 
 
 def tokenizer_panel(title: str, text: str, spans: Sequence[TokenSpan], problem: str = "", lang: str = "en") -> str:

@@ -156,3 +156,27 @@ def test_step_keeps_going_when_only_new_tokens_change_and_says_so_when_it_starts
     assert len(more.records) == 3 and more.notice == ""
     restarted = generation.step(model, tokenizer, ask(generation, tokenizer, max_new=5, seed=99), more)
     assert len(restarted.records) == 1 and "Step started a new text from the prompt" in restarted.notice
+
+
+def test_the_poetry_lm_is_offered_and_writes_chinese_from_a_classic_first_line():
+    from lab import generate as generation
+
+    assert generation.MODELS[generation.TANG] == "tang-poems-char"
+    model, tokenizer, notice = generation.load(generation.TANG)
+    assert notice == ""
+    request = generation.check(generation.TANG, tokenizer, model.config.max_len, "\n\n舉頭望明月，低頭思故鄉。\n",
+                               "sample", 0.8, 0, 1.0, 0.0, 1.0, 24, 0)
+    assert any("converted to simplified" in n for n in request.notices)  # the model saw simplified characters
+    session = generation.sampled(model, tokenizer, request)
+    new = tokenizer.decode(session.ids[len(request.prompt_ids):])
+    assert sum("\u4e00" <= c <= "\u9fff" for c in new) >= 12, new
+
+
+def test_a_poem_of_the_poetry_lm_stops_at_its_blank_line():
+    from lab import generate as generation
+
+    model, tokenizer, _ = generation.load(generation.TANG)
+    request = generation.check(generation.TANG, tokenizer, model.config.max_len, "\n\n床前明月光，疑是地上霜。\n",
+                               "sample", 0.8, 0, 1.0, 0.0, 1.0, 120, 0)
+    new = tokenizer.decode(generation.sampled(model, tokenizer, request).ids[len(request.prompt_ids):])
+    assert new.endswith("\n\n") and "\n\n" not in new[:-2] and len(new) < 120, repr(new)

@@ -81,3 +81,10 @@ def test_the_cheating_demo_reads_the_end_of_a_long_prompt(monkeypatch):
     tokenizer = lab.store.tokenizer("cheat-causal")
     assert len(read) == 2 and all(tokenizer.decode(ids).endswith("THE END OF MY PROMPT") for ids in read)
     assert "only the last 5,000 are used" in notice and "first" not in notice
+
+
+def test_chinese_text_is_read_by_the_poetry_lm_one_character_a_token_and_traditional_converted():
+    run = lab.masking_run("床前明月光，疑是地上霜。舉頭望明月", "床前", "sliding_window", 4, 2, "0", True)
+    assert run.labels == list("床前明月光，疑是地上霜。举头望明月")  # a character each, not bytes
+    assert "Tang-poetry LM" in str(run.notice) and "converted to simplified" in str(run.notice)
+    assert lab.masking.lm_for("To be, or not to be") == "shakespeare-lm"

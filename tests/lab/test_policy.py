@@ -3,7 +3,7 @@
 import pytest
 
 import lab
-from lab import policy
+from lab import policy, sentiment
 
 
 def test_the_policy_cuts_and_clamps_with_notices_and_refuses_what_it_cannot_read():
@@ -25,7 +25,8 @@ def test_the_policy_repairs_lone_surrogates_and_says_how_many():
     assert len(text) == policy.MAX_CHARS and "1 lone surrogate(s)" in notice and "5,001 characters" in notice
     run = lab.attention_run("shakespeare-lm", "Hi \udc80 there")  # a use case reads the repaired text
     assert "1 lone surrogate(s)" in run.notice
-    assert run.q_labels == [t.text for t in lab.store.tokenizer("shakespeare-lm").tokens("Hi \ufffd there")]
+    repaired = "Hi \ufffd there"
+    assert run.q_labels == policy.labelled(repaired, lab.store.tokenizer("shakespeare-lm").tokens(repaired))[0]
 
 
 def test_the_policy_clamps_every_kind_of_number_and_says_what_it_used():
@@ -81,3 +82,22 @@ def test_a_wordpiece_model_says_it_cannot_read_a_text_of_unknown_or_invisible_ch
     for invisible in ("\u200b", "\u0301"):
         with pytest.raises(policy.InputError, match="reads no token"):
             policy.fit_tokens(tokenizer, invisible, 64)
+
+
+SEED_ZH = "这只动物没有过马路，因为它太累了。"
+
+
+def test_byte_fragments_are_labelled_with_their_character_and_said_in_a_notice():
+    run = lab.attention_run("shakespeare-lm", "它 is tired")
+    assert run.q_labels[:3] == ["它 (3 bytes)"] * 3 and run.q_labels[3] == " is"
+    assert "splits 1 character(s) into bytes" in str(run.notice)
+    from i18n import render
+    assert render(run.q_labels[0], "zh-CN") == "它 (3 字节)"
+    assert lab.attention_run("tang-poems-char", SEED_ZH).notice == ""  # one token per character: nothing split
+
+
+def test_english_only_classifiers_refuse_chinese_in_one_line():
+    for name in ("sentiment", "sentiment-pretrained"):
+        with pytest.raises(policy.InputError, match="cannot read this text"):
+            sentiment.classify(SEED_ZH, name)
+    assert sentiment.classify("The film was wonderful 😀", "sentiment").probs  # one emoji is no reason to refuse

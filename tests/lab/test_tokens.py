@@ -90,3 +90,14 @@ def test_tokenize_reads_the_tokenizer_files_once_not_on_every_call(monkeypatch):
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
     _, tokenized, _ = tokens.tokenize("Hello again")
     assert tokenized and [p for p in reads if p.name == "tokenizer.json"] == []
+
+
+def test_the_seed_pair_costs_more_tokens_in_chinese_on_the_english_bpe_and_fewer_on_the_chinese_one():
+    from lab import tokens
+
+    (english, chinese), rows = tokens.cost_pair()
+    by_name = {str(label): (len(en), len(zh)) for label, en, zh in rows}
+    shakespeare = next(v for k, v in by_name.items() if "shakespeare-bpe" in k)
+    assert shakespeare[1] > 2 * len(chinese) > shakespeare[0]  # 2-3 tokens per character: a byte each
+    chinese_bpe = next(v for k, v in by_name.items() if "chinese-bpe" in k)
+    assert chinese_bpe[1] <= len(chinese) < shakespeare[1]

@@ -51,7 +51,7 @@ class _Chips(HTMLParser):
         attrs = dict(attrs)
         if tag == "h4":
             self.panels.append(("", []))
-        elif tag == "span" and attrs.get("class") == "tok":
+        elif tag == "span" and attrs.get("class") in ("tok", "tok fragment"):
             chip_id = int(attrs["data-id"]) if "data-id" in attrs else None
             self.panels[-1][1].append([chip_id, "", attrs["title"]])
         self._in = tag
@@ -285,3 +285,19 @@ def test_replay_without_the_shakespeare_bpe_says_what_is_missing(tmp_path):
             tab.replay("hello", 3)
     finally:
         store.set_model_dir(store.DEFAULT_MODEL_DIR)
+
+
+def test_each_panel_shows_tokens_per_character_bytes_per_token_and_dashes_the_fragments():
+    _, html_ = tab.tokenize("它 is")
+    assert "tokens/character" in html_ and "bytes/token" in html_
+    assert 'class="tok fragment"' in html_  # a byte-level BPE splits 它 into bytes
+    counts = views.counts("它 is", store.tokenizer("shakespeare-bpe").tokens("它 is"))
+    assert counts.fragments == 3 and counts.bytes_per_token == pytest.approx(counts.bytes / counts.tokens)
+    _, zh = tab.tokenize("它 is", "zh-CN")
+    assert "每个字符" in zh
+
+
+def test_the_cost_pair_table_shows_the_chinese_over_english_ratio():
+    table = tab.cost_pair()
+    assert "Chinese ÷ English" in table and "×" in table and "shakespeare-bpe" in table
+    assert "中文 ÷ 英文" in tab.cost_pair("zh-CN")

