@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from i18n import Message
-from transformer_core import EmptyTextError, explain, explain_each
+from transformer_core import EmptyTextError, explain_each
 from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES, DocumentVerdict, read_document,
                                                  reads_by_sentences, split_sentences)
 
@@ -120,11 +120,11 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     check_whole_characters(text, spans, max_fragments=UNREADABLE)  # a byte-level English model on Chinese
     sentences = split_sentences(text)
     if not reads_by_sentences(text, sentences):
-        return _explained(name, model, tokenizer, text)
+        return _explained(name, text)
     document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text))
     last = len(document.sentences) - 1
     i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, Message("sentiment.sentence_name")) - 1
-    evidence = _explained(name, model, tokenizer, document.sentences[i].text, sentence=i)
+    evidence = _explained(name, document.sentences[i].text, sentence=i)
     return replace(evidence, probs=document.probs, document=document, sentence=i,
                    notice=notice(*(Message(n.id, **n.params) for n in document.notices), evidence.notice))
 
@@ -148,10 +148,10 @@ def weightiest(document: DocumentVerdict) -> int:
 LIMITS = dict(chars=LONG_TEXT_CHARS, sentences=MAX_SENTENCES, max_chars=MAX_CHARS)  # said in the tab
 
 
-def _explained(name: str, model, tokenizer, text: str, sentence: int | None = None) -> SentimentRun:
+def _explained(name: str, text: str, sentence: int | None = None) -> SentimentRun:
     """Today's reading of a short text: one traced forward pass, gradient x input, attention rollout."""
     try:
-        verdict = _explained(models.key(name), text)  # shares a pass with texts asked at the same time
+        verdict = _batched_explain(models.key(name), text)  # shares a pass with texts asked at the same time
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
         if sentence is not None:
             raise InputError(Message("sentiment.sentence_unreadable", i=sentence + 1)) from e
@@ -172,7 +172,7 @@ def _explain_together(key: tuple, texts: list[str]) -> list:
     return explain_each(*models.load(key[1]), texts)
 
 
-_explained = Batcher(_explain_together)
+_batched_explain = Batcher(_explain_together)
 
 
 def attention_link(run: SentimentRun) -> str:

@@ -37,7 +37,7 @@ def test_word_order_is_invisible_without_positions_and_visible_with_them():
     assert (none.name, learned.name) == ("no positions", "with positions")
     assert none.mismatch.max() < 1e-4 and torch.allclose(none.probs, none.probs_shuffled, atol=1e-5)
     assert learned.mismatch.max() > 0.1 and not torch.allclose(learned.probs, learned.probs_shuffled, atol=1e-5)
-    shuffled = summary.split("`")[3].split()  # the shuffled sentence, shown as code (the person's text)
+    shuffled = summary.split("**")[1].split()
     assert [label.strip() for label in labels] == shuffled  # one token per word here, in the shuffled order
     with pytest.raises(policy.InputError, match="2 to 40 words"):
         concepts.order("alone", 0)
