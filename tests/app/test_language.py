@@ -56,7 +56,8 @@ def test_link_to_this_view_carries_the_language_and_keys_that_do_not_depend_on_i
     assert query == "?tab=attention&text=The+cat&lang=zh-CN"
     assert links.link("attention", *values, lang="en") == "?tab=attention&text=The+cat&lang=en"
     # the keys a link uses are the inputs' elem_ids, never their (translated) labels
-    assert set(tab.components) == {"model", "text", "attention", "layer", "head", "query_token", "new_tokens", "step"}
+    assert set(tab.components) == {"model", "text", "attention", "layer", "head", "query_token", "new_tokens", "step",
+                                   "heads_view", "find_query", "find_key", "heads_off", "ablation"}  # + the head tools
 
 
 def test_a_lecture_step_sets_the_view_and_leaves_the_language_alone(links):

@@ -17,7 +17,7 @@ ENCODER = "sentiment-pretrained (classifier)"
 def test_find_head_draws_the_ranking_and_offers_the_top_head_first():
     note, ranking, bars, opened = section.find_head(ENCODER, ANIMAL, "encoder", "it", "animal")
     found = use.find_head(ENCODER, ANIMAL, "it", "animal")
-    np.testing.assert_allclose(figure(ranking).data[0].z, found.weights, rtol=1e-6)
+    np.testing.assert_allclose(figure(ranking).data[0].z, found.weights, atol=5e-4)  # drawn to 3 decimals
     assert list(figure(bars).data[0].y)[-1] == "L5 H11"  # the longest bar on top
     assert opened.value == "L5 H11" and len(opened.choices) == 72 and "L5 H11" in note
 
