@@ -8,7 +8,7 @@ passes. Here every weight is drawn at the scale that keeps activations of size 1
 query and key projections a little larger (attention far from uniform), learned
 positions of size 1 (order matters) and an untied head whose logits spread by about
 `LOGIT_SCALE` (distributions peaked, so greedy choices are not near-ties).
-`depends_on_context` is the property the tests rely on; tests/core/test_models.py checks it.
+`depends_on_context` is the property the tests rely on; tests/core/test_model_models.py checks it.
 """
 
 from __future__ import annotations
