@@ -45,7 +45,7 @@ MODULES = (
 # the comparisons with transformers (they call the same functions at many times the cost, and
 # each mutant's test process would import transformers again).
 TESTS = tuple(f"tests/core/test_{name}.py" for name in (
-    "models", "model_attention", "masks", "layers", "trace", "kv_cache", "generation", "sampling", "hub", "device"))
+    "model_models", "model_attention", "masks", "layers", "trace", "kv_cache", "generation", "sampling", "hub", "device"))
 DESELECT = "not command and not gpt2 and not transformers"
 # what the tests import: tests/conftest.py clears lab's view caches (the ui handlers' among them) before each test
 COPIED = ("transformer_core", "tests", "benchmarks", "lab")
