@@ -147,7 +147,8 @@ def build(lang: gr.State | None = None) -> View:
             with gr.Column(scale=2):
                 text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
                                   info=_("sentiment.long_text", **use.LIMITS))
-                model = gr.Radio([choice(c) for c in installed], value=installed[0] if installed else None,
+                # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's first screen
+                model = gr.Dropdown([choice(c) for c in installed], value=installed[0] if installed else None,
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",

@@ -144,8 +144,7 @@ def build(lang: gr.State | None = None) -> View:
                                     placeholder=_("translate.source_placeholder"), elem_id="source")
                 with gr.Row(equal_height=True):
                     task = gr.Radio([(_(f"translate.task.{k}"), k) for k in use.CHECKPOINTS], value="copy",
-                                    label=_("translate.task"), info=_("translate.task_info"), scale=3,
-                                    elem_id="task")
+                                    label=_("translate.task"), scale=3, elem_id="task")
                     button = gr.Button(_("translate.run"), variant="primary", elem_id="translate-run", scale=1)
             with gr.Column(scale=2):
                 with gr.Row():
