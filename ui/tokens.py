@@ -153,5 +153,6 @@ def build(lang: gr.State | None = None) -> View:
               outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
         step.change(scratch_step, [scratch_text, step, lang], [curve, scratch_chips], api_name="bpe_step")
     return View(tokenize, [text, lang], [notice, chips], "tokenize",
-                also=((replay, [text, k, lang], [replay_summary, replay_chips]),
+                also=((cost_pair, [lang], [cost]),  # always visible: drawn in the reader's language too
+                      (replay, [text, k, lang], [replay_summary, replay_chips]),
                       (train_scratch, [scratch_text, lang], [scratch_notice, step, merges, curve, scratch_chips])))

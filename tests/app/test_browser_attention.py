@@ -73,9 +73,13 @@ def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_an
     visit.page.mouse.move(point["x"], point["y"], steps=3)
     label = figure.locator(".hoverlayer .hovertext").first
     label.wait_for()
-    weight = run.attn[LAYER, HEAD, QUERY, 2]
-    expected = f"L{LAYER} {QUERY}:{run.q_labels[QUERY]} → H{HEAD} 2:{run.k_labels[2]}: {weight:.3f}"
-    assert label.text_content() == expected
+    # the pointer lands on query QUERY or a neighbour (a pixel apart at 17 tokens); the label must name the
+    # cell it is on and that cell's own weight
+    shown = label.text_content()
+    query = int(shown.split(" ")[1].split(":")[0])
+    assert abs(query - QUERY) <= 1, shown
+    weight = run.attn[LAYER, HEAD, query, 2]
+    assert shown == f"L{LAYER} {query}:{run.q_labels[query]} → H{HEAD} 2:{run.k_labels[2]}: {weight:.3f}"
 
     name, path = download(visit, figure, "Download the numbers (JSON)")
     exported = json.loads(path.read_text())

@@ -228,6 +228,6 @@ def test_a_lone_surrogate_sent_over_http_is_classified_with_a_notice(server):
     body = b'{"data": ["good \\ud800 film", "gradient \\u00d7 input"]}'  # JSON-escaped, as a browser sends it
     event, data = post_raw(server, "classify", body)
     assert event == "complete", data
-    probs, notices, *_ = json.loads(data)
+    probs, _method, notices, *_ = json.loads(data)  # the method line sits under the verdict
     assert {c["label"] for c in probs["confidences"]} == {"positive", "negative"}
     assert "lone surrogate" in notices
