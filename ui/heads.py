@@ -164,7 +164,8 @@ def build(model, text, group, lang):
             gr.Markdown(_("heads.ablate_help"))
             with gr.Row(equal_height=True):
                 spec = gr.Textbox("", label=_("heads.spec"), elem_id="heads-off", scale=3)
-                mode = gr.Radio(["zero", "mean"], value="zero", label=_("heads.mode"), elem_id="ablation-mode",
+                mode = gr.Radio([(_("heads.mode.zero"), "zero"), (_("heads.mode.mean"), "mean")], value="zero", label=_("heads.mode"),
+                                elem_id="ablation-mode",
                                 scale=1)
                 ablate_button = gr.Button(_("heads.ablate_button"), variant="primary", scale=1,
                                           elem_id="ablate-button")
