@@ -21,7 +21,7 @@ from lab import store
 from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
 from ui import i18n
-from ui.common import View
+from ui.common import Action
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
@@ -132,7 +132,7 @@ def build_app() -> gr.Blocks:
             link_box = gr.Textbox(show_label=False, container=False, buttons=["copy"], interactive=False,
                                   elem_id="view-link", visible=False)
         with gr.Tabs() as tabs:
-            views = [tab.build(lang) for tab in TABS]
+            actions = [tab.build(lang) for tab in TABS]
         events.serve(demo)  # each tab event's queue group, GPU and MCP listing, from ui/events.ENDPOINTS
 
         # The app's own events below are instant and need no model: unqueued, private, no GPU.
@@ -140,7 +140,7 @@ def build_app() -> gr.Blocks:
         tab_items = [t for t in tabs.children if isinstance(t, gr.Tab)]
         for t in tab_items:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
-        links = state.ViewLinks(demo, tab_items)
+        links = state.Links(demo, tab_items)
         current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
         linked = gr.State("")  # the tab a link or lecture step just opened ("" when none)
         to_view = [tabs, current_tab, *links.components]
@@ -164,37 +164,37 @@ def build_app() -> gr.Blocks:
             [lang, linked, *relabelled], **shell)
         # The view a link, lecture step or switch opens runs on the server right after its inputs are
         # set: no click in the browser, nothing to wait for.
-        for tab_item, view in zip(tab_items, views):
-            if view is not None:
-                run = events.on_gpu(run_if_opened(str(tab_item.id), view))
+        for tab_item, action in zip(tab_items, actions):
+            if action is not None:
+                run = events.on_gpu(run_if_opened(str(tab_item.id), action))
                 for event in [*opened, switched]:
-                    event.then(run, [linked, *view.inputs], view.outputs, api_visibility="private",
-                               **events.queue_settings(view.api_name, f"opened-{view.api_name}"))
-                for fn, inputs, outputs in view.also:  # on load (the first tab shows at once), and on a switch
+                    event.then(run, [linked, *action.inputs], action.outputs, api_visibility="private",
+                               **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a switch
                     opened[0].then(fn, inputs, outputs, api_visibility="private")  # while this tab is the one shown
-                    also = run_if_opened(str(tab_item.id), View(fn, inputs, outputs, view.api_name))
+                    also = run_if_opened(str(tab_item.id), Action(fn, inputs, outputs, action.api_name))
                     switched.then(also, [linked, *inputs], outputs, api_visibility="private")
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     return demo
 
 
-def run_if_opened(tab_id: str, view: View):
-    """An event function that runs `view` when a link or lecture step has just opened tab `tab_id`,
+def run_if_opened(tab_id: str, action: Action):
+    """An event function that runs `action` when a link or lecture step has just opened tab `tab_id`,
     and changes nothing otherwise (every tab's runner listens to the same link events)."""
     def skip():
-        return gr.skip() if len(view.outputs) == 1 else tuple(gr.skip() for _ in view.outputs)
+        return gr.skip() if len(action.outputs) == 1 else tuple(gr.skip() for _ in action.outputs)
 
-    if inspect.isgeneratorfunction(view.fn):
+    if inspect.isgeneratorfunction(action.fn):
         def stream(opened: str, *values):
             if opened != tab_id:
                 yield skip()
                 return
-            yield from view.fn(*values)
+            yield from action.fn(*values)
         return stream
 
     def call(opened: str, *values):
-        return view.fn(*values) if opened == tab_id else skip()
+        return action.fn(*values) if opened == tab_id else skip()
     return call
 
 

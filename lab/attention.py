@@ -19,7 +19,7 @@ from transformer_core.decoding.seq2seq import Codec, translate, traced
 
 from . import models, store
 from .batching import Batcher
-from .cache import ViewCache
+from .cache import RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, prompt_tokens, source_text, truncate
 
@@ -117,7 +117,7 @@ def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[s
     return AttentionRun(name, group, attn.numpy().astype(np.float32), q, k, cut, rollout)
 
 
-_runs: ViewCache[AttentionRun] = ViewCache(size=64)
+_runs: RunCache[AttentionRun] = RunCache(size=64)
 
 
 def attention_run(model: str, text: str | None, group: str | None = None) -> AttentionRun:

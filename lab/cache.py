@@ -22,7 +22,7 @@ from dataclasses import fields, is_dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-_ALL: list[ViewCache] = []  # every cache, so tests (and a new model folder) can start from nothing
+_ALL: list[RunCache] = []  # every cache, so tests (and a new model folder) can start from nothing
 MAX_BYTES = 64 * 2**20  # per cache: a dozen caches stay well under a Space's memory
 
 
@@ -54,7 +54,7 @@ def nbytes(value, _seen: set[int] | None = None) -> int:
     return size
 
 
-class ViewCache(Generic[T]):
+class RunCache(Generic[T]):
     """Results up to `max_bytes` (and at most `size` of them), least recently used evicted first;
     one computation per key at a time."""
 

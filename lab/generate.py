@@ -25,7 +25,7 @@ from transformer_core import (
 from transformer_core.decoding.beam import MAX_WIDTH
 
 from . import models, store
-from .cache import ViewCache
+from .cache import RunCache
 from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
@@ -174,7 +174,7 @@ def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: 
             return
 
 
-_texts: ViewCache[Session] = ViewCache(size=64)
+_texts: RunCache[Session] = RunCache(size=64)
 
 
 def generation(model, tokenizer, request: Request) -> Iterator[Session]:

@@ -43,7 +43,7 @@ from transformer_core.model.trace import Trace
 
 from . import models, store
 from .attention import AttentionRun, attention_run
-from .cache import ViewCache
+from .cache import RunCache
 from .markdown import literal
 from .policy import MAX_DRAWN_TOKENS, InputError, fit_tokens, notice, source_text, truncate
 
@@ -238,7 +238,7 @@ def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) ->
     return Outcome([], None, {}, codec.text(written), total), target
 
 
-_runs: ViewCache = ViewCache(size=64)
+_runs: RunCache = RunCache(size=64)
 
 
 def _mode(mode: str | None) -> str:

@@ -27,7 +27,7 @@ from transformer_core import (
 )
 
 from . import models, store
-from .cache import ViewCache
+from .cache import RunCache
 from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
 
 LM = "shakespeare-lm"
@@ -134,7 +134,7 @@ def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str
     ]
 
 
-_runs: ViewCache[MaskingRun] = ViewCache(size=32)
+_runs: RunCache[MaskingRun] = RunCache(size=32)
 
 
 def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, global_text: str | None,

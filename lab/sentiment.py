@@ -24,7 +24,7 @@ from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES,
 
 from . import models, store
 from .batching import Batcher
-from .cache import ViewCache
+from .cache import RunCache
 from .policy import InputError, check_readable, check_whole_characters, clamp, notice, truncate
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
@@ -92,7 +92,7 @@ def _checkpoint(model: str | None) -> str:
     raise InputError(Message("sentiment.unknown_classifier", model=repr(model), installed=", ".join(installed)))
 
 
-_runs: ViewCache[SentimentRun] = ViewCache(size=128)
+_runs: RunCache[SentimentRun] = RunCache(size=128)
 
 
 def classify(text: str | None, model: str | None = None, sentence: int | None = None) -> SentimentRun:
@@ -129,7 +129,7 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
                    notice=notice(*(Message(n.id, **n.params) for n in document.notices), evidence.notice))
 
 
-_documents: ViewCache[DocumentVerdict] = ViewCache(size=32)  # a review's verdict, whichever sentence is shown
+_documents: RunCache[DocumentVerdict] = RunCache(size=32)  # a review's verdict, whichever sentence is shown
 
 
 def _read(model, tokenizer, text: str) -> DocumentVerdict:

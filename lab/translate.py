@@ -16,7 +16,7 @@ from transformer_core.decoding.seq2seq import traced
 from transformer_core.tasks import TOY_LENGTHS, accuracy_by_length, get_task
 
 from . import models
-from .cache import ViewCache
+from .cache import RunCache
 from .policy import InputError, clamp, notice, source_text
 
 CHECKPOINTS = {"copy": "translate-copy", "reverse": "translate-reverse", "sort": "translate-sort",
@@ -80,7 +80,7 @@ def run_translation(model, codec: Codec, text: str, width: int = 1, task: str = 
                           codec, cut)
 
 
-_runs: ViewCache[TranslationRun] = ViewCache(size=64)
+_runs: RunCache[TranslationRun] = RunCache(size=64)
 
 
 def translation(task: str, source: str | None, width=1) -> TranslationRun:

@@ -14,7 +14,7 @@ from i18n import Message, render, t
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
-from ui.common import cached, View, handler
+from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as figures
 from views.kit import placeholder, plain
@@ -99,7 +99,7 @@ def model_changed(label: str, layer: float, head: float):
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
-def build(lang: gr.State | None = None) -> View | None:
+def build(lang: gr.State | None = None) -> Action | None:
     lang = language(lang)
     with gr.Tab(_("tab.attention"), id="attention"):
         models = checkpoints()
@@ -165,4 +165,4 @@ def build(lang: gr.State | None = None) -> View | None:
         for event in [*(e.then for e in found), opened.input]:
             event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
                 attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
-    return View(attention, inputs, outputs, "attention")
+    return Action(attention, inputs, outputs, "attention")

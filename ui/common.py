@@ -23,7 +23,7 @@ from gradio.components.plot import PlotData
 from i18n import DEFAULT, Joined, Message, render
 from lab import InputError
 from lab.policy import MAX_CHARS
-from lab.cache import ViewCache
+from lab.cache import RunCache
 from views.figure import Figure
 
 log = logging.getLogger("transformer_lab")
@@ -41,7 +41,7 @@ def user_error(e: Exception, lang: str | None = DEFAULT) -> gr.Error:
 
 
 @dataclass(frozen=True)
-class View:
+class Action:
     """A tab's main action: what a link, a lecture step or the tab's main button runs."""
 
     fn: Callable
@@ -93,7 +93,7 @@ def cached(fn):
     every token to each person of a lecture hall cost more than computing it. Figures are kept
     encoded (`_serialized`).
     """
-    results = ViewCache(CACHE_SIZE)
+    results = RunCache(CACHE_SIZE)
 
     def key(args, kwargs):
         return tuple(map(_key_part, args)), tuple(sorted((k, _key_part(v)) for k, v in kwargs.items()))

@@ -11,7 +11,7 @@ import pandas as pd
 
 from i18n import render, t
 from lab import concepts as use
-from ui.common import View, handler
+from ui.common import Action, handler
 from ui.i18n import language, text as _
 from views import concepts as views
 from views.kit import placeholder
@@ -99,7 +99,7 @@ def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_positi
 
 # layout ---------------------------------------------------------------------------------------
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     with gr.Tab(_("tab.concepts"), id="concepts") as tab:
         gr.Markdown(_("concepts.intro"))
@@ -226,5 +226,5 @@ def build(lang: gr.State | None = None) -> View:
             start += len(inputs)
         return results
 
-    return View(every_section, [*(c for s in sections for c in s[2]), lang], [c for s in sections for c in s[3]],
+    return Action(every_section, [*(c for s in sections for c in s[2]), lang], [c for s in sections for c in s[3]],
                 "concepts")

@@ -14,7 +14,7 @@ import gradio as gr
 from i18n import Message, render, t
 from lab import generate as use
 from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
-from ui.common import cached, View, handler
+from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import generate as figures
 from views.kit import placeholder
@@ -189,7 +189,7 @@ def contrast(model_label, prompt, seed, lang="en"):
 # ---------------------------------------------------------------- layout
 
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     with gr.Tab(_("tab.generate"), id="generate"):
         with gr.Column(elem_classes=["lecture-hide"]):
@@ -274,4 +274,4 @@ def build(lang: gr.State | None = None) -> View:
         beam_box.expand(beam_view, inputs, [tree, compare], api_name=False)
         contrast_box.expand(contrast, [model_label, prompt, seed, lang], [contrast_notice, cold, warm, hot],
                             api_name=False)
-    return View(generate, inputs, outputs, "generate")
+    return Action(generate, inputs, outputs, "generate")

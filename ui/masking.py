@@ -15,7 +15,7 @@ import gradio as gr
 from i18n import Message, render, t
 from lab import masking as use, store
 from lab.policy import notice
-from ui.common import cached, View, handler
+from ui.common import cached, Action, handler
 from ui.i18n import language, text as _
 from views import attention as attention_views
 from views import masking as views
@@ -70,7 +70,7 @@ def _lm_size() -> tuple[int, int]:
     return config["n_layer"], config["n_head"]
 
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     n_layer, n_head = _lm_size()
     with gr.Tab(_("tab.masking"), id="masking"):
@@ -129,4 +129,4 @@ def build(lang: gr.State | None = None) -> View:
             curves = gr.Plot(label=_("masking.cheat_curves"))
         cheat_button.click(cheating, [prompt, n_new, lang], [generations, curves], api_name="cheating")
         cheat_box.expand(cheating, [prompt, n_new, lang], [generations, curves], api_name=False)
-    return View(masking, inputs, outputs, "masking")
+    return Action(masking, inputs, outputs, "masking")

@@ -16,7 +16,7 @@ import gradio as gr
 from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
-from ui.common import cached, View, handler
+from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import sentiment as views
@@ -138,7 +138,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
     return notice(), *[part for column in columns for part in column]
 
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     installed = list(use.classifiers())
     compared = list(use.compared())
@@ -210,7 +210,7 @@ def build(lang: gr.State | None = None) -> View:
             comparing.change(lambda on: gr.Accordion(open=on), comparing, compare_box, api_name=False,
                              queue=False).then(compare_if, [comparing, text, method, lang], [compare_notice, *parts],
                                                api_name=False).then(None, comparing, None, js=SHOW_COMPARE)
-    return View(classify, inputs, outputs, "classify")
+    return Action(classify, inputs, outputs, "classify")
 
 
 def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):

@@ -218,7 +218,7 @@ def next_step(name: str | None) -> str:
     return step_preset(name, +1)
 
 
-class ViewLinks:
+class Links:
     """The event handlers behind links and presets, for the tabs of one app.
 
     Their outputs are always [tabs, current tab id, *every linked input].

@@ -15,7 +15,7 @@ import pandas as pd
 from i18n import plural, render, t
 from lab import tokens as use
 from lab.policy import MAX_CHARS, InputError
-from ui.common import cached, View, handler
+from ui.common import cached, Action, handler
 from ui.i18n import language, text as _
 from views import tokens as views
 
@@ -108,7 +108,7 @@ def scratch_step(text: str | None, k: float, lang: str = "en"):
     return views.vocab_curve(training.vocab_sizes, k, lang), views.piece_chips(training.segmentation(k), lang)
 
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     with gr.Tab(_("tab.tokens"), id="tokens"):
         gr.Markdown(_("tokens.heading"), elem_classes=["lecture-hide"])
@@ -152,7 +152,7 @@ def build(lang: gr.State | None = None) -> View:
         gr.on(triggers=None, fn=train_scratch, inputs=[scratch_text, lang],
               outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
         step.change(scratch_step, [scratch_text, step, lang], [curve, scratch_chips], api_name="bpe_step")
-    return View(tokenize, [text, lang], [notice, chips], "tokenize",
+    return Action(tokenize, [text, lang], [notice, chips], "tokenize",
                 also=((cost_pair, [lang], [cost]),  # always visible: drawn in the reader's language too
                       (replay, [text, k, lang], [replay_summary, replay_chips]),
                       (train_scratch, [scratch_text, lang], [scratch_notice, step, merges, curve, scratch_chips])))

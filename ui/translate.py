@@ -15,7 +15,7 @@ from i18n import Message, render, t
 from lab import translate as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
-from ui.common import cached, View, handler, user_error
+from ui.common import cached, Action, handler, user_error
 from ui.i18n import language, text as _
 from views.kit import placeholder
 from views.generate import beam_tree
@@ -133,7 +133,7 @@ def length_headers(lang: str) -> list[str]:
                                                   for name in use.POSITION_MODELS)]
 
 
-def build(lang: gr.State | None = None) -> View:
+def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     with gr.Tab(_("tab.translate"), id="translate"):
         with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
@@ -217,4 +217,4 @@ def build(lang: gr.State | None = None) -> View:
             length_button.click(length_generalisation, [per_length, lang], [length_plot, length_table],
                                 api_name="translate_lengths")
             lengths.expand(length_generalisation, [per_length, lang], [length_plot, length_table], api_name=False)
-    return View(translate, inputs, outputs, "translate")
+    return Action(translate, inputs, outputs, "translate")

@@ -180,7 +180,7 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     assert SessionState.__init__ is sessions._lazy_init  # a new visitor's session renders no configs
     public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
-    assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("ViewLinks")]
+    assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("Links")]
     tab_ids = [str(t.id) for t in demo.blocks.values() if isinstance(t, gr.Tab)]
     order = ["tokens", "attention", "masking", "generate", "sentiment", "translate", "concepts", "about"]
     assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
@@ -315,7 +315,7 @@ def _tab_demo():
                     lambda *a: "", [text, model, temperature, top_k, greedy], out, api_name="generate")
         keys = {"generate": {"text": ("generate", 0), "model": ("generate", 1), "temperature": ("generate", 2),
                              "top_k": ("generate", 3), "greedy": ("generate", 4)}}
-        links = state.ViewLinks(demo, [tab], keys)
+        links = state.Links(demo, [tab], keys)
     return links, dict(text=text, model=model, temperature=temperature, top_k=top_k, greedy=greedy)
 
 
@@ -406,12 +406,12 @@ def test_every_lecture_step_names_a_tab_whose_view_then_runs():
 
 def test_a_link_runs_only_the_view_of_the_tab_it_opened():
     calls = []
-    view = app.View(lambda text: calls.append(text) or "ran", ["text"], ["out"], "x")
+    view = app.Action(lambda text: calls.append(text) or "ran", ["text"], ["out"], "x")
     run = app.run_if_opened("generate", view)
     assert run("generate", "hi") == "ran" and calls == ["hi"]
     assert run("attention", "hi") == gr.skip() and calls == ["hi"]
 
-    streamed = app.View(lambda text: (yield from (text, text + "!")), ["text"], ["out"], "x")
+    streamed = app.Action(lambda text: (yield from (text, text + "!")), ["text"], ["out"], "x")
     assert list(app.run_if_opened("generate", streamed)("generate", "hi")) == ["hi", "hi!"]
     assert list(app.run_if_opened("generate", streamed)("tokens", "hi")) == [gr.skip()]
 

@@ -20,7 +20,7 @@ from ui import state
 @pytest.fixture(scope="module")
 def links():
     demo = app.build_app()
-    return state.ViewLinks(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
+    return state.Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
 
 
 def _open(links, query: str, browser_lang: str = "en") -> list:

@@ -6,11 +6,11 @@ import time
 import numpy as np
 import torch
 
-from lab.cache import ViewCache, nbytes
+from lab.cache import RunCache, nbytes
 
 
 def test_concurrent_equal_requests_share_one_computation():
-    cache, calls = ViewCache(size=4), []
+    cache, calls = RunCache(size=4), []
 
     def slow():
         calls.append(1)
@@ -27,7 +27,7 @@ def test_concurrent_equal_requests_share_one_computation():
 
 
 def test_an_exception_reaches_every_waiter_and_is_not_kept():
-    cache, calls, started = ViewCache(size=4), [], threading.Event()
+    cache, calls, started = RunCache(size=4), [], threading.Event()
 
     def failing():
         calls.append(1)
@@ -58,7 +58,7 @@ def test_an_exception_reaches_every_waiter_and_is_not_kept():
 
 
 def test_the_cache_keeps_the_most_recently_used_results_up_to_its_size():
-    cache, calls = ViewCache(size=2), []
+    cache, calls = RunCache(size=2), []
 
     def compute(key):
         return lambda: calls.append(key) or key.upper()
@@ -76,7 +76,7 @@ def test_the_cache_keeps_the_most_recently_used_results_up_to_its_size():
 
 
 def test_a_stream_is_shared_with_late_comers_and_a_closed_stream_answers_its_waiters():
-    cache, calls = ViewCache(size=4), []
+    cache, calls = RunCache(size=4), []
 
     def produce():
         calls.append(1)
@@ -115,7 +115,7 @@ def _wait_until(condition, seconds=5.0):
 
 def test_when_the_first_asker_leaves_a_waiter_takes_over_the_stream():
     """A lecture hall on one link: the student whose request computes closes the tab; the others get it."""
-    cache, calls = ViewCache(size=4), []
+    cache, calls = RunCache(size=4), []
 
     def produce():
         calls.append(1)
@@ -141,7 +141,7 @@ def test_when_the_first_asker_leaves_a_waiter_takes_over_the_stream():
 
 
 def test_when_the_first_caller_is_interrupted_a_waiter_computes_instead():
-    cache, started = ViewCache(size=4), threading.Event()
+    cache, started = RunCache(size=4), threading.Event()
 
     def interrupted():
         started.set()
@@ -166,7 +166,7 @@ def test_when_the_first_caller_is_interrupted_a_waiter_computes_instead():
 
 
 def test_the_cache_is_bounded_by_the_bytes_its_results_hold():
-    cache = ViewCache(size=100, max_bytes=10_000)
+    cache = RunCache(size=100, max_bytes=10_000)
     for key in range(12):
         cache.get(key, lambda: np.zeros(1000, dtype=np.uint8))  # 1,000 bytes each
     assert cache.bytes <= 10_000

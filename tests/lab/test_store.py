@@ -123,9 +123,9 @@ def test_the_checkpoint_list_is_read_once_and_again_when_the_folder_changes(tmp_
 
 
 def test_a_new_model_folder_clears_every_run_cache_and_a_rewritten_checkpoint_gets_a_new_key(tmp_path):
-    from lab.cache import ViewCache
+    from lab.cache import RunCache
 
-    runs = ViewCache(size=4)
+    runs = RunCache(size=4)
     runs.get("key", lambda: 1)
     lab.store.set_model_dir(tmp_path)
     lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
