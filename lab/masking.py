@@ -28,7 +28,7 @@ from transformer_core import (
 
 from . import models, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, mostly_chinese, notice, prompt_tokens, truncate
 
 LM = "shakespeare-lm"
 POETRY_LM = "tang-poems-char"  # Chinese text is read by the Tang-poetry LM: the Shakespeare LM reads it as bytes
@@ -91,9 +91,7 @@ def describe(mask: Mask) -> str:
 
 def lm_for(text: str) -> str:
     """The LM that reads `text`: the Tang-poetry LM when most of its letters are Chinese characters."""
-    letters = [c for c in text if c.isalpha()]
-    chinese = sum("\u4e00" <= c <= "\u9fff" for c in letters)
-    return POETRY_LM if letters and chinese > len(letters) / 2 else LM
+    return POETRY_LM if mostly_chinese(text) else LM
 
 
 def global_positions(text: str | None) -> tuple[int, ...]:

@@ -109,6 +109,13 @@ def check_whole_characters(text: str, spans, max_fragments: float) -> None:
         raise InputError(Message("policy.bytes_only", n_fragments=n_fragments, n=len(read)))
 
 
+def mostly_chinese(text: str | None) -> bool:
+    """Whether most of a text's letters are Chinese characters: such a text goes to the Chinese models
+    (the English ones cannot read it), a mixed or Latin text to the English ones."""
+    letters = [c for c in text or "" if c.isalpha()]
+    return bool(letters) and sum("\u4e00" <= c <= "\u9fff" for c in letters) > len(letters) / 2
+
+
 @dataclass(frozen=True)
 class Tokens:
     """Text as a model reads it: ids, one label per token, what was cut, and which characters were split."""

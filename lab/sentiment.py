@@ -25,7 +25,7 @@ from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES,
 from . import models, store
 from .batching import Batcher
 from .cache import RunCache
-from .policy import InputError, check_readable, check_whole_characters, clamp, notice, truncate
+from .policy import InputError, check_readable, check_whole_characters, clamp, mostly_chinese, notice, truncate
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
 # 12,000, and at most MAX_SENTENCES sentences of them, so no text keeps a worker longer than ~2 s.
@@ -37,8 +37,9 @@ CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
                Message("sentiment.model.pretrained"): "sentiment-pretrained",
                Message("sentiment.model.zh_pretrained"): "sentiment-zh-pretrained",
                Message("sentiment.model.zh_scratch"): "sentiment-zh"}
-# Compare puts the English pair side by side: what pre-training on a large corpus adds
-COMPARED = ("sentiment", "sentiment-pretrained")
+# Compare puts a pair side by side, from scratch and pre-trained: what pre-training on a large corpus adds.
+# A Chinese text gets the Chinese twins (the English pair cannot read it).
+COMPARED = {"en": ("sentiment", "sentiment-pretrained"), "zh": ("sentiment-zh", "sentiment-zh-pretrained")}
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,12 @@ def classifiers() -> dict[str, str]:
     return {label: name for label, name in CLASSIFIERS.items() if (store.model_dir() / name / "config.json").is_file()}
 
 
-def compared() -> dict[str, str]:
-    """The installed classifiers Compare shows: picker label -> checkpoint name."""
-    return {label: name for label, name in classifiers().items() if name in COMPARED}
+def compared(text: str | None = None) -> dict[str, str]:
+    """The installed classifiers Compare shows for `text`, from scratch first: picker label -> checkpoint name.
+    The Chinese pair for a mostly Chinese text when it is installed, else the English pair."""
+    by_name = {name: label for label, name in classifiers().items()}
+    pair = COMPARED["zh"] if mostly_chinese(text) and set(COMPARED["zh"]) & set(by_name) else COMPARED["en"]
+    return {by_name[name]: name for name in pair if name in by_name}
 
 
 def _has_letters(text: str) -> bool:
@@ -181,7 +185,7 @@ def attention_link(run: SentimentRun) -> str:
     return "?" + urlencode({"tab": "attention", "model": label, "text": run.read_text})
 
 
-def compare(text: str | None, sentence: int | None = None) -> list[SentimentRun]:
-    """The same text through every installed classifier, in picker order (of a long text, every
-    classifier shows sentence `sentence`, by default its own weightiest)."""
-    return [classify(text, name, sentence) for name in compared().values()]
+def compare(text: str | None, sentence: int | None = None) -> list[tuple[str, SentimentRun]]:
+    """[(picker label, run)]: the same text through each classifier of its Compare pair, in picker order
+    (of a long text, every classifier shows sentence `sentence`, by default its own weightiest)."""
+    return [(label, classify(text, name, sentence)) for label, name in compared(text).items()]

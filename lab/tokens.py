@@ -10,9 +10,12 @@ from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
 
 from . import store
-from .policy import MAX_CHARS, InputError, clamp, truncate
+from .policy import MAX_CHARS, InputError, clamp, mostly_chinese, truncate
 
-REPLAY_MODEL = "shakespeare-bpe"  # the real BPE whose merges the replay slider walks through
+# the real BPEs whose merges the replay slider walks through: the Shakespeare BPE, and for a mostly Chinese
+# text the BPE learned on Chinese (the English one would only glue bytes it never saw in Chinese)
+REPLAY_MODEL = "shakespeare-bpe"
+REPLAY_MODEL_ZH = "chinese-bpe"
 SCRATCH_MAX_CHARS = 2000  # BPE from scratch is pure Python, merge by merge: keep its text tiny
 SCRATCH_MAX_MERGES = 500
 UNREADABLE = 0.5  # a tokenizer that knows fewer than half of a text's tokens is not drawn chip by chip
@@ -100,27 +103,47 @@ def cost_pair() -> tuple[tuple[str, str], list[tuple[str, list[TokenSpan], list[
     return SEED_PAIR, rows
 
 
-def replay_tokenizer() -> TextTokenizer:
+def replay_model(text: str | None) -> str:
+    """The BPE a text's merge replay walks through: the Chinese one for a mostly Chinese text, when installed."""
+    if mostly_chinese(text) and (store.model_dir() / REPLAY_MODEL_ZH / "tokenizer.json").is_file():
+        return REPLAY_MODEL_ZH
+    return REPLAY_MODEL
+
+
+def replay_tokenizer(name: str = REPLAY_MODEL) -> TextTokenizer:
     try:
-        return store.tokenizer(REPLAY_MODEL)
+        return store.tokenizer(name)
     except TokenizerError as error:
-        raise InputError(Message("tokens.replay_needs_bpe", error=error)) from error
+        raise InputError(Message("tokens.replay_needs_bpe", name=name, error=error)) from error
 
 
-def replay(text: str | None, k) -> tuple[str, int, list[TokenSpan], tuple[str, str] | None]:
-    """(text, k clamped, spans after the first k merges of the Shakespeare BPE, the k-th merge or None)."""
+def replay_merges() -> int:
+    """The replay slider's end: the most merges of the installed replay BPEs (0 when none is installed)."""
+    counts = []
+    for name in (REPLAY_MODEL, REPLAY_MODEL_ZH):
+        try:
+            counts.append(len(store.tokenizer(name).merges))
+        except TokenizerError:
+            continue
+    return max(counts, default=0)
+
+
+def replay(text: str | None, k) -> tuple[str, int, list[TokenSpan], tuple[str, str] | None, str]:
+    """(text, k clamped, spans after the first k merges of the text's replay BPE, the k-th merge or None,
+    that BPE's name)."""
     text, _ = truncate(text, MAX_CHARS)
-    bpe = replay_tokenizer()
+    name = replay_model(text)
+    bpe = replay_tokenizer(name)
     k = clamp(k, 0, len(bpe.merges), "Merges")
     if not text:
-        return "", k, [], None
-    return text, k, bpe.tokens_after_merges(text, k), bpe.merges[k - 1] if k else None
+        return "", k, [], None, name
+    return text, k, bpe.tokens_after_merges(text, k), bpe.merges[k - 1] if k else None, name
 
 
-def merge_text(piece: str) -> str:
-    """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for."""
-    bpe = replay_tokenizer()
-    return bpe.decode([bpe.token_to_id(piece)])
+def merge_text(piece: str, name: str = REPLAY_MODEL) -> str:
+    """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for (bytes of
+    a split character as escapes)."""
+    return replay_tokenizer(name).merge_piece_text(piece)
 
 
 def scratch_merges(training: BpeTraining, k) -> int:

@@ -183,6 +183,11 @@ class TextTokenizer:
 
     # -- merge replay
 
+    def merge_piece_text(self, piece: str) -> str:
+        """A merge-list entry (spelled in the byte alphabet, "Ġ" for a space) as the text it stands for, the
+        bytes of a split character as escapes ("\\xe7\\x9a"), as token spans show them."""
+        return self._token_bytes(piece).decode("utf-8", errors="backslashreplace")
+
     def tokens_after_merges(self, text: str, k: int) -> list[TokenSpan]:
         """Segment `text` using only the first `k` merges of this BPE (k = 0 gives bytes).
 

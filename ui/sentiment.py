@@ -121,10 +121,10 @@ def method_name(method: str, lang: str) -> str:
 @cached
 @handler
 def compare(text: str | None, method: str, lang: str = "en"):
-    """Every installed classifier on the same text: verdicts, token contributions and attention, side by side."""
-    runs = use.compare(text)
+    """The text's Compare pair (from scratch, pre-trained) on the same text: verdicts, token contributions and
+    attention, side by side. A pair with fewer installed classifiers than the tab has columns leaves the rest blank."""
     columns = []
-    for label, run in zip(use.compared(), runs):
+    for label, run in use.compare(text):
         scores, signed = _scores(run, method)
         verdict = max(run.probs, key=run.probs.get)
         document = run.document
@@ -135,6 +135,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
                         + (f"  \n{render(run.notice, lang)}" if run.notice else ""),
                         strip, views.token_html(run.labels, scores, signed, lang),
                         attention_views.layer_head_grid(run.attn, run.labels, run.labels, render(label, lang), lang)))
+    columns += [("", "", "", None)] * (len(use.compared()) - len(columns))
     return notice(), *[part for column in columns for part in column]
 
 

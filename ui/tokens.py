@@ -64,17 +64,18 @@ def cost_pair(lang: str = "en") -> str:
 @cached
 @handler
 def replay(text: str | None, k: float, lang: str = "en") -> tuple[str, str]:
-    """(summary, chips) of `text` under only the first k merges of the shipped Shakespeare BPE."""
-    text, k, spans, merge = use.replay(text, k)
+    """(summary, chips) of `text` under only the first k merges of a shipped BPE (the Chinese one for Chinese text)."""
+    text, k, spans, merge, name = use.replay(text, k)
     if not text:
         return "", views.hint(t("tokens.empty_hint", lang))
-    bpe = use.replay_tokenizer()
-    summary = t("tokens.replay_summary", lang, k=k, n_merges=len(bpe.merges), tokens=plural(len(spans), "token", lang),
+    bpe = use.replay_tokenizer(name)
+    summary = t("tokens.replay_summary", lang, k=k, n_merges=len(bpe.merges), bpe=name,
+                tokens=plural(len(spans), "token", lang),
                 bytes=plural(len(text.encode("utf-8")), "byte", lang),
                 all_tokens=plural(len(bpe.tokens(text)), "token", lang))
     if merge:
         left, right = merge
-        shown = [views.visible(use.merge_text(piece)).replace("`", "'") for piece in (left, right, left + right)]
+        shown = [views.visible(use.merge_text(piece, name)).replace("`", "'") for piece in (left, right, left + right)]
         summary += t("tokens.replay_merge", lang, k=k, left=shown[0], right=shown[1], joined=shown[2])
     return summary, views.token_chips(text, spans, lang)
 
@@ -127,11 +128,8 @@ def build(lang: gr.State | None = None) -> Action:
         gr.on(triggers=None, fn=cost_pair, inputs=[lang], outputs=cost, api_name="tokens_cost_pair")
 
         gr.Markdown(_("tokens.replay_heading"))
-        try:
-            n_merges = len(use.replay_tokenizer().merges)
-        except InputError:
-            n_merges = 1  # the app still starts; the replay handler says what is missing
-        k = gr.Slider(0, n_merges, value=50, step=1, label=_("tokens.replay_k", n_merges=n_merges), elem_id="replay_k")
+        # with no BPE installed the app still starts; the replay handler says what is missing
+        k = gr.Slider(0, max(use.replay_merges(), 1), value=50, step=1, label=_("tokens.replay_k"), elem_id="replay_k")
         replay_summary = gr.Markdown()
         replay_chips = gr.HTML(css_template=views.CHIP_CSS)
         gr.on(triggers=None, fn=replay, inputs=[text, k, lang], outputs=[replay_summary, replay_chips],

@@ -30,7 +30,7 @@ def strongest(run, sign: int, k: int = 3) -> set[str]:
     ("A dull, boring and badly written mess.", "negative", -1, {"dull", "boring", "badly", "mess"}),
     ("A wonderful, moving and beautifully acted film.", "positive", 1, {"wonderful", "moving", "beautifully"})])
 def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verdict, sign, words):
-    runs = sentiment.compare(text)
+    runs = [run for _, run in sentiment.compare(text)]
     assert [r.model for r in runs] == ["sentiment", "sentiment-pretrained"]  # picker order
     for run in runs:
         assert max(run.probs, key=run.probs.get) == verdict and sum(run.probs.values()) == pytest.approx(1)
@@ -60,7 +60,9 @@ def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
     try:
         assert sentiment.classifiers() == {"trained from scratch (5.8M)": "sentiment"}
         (only,) = sentiment.compare("Not bad at all.")
-        assert only.model == "sentiment"
+        assert only[1].model == "sentiment"
+        with pytest.raises(policy.InputError, match="cannot read this text"):  # no Chinese pair installed
+            sentiment.compare("一点也不好。")
         with pytest.raises(policy.InputError, match="No classifier"):
             sentiment.classify("Not bad at all.", "sentiment-pretrained")
         (tmp_path / "sentiment").unlink()
@@ -149,7 +151,7 @@ def test_hostile_long_texts_are_cut_with_a_visible_notice(text, says):
         assert words in run.notice, run.notice
 
 
-def test_the_chinese_classifiers_are_offered_and_read_chinese_while_compare_keeps_the_english_pair():
+def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_twins():
     offered = sentiment.classifiers()
     assert {"sentiment-zh", "sentiment-zh-pretrained"} <= set(offered.values())
     assert "Chinese reviews, pre-trained + fine-tuned (1.0M)" in map(str, offered)
@@ -157,3 +159,8 @@ def test_the_chinese_classifiers_are_offered_and_read_chinese_while_compare_keep
     negative = sentiment.classify("质量太差了，非常失望。", "sentiment-zh-pretrained")
     assert positive.probs["positive"] > 0.5 > negative.probs["positive"]
     assert list(sentiment.compared().values()) == ["sentiment", "sentiment-pretrained"]
+    assert list(sentiment.compared("Not bad at all, 真的").values()) == ["sentiment", "sentiment-pretrained"]
+    twins = sentiment.compare("质量太差了，非常失望。")  # a Chinese text: the Chinese pair, from scratch first
+    assert [run.model for _, run in twins] == ["sentiment-zh", "sentiment-zh-pretrained"]
+    assert [str(label) for label, _ in twins] == [str(label) for label in sentiment.compared("中文").keys()]
+    assert all(run.probs["positive"] < 0.5 for _, run in twins)

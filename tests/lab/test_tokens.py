@@ -52,16 +52,32 @@ def test_a_tokenizer_is_flagged_only_when_most_of_the_text_is_unknown_to_it():
 def test_merge_replay_clamps_k_and_ends_at_the_tokenizers_own_encoding():
     bpe = lab.store.tokenizer(tokens.REPLAY_MODEL)
     text = "Shall I compare thee to a summer's day?"
-    read, k, spans, last = tokens.replay(text, 10**9)
+    read, k, spans, last, name = tokens.replay(text, 10**9)
     assert k == len(bpe.merges) and [s.id for s in spans] == bpe.encode(text) and last == bpe.merges[-1]
-    _, k, spans, last = tokens.replay(text, -5)
+    assert name == tokens.REPLAY_MODEL
+    _, k, spans, last, _ = tokens.replay(text, -5)
     assert k == 0 and last is None and len(spans) == len(text.encode("utf-8"))  # one token per byte
-    _, k, spans, last = tokens.replay(text, 1)
+    _, k, spans, last, _ = tokens.replay(text, 1)
     assert last == bpe.merges[0] and len(spans) < len(text.encode("utf-8"))
     assert tokens.merge_text("Ġthe") == " the"
+    assert tokens.replay_merges() == max(len(bpe.merges), len(lab.store.tokenizer(tokens.REPLAY_MODEL_ZH).merges))
     text, training, notice = tokens.scratch("low lower " * 300)
     assert len(text) == tokens.SCRATCH_MAX_CHARS and "3,000 characters" in notice and training is not None
     assert tokens.scratch(None) == ("", None, "")
+
+
+def test_chinese_text_replays_the_bpe_learned_on_chinese_whose_first_merges_build_characters():
+    chinese = lab.store.tokenizer(tokens.REPLAY_MODEL_ZH)
+    text = "这只动物没有过马路，因为它太累了。"
+    _, k, spans, last, name = tokens.replay(text, 0)
+    assert name == tokens.REPLAY_MODEL_ZH and len(spans) == len(text.encode("utf-8"))
+    _, k, spans, last, _ = tokens.replay(text, 6)  # merges 5 and 6 build 的, 1 and 3 build the full-width comma
+    assert tokens.merge_text(chinese.merges[5][0] + chinese.merges[5][1], name) == "的"
+    assert "，" in [s.text for s in spans]
+    assert tokens.merge_text(chinese.merges[5][1], name) == "\\x84"  # a split character's byte, as chips show it
+    _, k, spans, _, _ = tokens.replay(text, 10**9)
+    assert k == len(chinese.merges) and [s.id for s in spans] == chinese.encode(text)
+    assert tokens.replay("Mixed 中文 text", 3)[4] == tokens.REPLAY_MODEL  # mostly Latin letters: the English BPE
 
 
 def test_a_model_folder_without_readable_tokenizers_is_said_plainly(tmp_path):

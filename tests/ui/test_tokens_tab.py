@@ -135,9 +135,12 @@ def test_the_same_token_always_gets_the_same_colour():
 
 
 def test_replay_with_all_merges_equals_the_tokenizers_encoding(bpe):
-    for text in VARIED:
-        _, html = tab.replay(text, len(bpe.merges))
-        assert [chip_id for chip_id, _, _ in _chips(html)] == bpe.encode(text)
+    chinese = store.tokenizer("chinese-bpe")
+    for text in VARIED:  # a mostly Chinese text replays the BPE learned on Chinese, the others the Shakespeare BPE
+        replayed = chinese if text == "自然语言处理很有趣。" else bpe
+        summary, html = tab.replay(text, 10**9)
+        assert [chip_id for chip_id, _, _ in _chips(html)] == replayed.encode(text)
+        assert f"of {len(replayed.merges):,} merges of `{'chinese-bpe' if replayed is chinese else BPE}`" in summary
 
 
 def test_replay_with_no_merges_gives_one_chip_per_byte_and_names_the_last_merge(bpe):
@@ -146,7 +149,7 @@ def test_replay_with_no_merges_gives_one_chip_per_byte_and_names_the_last_merge(
     assert len(_chips(html)) == len(text.encode("utf-8"))
     summary, _ = tab.replay(text, 1)
     left, right = bpe.merges[0]
-    assert "Merge #1 joined" in summary and summary.count("`") == 6
+    assert "Merge #1 joined" in summary and summary.count("`") == 8  # the BPE's name, then the merge's three pieces
     assert tab.replay(text, 10**9) == tab.replay(text, len(bpe.merges))  # the slider is clamped
 
 
