@@ -58,6 +58,11 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                    "focus": "#heads"},
     "copying": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
                 "heads_view": "roles", "focus": "#heads"},
+    # the classic first demo of a Chinese classroom: a character-level model writes a Tang poem after Li Bai's first
+    # line (every sampling setting given, so the step shows the same poem whatever the steps before left)
+    "poem": {"tab": "generate", "model": "Tang poems, character LM (shipped)", "text": "\n\n床前明月光，疑是地上霜。\n",
+             "decoding": "sample", "temperature": "0.8", "top_k": "0", "top_p": "1.0", "min_p": "0.0",
+             "repetition_penalty": "1.0", "new_tokens": "40", "seed": "0"},
 }
 
 
