@@ -247,7 +247,7 @@ def read_written(args, method: str, vader_predict: Predictor, tfidf_predict: Pre
     """The written reviews, read once with the method the assembled validation documents chose."""
     rows = written_reviews()
     texts, y = [r["text"] for r in rows], np.array([LABELS.index(r["label"]) for r in rows])
-    shapes = np.array([r["shape"] for r in rows])
+    shapes = [r["shape"] for r in rows]
     words = [len(t.split()) for t in texts]
     print(f"written reviews: {len(rows)} ({int(y.sum())} positive), words {np.mean(words):.0f} "
           f"({min(words)}-{max(words)}), read by sentences with {method}")
@@ -257,7 +257,7 @@ def read_written(args, method: str, vader_predict: Predictor, tfidf_predict: Pre
         right = combined(odds, method) == y
         low, high = interval(right.astype(float))
         print(f"written reviews, {name} by sentences: {right.mean():.3f} (95% bootstrap {low:.3f}-{high:.3f}); "
-              f"by shape {({s: round(float(right[shapes == s].mean()), 3) for s in dict.fromkeys(shapes)})}; "
+              f"by shape { {s: round(float(right[np.array(shapes) == s].mean()), 3) for s in dict.fromkeys(shapes)} }; "
               f"every method, for the record (not for choosing): "
               f"{ {m: round(float((combined(odds, m) == y).mean()), 3) for m in COMBINE} }")
         result[name], result[f"{name}_whole"] = float(right.mean()), float((whole == y).mean())
