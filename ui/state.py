@@ -34,9 +34,13 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 # keeps the language it is shown in.
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
-    "attention": {"tab": "attention", "text": "The cat sat on the mat because it was tired.", "layer": "1", "head": "0"},
+    "attention": {"tab": "attention", "model": "shakespeare-lm (language model)",
+                  "text": "The cat sat on the mat because it was tired.", "layer": "1", "head": "0"},
     "causal": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
-    "temperature": {"tab": "generate", "text": "ROMEO:", "temperature": "0.3", "seed": "0"},
+    # every step names its model: stepping back from the poem must not leave the Tang LM on an English prompt
+    "temperature": {"tab": "generate", "model": "Shakespeare LM (shipped)", "text": "ROMEO:", "decoding": "sample",
+                    "temperature": "0.3", "top_k": "0", "top_p": "1.0", "min_p": "0.0", "repetition_penalty": "1.0",
+                    "seed": "0"},
     "classifier": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
                    "classifier": "trained from scratch (5.8M)", "compare": "0"},
     "pretraining": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.", "compare": "1",
