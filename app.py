@@ -2,8 +2,8 @@
 
 Start with `python app.py` (127.0.0.1:7860). Hugging Face Spaces set
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, which are honoured. Every tab is a module in
-`ui/` listed in TABS; this file assembles them and adds what the whole app shares: what
-each event gets from the server (ui/events.py: queue group, GPU, MCP), links to a view
+`ui/` listed in TABS, wiring its events through ui/events.py (what each gets from the server: queue
+group, GPU, MCP); this file assembles them and adds what the whole app shares: links to a view
 (`?tab=...&text=...`) and lecture mode.
 """
 
@@ -133,7 +133,6 @@ def build_app() -> gr.Blocks:
                                   elem_id="view-link", visible=False)
         with gr.Tabs() as tabs:
             actions = [tab.build(lang) for tab in TABS]
-        events.serve(demo)  # each tab event's queue group, GPU and MCP listing, from ui/events.ENDPOINTS
 
         # The app's own events below are instant and need no model: unqueued, private, no GPU.
         shell = dict(queue=False, api_visibility="private")
@@ -176,6 +175,7 @@ def build_app() -> gr.Blocks:
                     switched.then(also, [linked, *inputs], outputs, api_visibility="private")
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
+    events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
     return demo
 
 

@@ -14,6 +14,7 @@ from i18n import Message, render, t
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
+from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as figures
@@ -118,7 +119,7 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")
             run = gr.Button(_("attention.run"), variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            gr.Examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
+            events.examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
                          for name in store.checkpoints()], [model, text, group], label=_("common.examples"))
             with gr.Accordion(_("common.what"), open=False):
                 gr.Markdown(_("attention.explainer"))
@@ -148,21 +149,22 @@ def build(lang: gr.State | None = None) -> Action | None:
 
         inputs = [model, text, group, layer, head, query, lang]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
-        run.click(attention, inputs, outputs, api_name="attention")
-        text.submit(attention, inputs, outputs, api_name=False)
-        group.input(attention, inputs, outputs, api_name=False)
+        events.on(run.click, attention, inputs, outputs, api_name="attention")
+        events.on(text.submit, attention, inputs, outputs, api_name=False)
+        events.on(group.input, attention, inputs, outputs, api_name=False)
         for slider in (layer, head, query):
-            slider.release(attention_focus, inputs, [head_fig, rows_fig], api_name=False)
-        model.change(model_changed, [model, layer, head], [layer, head], api_name=False)
+            events.on(slider.release, attention_focus, inputs, [head_fig, rows_fig], api_name=False)
+        events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
         generate_inputs = [model, text, n_new, layer, head, step, lang]
         generate_outputs = [continuation, staircase, step_fig]
-        go_button.click(attention_generate, generate_inputs, generate_outputs, api_name="attention_generate")
-        step.release(attention_generate, generate_inputs, generate_outputs, api_name=False)
+        events.on(go_button.click, attention_generate, generate_inputs, generate_outputs,
+                  api_name="attention_generate")
+        events.on(step.release, attention_generate, generate_inputs, generate_outputs, api_name=False)
         # an accordion never opens on empty plots: opening it runs its view
-        while_generating.expand(attention_generate, generate_inputs, generate_outputs, api_name=False)
+        events.on(while_generating.expand, attention_generate, generate_inputs, generate_outputs, api_name=False)
         # the ranking's top head (or the one picked from it) opens large above
         shell = dict(queue=False, api_visibility="private")
         for event in [*(e.then for e in found), opened.input]:
-            event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell).then(
-                attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
+            shown = event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell)
+            events.on(shown.then, attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return Action(attention, inputs, outputs, "attention")

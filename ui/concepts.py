@@ -11,6 +11,7 @@ import pandas as pd
 
 from i18n import render, t
 from lab import concepts as use
+from ui import events
 from ui.common import Action, handler
 from ui.i18n import language, text as _
 from views import concepts as views
@@ -117,7 +118,7 @@ def build(lang: gr.State | None = None) -> Action:
                 wv = gr.Textbox(WV_DEFAULT, lines=3, label=_("concepts.w_rows", name="W_v"), elem_id="w_v")
             run_1 = gr.Button(_("concepts.run1"), variant="primary")
             inputs_1 = [x_text, use_projections, wq, wk, wv, scaled]
-            gr.Examples([[X_DEFAULT, False, WQ_DEFAULT, WK_DEFAULT, WV_DEFAULT, False],
+            events.examples([[X_DEFAULT, False, WQ_DEFAULT, WK_DEFAULT, WV_DEFAULT, False],
                          ["3 0\n2.5 0.5\n0 3\n-2 -2", False, WQ_DEFAULT, WK_DEFAULT, WV_DEFAULT, False],
                          [X_DEFAULT, True, WQ_DEFAULT, WK_DEFAULT, WV_DEFAULT, False],
                          ["1 0 0\n0 1 0\n0 0 1\n1 1 1", False, "", "", "", True]], inputs_1, label=_("common.examples"))
@@ -134,7 +135,7 @@ def build(lang: gr.State | None = None) -> Action:
                 seed_2 = gr.Number(0, precision=0, label=_("concepts.seed"), minimum=0, elem_id="seed")
             run_2 = gr.Button(_("concepts.run2"), variant="primary")
             inputs_2 = [d, n_keys, seed_2]
-            gr.Examples([[4, 16, 0], [512, 16, 0], [1024, 64, 0]], inputs_2, label=_("common.examples"))
+            events.examples([[4, 16, 0], [512, 16, 0], [1024, 64, 0]], inputs_2, label=_("common.examples"))
             fig_scaling, fig_rows = gr.Plot(label=_("concepts.against_d")), gr.Plot(label=_("concepts.six_rows"))
             scaling_table = gr.Dataframe(_table([], views.scaling_headers()), label=_("concepts.means"),
                                          interactive=False)
@@ -148,7 +149,7 @@ def build(lang: gr.State | None = None) -> Action:
                                    elem_id="shuffle_seed")
             run_3 = gr.Button(_("concepts.run3"), variant="primary")
             inputs_3 = [sentence, seed_3]
-            gr.Examples([[SENTENCE_DEFAULT, 0], ["not bad at all , truly a good film", 1],
+            events.examples([[SENTENCE_DEFAULT, 0], ["not bad at all , truly a good film", 1],
                          ["a good film , not a bad one", 2]], inputs_3, label=_("common.examples"))
             order_note, fig_order = gr.Markdown(), gr.Plot(label=_("concepts.order_plot"))
             verdicts = gr.Dataframe(label=_("concepts.verdicts"), interactive=False)
@@ -161,7 +162,7 @@ def build(lang: gr.State | None = None) -> Action:
                 d_pos = gr.Slider(4, 256, 64, step=2, label=_("concepts.d_model_sin"), elem_id="d_model")
             run_4 = gr.Button(_("concepts.run4"), variant="primary")
             inputs_4 = [n_positions, d_pos]
-            gr.Examples([[64, 64], [256, 128], [16, 16]], inputs_4, label=_("common.examples"))
+            events.examples([[64, 64], [256, 128], [16, 16]], inputs_4, label=_("common.examples"))
             fig_sin, fig_learned = gr.Plot(label=_("concepts.sinusoidal")), gr.Plot(label=_("concepts.learned"))
             lm_note = gr.Markdown()
             outputs_4 = [fig_sin, fig_learned, lm_note]
@@ -170,7 +171,7 @@ def build(lang: gr.State | None = None) -> Action:
             gr.Markdown(_("concepts.intro5"))
             d_heads = gr.Dropdown([64, 128, 256, 512, 768], value=128, label="d_model")
             run_5 = gr.Button(_("concepts.run5"), variant="primary")
-            gr.Examples([[128], [768]], [d_heads], label=_("common.examples"))
+            events.examples([[128], [768]], [d_heads], label=_("common.examples"))
             with gr.Row():
                 fig_heads = gr.Plot(label=_("concepts.one_layer"))
                 head_table = gr.Dataframe(_table([], views.head_headers()), interactive=False)
@@ -194,7 +195,7 @@ def build(lang: gr.State | None = None) -> Action:
                                             elem_id="follow_target_position")
             run_6 = gr.Button(_("concepts.run6"), variant="primary")
             inputs_6 = [src_text, tgt_text, smoothing, seed_6, follow_row, follow_position]
-            gr.Examples([[SRC_DEFAULT, TGT_DEFAULT, 0.1, 0, 0, 1], [SRC_DEFAULT, TGT_DEFAULT, 0.0, 0, 1, 0],
+            events.examples([[SRC_DEFAULT, TGT_DEFAULT, 0.1, 0, 0, 1], [SRC_DEFAULT, TGT_DEFAULT, 0.0, 0, 1, 0],
                          ["1 2 3\n1 2 3", "4 4\n4 4", 0.3, 1, 0, 0]], inputs_6, label=_("common.examples"))
             steps = gr.Dataframe(_table([], views.step_headers()), label=_("concepts.steps"), interactive=False)
             losses = gr.Dataframe(_table([], views.loss_headers()), label=_("concepts.loss_per_token"), interactive=False)
@@ -209,8 +210,9 @@ def build(lang: gr.State | None = None) -> Action:
                 (run_5, parameters, [d_heads], outputs_5, "concepts_parameters"),
                 (run_6, trace, inputs_6, outputs_6, "concepts_trace")]
     for button, fn, inputs, outputs, api_name in sections:
-        button.click(fn, [*inputs, lang], outputs, api_name=api_name)
-        tab.select(fn, [*inputs, lang], outputs, api_visibility="private")  # fill every section when the tab opens
+        events.on(button.click, fn, [*inputs, lang], outputs, api_name=api_name)
+        # fill every section when the tab opens
+        events.on(tab.select, fn, [*inputs, lang], outputs, api_visibility="private")
 
     def every_section(*values):
         """All six sections at once, for a link or lecture step that opens this tab (the last value: the language).

@@ -1,18 +1,20 @@
 """What each event of the app gets from the server, declared once: its queue, a GPU, a place among agents' tools.
 
-One table, by endpoint name (the public API's names: they never change). An event without an
-api_name (a text box's submit beside the button, a slider's release) calling the same function
-gets its endpoint's entry. Every generation shares one queue group: "2 generations at once"
+One table, by endpoint name (the public API's names: they never change), applied where an event is
+wired: every tab wires with `events.on(button.click, fn, inputs, outputs, api_name=...)`. An event
+without an api_name (a text box's submit beside the button, a slider's release) calling the same
+function gets its endpoint's entry. Every generation shares one queue group: "2 generations at once"
 means 2 in the whole app, not 2 per endpoint. Endpoints that need a session's gr.State, or the
 app's one training slot, stay callable over HTTP but are not offered to agents (MCP), which
-would call them without that state or hold the slot for minutes.
-"""
+would call them without that state or hold the slot for minutes."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import math
+import weakref
 from dataclasses import dataclass
 
 import gradio as gr
@@ -85,43 +87,72 @@ def gpu_decorator():
     return spaces.GPU
 
 
-def on_gpu(fn, gpu=None):
+def on_gpu(fn):
     """`fn` lent a GPU per call, keeping its `.cache` (Gradio answers a cache hit outside the queue only then)."""
-    wrapped = (gpu or gpu_decorator())(fn)
+    wrapped = gpu_decorator()(fn)
     if wrapped is not fn and hasattr(fn, "cache"):
         wrapped.cache = fn.cache
     return wrapped
 
 
-def _endpoint_of(demo: gr.Blocks) -> dict[int, str]:
-    """id(event function) -> the public endpoint that calls it."""
-    return {id(fn.fn): fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
+_endpoint_running: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> its public endpoint
 
 
-def serve(demo: gr.Blocks) -> None:
-    """Give every tab event what ENDPOINTS declares for it (an explicit limit set at wiring is kept).
+def _endpoint_of(fn) -> str | None:
+    """The public endpoint wired to run `fn`, if any (a bound method or a builtin is never one)."""
+    try:
+        return _endpoint_running.get(fn)
+    except TypeError:  # not weakly referenceable
+        return None
 
-    A public endpoint missing from the table is an error: a new endpoint must say what it gets.
+
+def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):
+    """Wire `fn` to `trigger` (`button.click`, `box.submit`, `dependency.then`, a list of those for `gr.on`,
+    or None: an endpoint with no trigger) with what ENDPOINTS declares for it, and return the dependency.
+
+    A public event must be declared in ENDPOINTS (KeyError otherwise: a new endpoint must say what it
+    gets); an event without an endpoint name gets the entry of the endpoint that runs the same function,
+    else DEFAULT. It gets that entry's queue limit and group (a `concurrency_limit` given here is kept),
+    its place among agents' tools, a GPU per call, and inputs that refuse what they cannot take.
     """
-    endpoints = _endpoint_of(demo)
-    missing = set(endpoints.values()) - set(ENDPOINTS)
-    if missing:
+    public = api_name is not False and options.get("api_visibility", "public") == "public"
+    if public and api_name not in ENDPOINTS:
+        raise KeyError(f"ui/events.ENDPOINTS does not declare {api_name!r}")
+    serving = ENDPOINTS[api_name] if public else ENDPOINTS.get(_endpoint_of(fn) or "", DEFAULT)
+    if public:
+        with contextlib.suppress(TypeError):  # a function not weakly referenceable cannot have twins found
+            _endpoint_running[fn] = api_name
+        if not serving.agents:
+            options["api_visibility"] = "undocumented"  # callable by clients, not listed (docs, MCP)
+    options.setdefault("concurrency_id", str(id(fn)))  # Gradio's own default: one queue per function
+    if "concurrency_limit" not in options:
+        options["concurrency_limit"] = serving.limit
+        options["concurrency_id"] = serving.group or options["concurrency_id"]
+    for component in _components(inputs):
+        _guard(component)
+    wire = trigger if callable(trigger) else functools.partial(gr.on, trigger)
+    return wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
+
+
+def _components(inputs) -> list:
+    if inputs is None:
+        return []
+    return list(inputs) if isinstance(inputs, (list, tuple, set)) else [inputs]
+
+
+def examples(*args, **kwargs) -> gr.Examples:
+    """`gr.Examples` whose sample picker refuses an index it does not hold with a message (its own
+    event only fills the inputs, unqueued: it runs no model and needs no GPU)."""
+    made = gr.Examples(*args, **kwargs)
+    _guard(made.dataset)
+    return made
+
+
+def check_declared(demo: gr.Blocks) -> None:
+    """KeyError if a public endpoint of `demo` is missing from ENDPOINTS: one wired around `on`."""
+    public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
+    if missing := public - set(ENDPOINTS):
         raise KeyError(f"ui/events.ENDPOINTS does not declare {sorted(missing)}")
-    gpu = gpu_decorator()
-    for fn in list(demo.fns.values()):
-        if fn.fn is None:
-            continue
-        endpoint = endpoints.get(id(fn.fn))
-        serving = ENDPOINTS.get(endpoint or "", DEFAULT)
-        if fn.concurrency_limit == "default":
-            fn.concurrency_limit = serving.limit
-            fn.concurrency_id = serving.group or fn.concurrency_id
-        if fn.api_visibility == "public" and not serving.agents:
-            fn.api_visibility = "undocumented"  # callable by clients, not listed (docs, MCP)
-        if serving.gpu:
-            fn.fn = on_gpu(fn.fn, gpu)
-        for component in fn.inputs:
-            _guard(component)
 
 
 def integer_choices(component) -> None:

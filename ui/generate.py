@@ -14,6 +14,7 @@ import gradio as gr
 from i18n import Message, render, t
 from lab import generate as use
 from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
+from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import generate as figures
@@ -251,27 +252,27 @@ def build(lang: gr.State | None = None) -> Action:
                   seed, width, length_penalty, lang]
         outputs = [notice, text, step_slider, bars, tree, compare, session]
         with gr.Column(elem_classes=["lecture-hide"]):
-            gr.Examples(
+            events.examples(
                 [[SHIPPED, *example] for example in EXAMPLES],
                 [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
                  seed, width],
                 label=_("generate.examples"),
             )
-            gr.Examples(
+            events.examples(
                 [[TANG, *example] for example in POEM_EXAMPLES],
                 [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
                  seed, width],
                 label=_("generate.examples_poems"),
             )
-        run.click(generate, inputs, outputs, api_name="generate")
-        prompt.submit(generate, inputs, outputs, api_name=False)
-        one.click(step, [session, *inputs], outputs, api_name="generate_step")
-        step_slider.input(inspect, [session, model_label, step_slider, lang], bars, api_name="generate_inspect")
-        text.select(select_token, [session, model_label, lang], [step_slider, bars], api_name=False)
-        contrast_run.click(contrast, [model_label, prompt, seed, lang], [contrast_notice, cold, warm, hot],
-                           api_name="generate_temperatures")
+        events.on(run.click, generate, inputs, outputs, api_name="generate")
+        events.on(prompt.submit, generate, inputs, outputs, api_name=False)
+        events.on(one.click, step, [session, *inputs], outputs, api_name="generate_step")
+        events.on(step_slider.input, inspect, [session, model_label, step_slider, lang], bars,
+                  api_name="generate_inspect")
+        events.on(text.select, select_token, [session, model_label, lang], [step_slider, bars], api_name=False)
+        contrast_in, contrast_out = [model_label, prompt, seed, lang], [contrast_notice, cold, warm, hot]
+        events.on(contrast_run.click, contrast, contrast_in, contrast_out, api_name="generate_temperatures")
         # no accordion opens on empty plots: opening one runs its view with the current settings
-        beam_box.expand(beam_view, inputs, [tree, compare], api_name=False)
-        contrast_box.expand(contrast, [model_label, prompt, seed, lang], [contrast_notice, cold, warm, hot],
-                            api_name=False)
+        events.on(beam_box.expand, beam_view, inputs, [tree, compare], api_name=False)
+        events.on(contrast_box.expand, contrast, contrast_in, contrast_out, api_name=False)
     return Action(generate, inputs, outputs, "generate")

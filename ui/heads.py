@@ -13,6 +13,7 @@ import gradio as gr
 from i18n import render, t
 from lab import heads as use
 from lab.policy import notice
+from ui import events
 from ui.common import cached, handler
 from ui.i18n import text as _
 from views import heads as figures
@@ -193,29 +194,29 @@ def build(model, text, group, lang):
 
     boxes = [find_box, ablate_box, lens_box, roles_box]
     shell = dict(queue=False, api_visibility="private")
-    section.change(lambda s: [gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
+    events.on(section.change, lambda s: [gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
 
     find_in, find_out = [model, text, group, query, key, lang], [find_note, ranking, bars, opened]
     ablate_in, ablate_out = [model, text, spec, mode, lang], [ablate_note, outcome, losses]
     importance_in, importance_out = [model, text, mode, lang], [importance_note, importance_map]
     lens_in, lens_out = [model, text, lang], [lens_note, lens_table, rank_lines]
     roles_in, roles_out = [model, lang], [roles_note, roles_grid, induction]
-    found = find_button.click(find_head, find_in, find_out, api_name="find_head")
-    ablate_button.click(ablate, ablate_in, ablate_out, api_name="ablate")
-    importance_button.click(importance, importance_in, importance_out, api_name="importance")
-    lens_button.click(logit_lens, lens_in, lens_out, api_name="logit_lens")
-    roles_button.click(head_roles, roles_in, roles_out, api_name="head_roles")
+    found = events.on(find_button.click, find_head, find_in, find_out, api_name="find_head")
+    events.on(ablate_button.click, ablate, ablate_in, ablate_out, api_name="ablate")
+    events.on(importance_button.click, importance, importance_in, importance_out, api_name="importance")
+    events.on(lens_button.click, logit_lens, lens_in, lens_out, api_name="logit_lens")
+    events.on(roles_button.click, head_roles, roles_in, roles_out, api_name="head_roles")
     for trigger in (query.submit, key.submit):
-        trigger(find_head, find_in, find_out, api_name=False)
+        events.on(trigger, find_head, find_in, find_out, api_name=False)
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
-    picked = [section.change(_when("find", find_head, 4), [section, *find_in], find_out, api_visibility="private"),
-              section.change(_when("ablate", switch_off, 6), [section, *ablate_in],
-                             [*importance_out, spec, *ablate_out], api_visibility="private"),
-              section.change(_when("lens", logit_lens, 3), [section, *lens_in], lens_out, api_visibility="private"),
-              section.change(_when("roles", head_roles, 3), [section, *roles_in], roles_out,
-                             api_visibility="private")]
+    private = dict(api_visibility="private")
+    picked = [events.on(section.change, _when("find", find_head, 4), [section, *find_in], find_out, **private),
+              events.on(section.change, _when("ablate", switch_off, 6), [section, *ablate_in],
+                        [*importance_out, spec, *ablate_out], **private),
+              events.on(section.change, _when("lens", logit_lens, 3), [section, *lens_in], lens_out, **private),
+              events.on(section.change, _when("roles", head_roles, 3), [section, *roles_in], roles_out, **private)]
     # the grid follows the model and the text box (set by a link, the map's top head, typing or ticking)
     for changed in (model.change, spec.change):
-        changed(toggles_for, [model, spec], toggles, **shell)
-    toggles.input(lambda ticked: ", ".join(ticked), toggles, spec, **shell)
+        events.on(changed, toggles_for, [model, spec], toggles, **shell)
+    events.on(toggles.input, lambda ticked: ", ".join(ticked), toggles, spec, **shell)
     return [found, picked[0]], opened, section

@@ -15,6 +15,7 @@ import gradio as gr
 from i18n import Message, render, t
 from lab import masking as use, store
 from lab.policy import notice
+from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import language, text as _
 from views import attention as attention_views
@@ -90,7 +91,7 @@ def build(lang: gr.State | None = None) -> Action:
             dilation = gr.Slider(1, 8, value=2, step=1, label=_("masking.dilation"), elem_id="dilation_d")
             global_text = gr.Textbox("0", label=_("masking.global"), elem_id="global_token_positions")
         with gr.Column(elem_classes=["lecture-hide"]):
-            gr.Examples(
+            events.examples(
                 [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
                  ["To be, or not to be, that is the question", "dilated_window", 3, True],
                  ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "sliding_window", 4, True]],  # the poetry LM
@@ -110,12 +111,12 @@ def build(lang: gr.State | None = None) -> Action:
             top = gr.Plot(label=_("masking.top_label"))
         inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, lang]
         outputs = [notice_box, gallery, attention, loss, top]
-        run.click(masking, inputs, outputs, api_name="masking")
+        events.on(run.click, masking, inputs, outputs, api_name="masking")
         # a changed setting re-runs; the run itself is cached, so layer/head/position only re-slice it
         for control in (kind, causal):
-            control.input(masking, inputs, outputs, api_name=False)
+            events.on(control.input, masking, inputs, outputs, api_name=False)
         for slider in (w, dilation, layer, head, position):
-            slider.release(masking, inputs, outputs, api_name=False)
+            events.on(slider.release, masking, inputs, outputs, api_name=False)
 
         with gr.Accordion(_("masking.cheat_box"), open=False) as cheat_box:
             gr.Markdown(_("masking.cheat_note"))
@@ -123,10 +124,10 @@ def build(lang: gr.State | None = None) -> Action:
                 prompt = gr.Textbox("KING HENRY: Once more unto the breach", label=_("masking.prompt"), elem_id="prompt")
                 n_new = gr.Slider(5, 60, value=30, step=1, label=_("common.new_tokens"), elem_id="new_tokens")
             cheat_button = gr.Button(_("masking.cheat_run"))
-            gr.Examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt],
+            events.examples([["KING HENRY: Once more unto the breach"], ["My lord, the queen"]], [prompt],
                         label=_("common.examples"))
             generations = gr.Markdown()
             curves = gr.Plot(label=_("masking.cheat_curves"))
-        cheat_button.click(cheating, [prompt, n_new, lang], [generations, curves], api_name="cheating")
-        cheat_box.expand(cheating, [prompt, n_new, lang], [generations, curves], api_name=False)
+        events.on(cheat_button.click, cheating, [prompt, n_new, lang], [generations, curves], api_name="cheating")
+        events.on(cheat_box.expand, cheating, [prompt, n_new, lang], [generations, curves], api_name=False)
     return Action(masking, inputs, outputs, "masking")

@@ -16,6 +16,7 @@ import gradio as gr
 from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
+from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as attention_views
@@ -159,7 +160,7 @@ def build(lang: gr.State | None = None) -> Action:
                                       value=METHODS[0], label=_("sentiment.colour_by"), scale=3, elem_id="colour_tokens_by")
                     button = gr.Button(_("sentiment.run"), variant="primary", scale=1, elem_id="sentiment-run")
                 with gr.Column(elem_classes=["lecture-hide"]):
-                    examples = gr.Examples(EXAMPLES, [text, method], label=_("common.examples"))
+                    examples = events.examples(EXAMPLES, [text, method], label=_("common.examples"))
             with gr.Column(scale=1):
                 probs = gr.Label(label=_("sentiment.verdict"), num_top_classes=2)
                 method_line = gr.Markdown(elem_id="sentiment-method")  # how a long text's verdict was reached
@@ -181,18 +182,18 @@ def build(lang: gr.State | None = None) -> Action:
         chosen = gr.State(installed[0] if installed else None)
         inputs = [text, method, chosen, lang]
         outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
-        button.click(classify, inputs, outputs, api_name="classify")
+        events.on(button.click, classify, inputs, outputs, api_name="classify")
         one_sentence = [text, method, sentence, chosen, lang]
-        sentence.release(classify_sentence, one_sentence, outputs, api_name="classify_sentence")
-        strip.click(picked, None, sentence, api_name=False, queue=False).then(
-            classify_sentence, one_sentence, outputs, api_name=False)
+        events.on(sentence.release, classify_sentence, one_sentence, outputs, api_name="classify_sentence")
+        clicked = events.on(strip.click, picked, None, sentence, api_name=False, queue=False)
+        events.on(clicked.then, classify_sentence, one_sentence, outputs, api_name=False)
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
-        examples.load_input_event.then(classify, inputs, outputs, api_name=False)
-        text.submit(classify, inputs, outputs, api_name=False)
-        method.input(classify, inputs, outputs, api_name=False)
-        model.change(lambda name: name, model, chosen, api_name=False, queue=False).then(
-            classify, inputs, outputs, api_name=False)
-        attention_box.expand(classify, inputs, outputs, api_name=False)
+        events.on(examples.load_input_event.then, classify, inputs, outputs, api_name=False)
+        events.on(text.submit, classify, inputs, outputs, api_name=False)
+        events.on(method.input, classify, inputs, outputs, api_name=False)
+        picked_model = events.on(model.change, lambda name: name, model, chosen, api_name=False, queue=False)
+        events.on(picked_model.then, classify, inputs, outputs, api_name=False)
+        events.on(attention_box.expand, classify, inputs, outputs, api_name=False)
 
         if len(compared) > 1:
             with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
@@ -205,12 +206,14 @@ def build(lang: gr.State | None = None) -> Action:
                             parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
                                       gr.Plot(label=_("sentiment.attention_of", label=label), show_label=False)]
                 gr.Markdown(_("sentiment.compare_note"))  # after the verdicts: on a projector, the figures come first
-            compare_button.click(compare, [text, method, lang], [compare_notice, *parts], api_name="classify_compare")
-            compare_box.expand(compare, [text, method, lang], [compare_notice, *parts], api_name=False)
+            compare_in, compare_out = [text, method, lang], [compare_notice, *parts]
+            events.on(compare_button.click, compare, compare_in, compare_out, api_name="classify_compare")
+            events.on(compare_box.expand, compare, compare_in, compare_out, api_name=False)
             # ticked by hand, by a link (`compare=1`) or by a lecture step: the section opens, runs, comes into view
-            comparing.change(lambda on: gr.Accordion(open=on), comparing, compare_box, api_name=False,
-                             queue=False).then(compare_if, [comparing, text, method, lang], [compare_notice, *parts],
-                                               api_name=False).then(None, comparing, None, js=SHOW_COMPARE)
+            ticked = events.on(comparing.change, lambda on: gr.Accordion(open=on), comparing, compare_box,
+                               api_name=False, queue=False)
+            events.on(ticked.then, compare_if, [comparing, *compare_in], compare_out, api_name=False).then(
+                None, comparing, None, js=SHOW_COMPARE)
     return Action(classify, inputs, outputs, "classify")
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from i18n import plural, render, t
 from lab import tokens as use
 from lab.policy import MAX_CHARS, InputError
+from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import language, text as _
 from views import tokens as views
@@ -116,40 +117,39 @@ def build(lang: gr.State | None = None) -> Action:
         text = gr.Textbox(label=_("tokens.text", max_chars=MAX_CHARS), lines=3, value=EXAMPLES[1][0],
                           elem_id="tokens_text")
         with gr.Column(elem_classes=["lecture-hide"]):
-            gr.Examples(EXAMPLES, inputs=[text], label=_("tokens.examples"))
+            events.examples(EXAMPLES, inputs=[text], label=_("tokens.examples"))
         notice = gr.Markdown()
         chips = gr.HTML(css_template=views.CHIP_CSS, elem_id="tokens-chips")
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
-        gr.on(triggers=None, fn=tokenize, inputs=[text, lang], outputs=[notice, chips], api_name="tokenize")
+        events.on(None, tokenize, [text, lang], [notice, chips], api_name="tokenize")
         with gr.Accordion(_("tokens.cost_box"), open=True, elem_id="tokens-cost"):
             cost = gr.HTML(css_template=views.CHIP_CSS)
         # like the chips, it follows the reader's language
-        gr.on(triggers=None, fn=cost_pair, inputs=[lang], outputs=cost, api_name="tokens_cost_pair")
+        events.on(None, cost_pair, [lang], cost, api_name="tokens_cost_pair")
 
         gr.Markdown(_("tokens.replay_heading"))
         # with no BPE installed the app still starts; the replay handler says what is missing
         k = gr.Slider(0, max(use.replay_merges(), 1), value=50, step=1, label=_("tokens.replay_k"), elem_id="replay_k")
         replay_summary = gr.Markdown()
         replay_chips = gr.HTML(css_template=views.CHIP_CSS)
-        gr.on(triggers=None, fn=replay, inputs=[text, k, lang], outputs=[replay_summary, replay_chips],
-              api_name="replay_merges")
+        events.on(None, replay, [text, k, lang], [replay_summary, replay_chips], api_name="replay_merges")
 
         gr.Markdown(_("tokens.scratch_heading"))
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.scratch_explainer"))
         scratch_text = gr.Textbox(label=_("tokens.scratch_text", max_chars=use.SCRATCH_MAX_CHARS), lines=3,
                                   value=SAILOR, elem_id="scratch_text")
-        gr.Examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text], label=_("common.examples"))
+        events.examples([[SAILOR], [EXAMPLES[1][0]]], inputs=[scratch_text], label=_("common.examples"))
         scratch_notice = gr.Markdown()
         step = gr.Slider(0, 1, value=0, step=1, label=_("tokens.scratch_step"), elem_id="scratch_step")
         scratch_chips = gr.HTML(css_template=views.CHIP_CSS)
         with gr.Row():
             curve = gr.Plot(label=_("tokens.vocab_plot"))
             merges = gr.Dataframe(merge_table([], "en"), label=_("tokens.merges"), interactive=False, max_height=320)
-        gr.on(triggers=None, fn=train_scratch, inputs=[scratch_text, lang],
-              outputs=[scratch_notice, step, merges, curve, scratch_chips], api_name="bpe_from_scratch")
-        step.change(scratch_step, [scratch_text, step, lang], [curve, scratch_chips], api_name="bpe_step")
+        events.on(None, train_scratch, [scratch_text, lang], [scratch_notice, step, merges, curve, scratch_chips],
+                  api_name="bpe_from_scratch")
+        events.on(step.change, scratch_step, [scratch_text, step, lang], [curve, scratch_chips], api_name="bpe_step")
     return Action(tokenize, [text, lang], [notice, chips], "tokenize",
                 also=((cost_pair, [lang], [cost]),  # always visible: drawn in the reader's language too
                       (replay, [text, k, lang], [replay_summary, replay_chips]),

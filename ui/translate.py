@@ -15,6 +15,7 @@ from i18n import Message, render, t
 from lab import translate as use
 from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
 from lab.policy import InputError, clamp, notice
+from ui import events
 from ui.common import cached, Action, handler, user_error
 from ui.i18n import language, text as _
 from views.kit import placeholder
@@ -160,7 +161,7 @@ def build(lang: gr.State | None = None) -> Action:
         notice = gr.Markdown()
         attention = gr.Plot(label=_("common.attention"), elem_id="translate-attention", show_label=False)
         with gr.Column(elem_classes=["lecture-hide"]):
-            gr.Examples(
+            events.examples(
                 [["3 1 4 1 5 9 2 6", "copy"], ["1 2 3 4 5 6 7 8 9", "reverse"], ["5 2 8 1 9 3 3", "sort"],
                  ["She pet the dog.", "pig_latin"], ["Quiet, the school rhythm is an apple!", "pig_latin"]],
                 inputs=[source, task], label=_("translate.examples"),
@@ -173,9 +174,9 @@ def build(lang: gr.State | None = None) -> Action:
             tree = gr.Plot(label=_("translate.tree"))
         inputs = [task, source, width, group, layer, head, lang]
         outputs = [output, notice, steps_table, attention, tree]
-        button.click(translate, inputs, outputs, api_name="translate")
-        beam_box.expand(translate, inputs, outputs, api_name=False)
-        source.submit(translate, inputs, outputs, api_name=False)
+        events.on(button.click, translate, inputs, outputs, api_name="translate")
+        events.on(beam_box.expand, translate, inputs, outputs, api_name=False)
+        events.on(source.submit, translate, inputs, outputs, api_name=False)
 
         with gr.Accordion(_("translate.live_box"), open=False):
             gr.Markdown(_("translate.live_note"))
@@ -200,11 +201,12 @@ def build(lang: gr.State | None = None) -> Action:
                                          placeholder=_("translate.fresh_placeholder"))
                 live_attention = gr.Plot(label=_("translate.fresh_attention"))
             fresh_model = gr.State()
-            train_button.click(live_busy, lang, None, queue=False, api_visibility="private").success(
-                train_live, [live_task, preset, live_steps, budget, source, group, layer, head, lang],
-                [live_status, curve, live_output, live_attention, fresh_model], api_name="translate_train")
-            again_button.click(translate_fresh, [fresh_model, live_task, source, group, layer, head, lang],
-                               [live_output, live_attention], api_name="translate_fresh")
+            free = events.on(train_button.click, live_busy, lang, None, queue=False, api_visibility="private")
+            events.on(free.success, train_live,
+                      [live_task, preset, live_steps, budget, source, group, layer, head, lang],
+                      [live_status, curve, live_output, live_attention, fresh_model], api_name="translate_train")
+            events.on(again_button.click, translate_fresh, [fresh_model, live_task, source, group, layer, head, lang],
+                      [live_output, live_attention], api_name="translate_fresh")
 
         with gr.Accordion(_("translate.length_box"), open=False) as lengths:
             gr.Markdown(_("translate.length_note"))
@@ -214,7 +216,7 @@ def build(lang: gr.State | None = None) -> Action:
             length_plot = gr.Plot(label=_("translate.length_plot"))
             length_table = gr.Dataframe(pd.DataFrame([], columns=length_headers("en")), label=_("translate.length_table"),
                                         interactive=False)
-            length_button.click(length_generalisation, [per_length, lang], [length_plot, length_table],
-                                api_name="translate_lengths")
-            lengths.expand(length_generalisation, [per_length, lang], [length_plot, length_table], api_name=False)
+            length_in, length_out = [per_length, lang], [length_plot, length_table]
+            events.on(length_button.click, length_generalisation, length_in, length_out, api_name="translate_lengths")
+            events.on(lengths.expand, length_generalisation, length_in, length_out, api_name=False)
     return Action(translate, inputs, outputs, "translate")

@@ -90,8 +90,8 @@ def test_hub_repo_offline_says_what_to_do(monkeypatch):
 
 # --- queue limits and the GPU decorator ------------------------------------------------------
 
-def _events_demo():
-    """A stand-in for the tabs: cheap, model, generating and training endpoints, plus private twins."""
+def _handlers():
+    """Stand-ins for the tabs' handlers: a cheap one, a model's, a generation's and a training run's."""
     def tokenize(text):
         return text
 
@@ -104,14 +104,21 @@ def _events_demo():
     def translate_train(text):
         return text
 
+    return tokenize, attention, generate, translate_train
+
+
+def _events_demo(handlers=None):
+    """A stand-in for the tabs, wired as they are: the endpoints of `handlers`, plus private twins."""
+    tokenize, attention, generate, translate_train = handlers or _handlers()
     with gr.Blocks() as demo:
         text, out = gr.Textbox(), gr.Textbox()
-        text.change(tokenize, text, out, api_name="tokenize")
-        gr.Button().click(attention, text, out, api_name="attention")
-        text.submit(attention, text, out, api_name=False)
-        gr.Button().click(generate, text, out, api_name="generate")
-        gr.Button().click(translate_train, text, out, api_name="translate_train")
-        gr.Button().click(tokenize, text, out, api_name="mine", api_visibility="private", concurrency_limit=7)
+        events.on(text.change, tokenize, text, out, api_name="tokenize")
+        events.on(gr.Button().click, attention, text, out, api_name="attention")
+        events.on(text.submit, attention, text, out, api_name=False)
+        events.on(gr.Button().click, generate, text, out, api_name="generate")
+        events.on(gr.Button().click, translate_train, text, out, api_name="translate_train")
+        events.on(gr.Button().click, tokenize, text, out, api_name="mine", api_visibility="private",
+                  concurrency_limit=7)
     return demo
 
 
@@ -121,7 +128,6 @@ def _by_name(demo):
 
 def test_every_event_gets_the_concurrency_its_endpoint_declares():
     demo = _events_demo()
-    events.serve(demo)
     fns = _by_name(demo)
     assert fns["tokenize"].concurrency_limit == events.ENDPOINTS["tokenize"].limit
     assert (fns["generate"].concurrency_limit, fns["generate"].concurrency_id) == (2, "generation")
@@ -134,10 +140,13 @@ def test_every_event_gets_the_concurrency_its_endpoint_declares():
 
 
 def test_an_endpoint_the_table_does_not_declare_is_refused():
-    with gr.Blocks() as demo:
+    with gr.Blocks():
+        with pytest.raises(KeyError, match="undeclared"):
+            events.on(gr.Button().click, lambda: None, None, None, api_name="undeclared")
+    with gr.Blocks() as demo:  # wired around events.on: the app's last check still refuses it
         gr.Button().click(lambda: None, None, None, api_name="undeclared")
     with pytest.raises(KeyError, match="undeclared"):
-        events.serve(demo)
+        events.check_declared(demo)
 
 
 def test_model_handlers_are_wrapped_with_spaces_gpu_when_spaces_is_installed(monkeypatch):
@@ -148,8 +157,7 @@ def test_model_handlers_are_wrapped_with_spaces_gpu_when_spaces_is_installed(mon
         return fn
 
     monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=fake_gpu))
-    demo = _events_demo()
-    events.serve(demo)
+    _events_demo()
     assert sorted(wrapped) == ["attention", "attention", "generate", "translate_train"]  # never tokenize
 
 
@@ -161,14 +169,26 @@ def test_the_gpu_wrapper_keeps_a_handlers_cache(monkeypatch):
         return text
 
     assert events.on_gpu(view).cache is view.cache  # else Gradio would queue every cache hit
+    with gr.Blocks() as demo:
+        events.on(gr.Button().click, view, gr.Textbox(), gr.Textbox(), api_name="attention")
+    (wired,) = demo.fns.values()
+    assert wired.fn is not view and wired.fn.cache is view.cache
+
+
+def test_an_input_wired_through_the_table_refuses_a_value_it_cannot_take_with_a_message():
+    with gr.Blocks():
+        slider, picker, out = gr.Slider(0, 10), gr.Dropdown([1, 2]), gr.Textbox()
+        events.on(slider.release, lambda value, n: value, [slider, picker], out, api_name=False)
+    with pytest.raises(gr.Error, match="not a finite number"):
+        slider.preprocess(float("inf"))
+    assert picker.api_info() == {"type": "integer", "enum": [1, 2]}  # an agent sees whole numbers
 
 
 def test_without_spaces_the_gpu_decorator_changes_nothing(monkeypatch):
     monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces -> ImportError
-    demo = _events_demo()
-    before = {name: fn.fn for name, fn in _by_name(demo).items()}
-    events.serve(demo)
-    assert {name: fn.fn for name, fn in _by_name(demo).items()} == before
+    handlers = _handlers()
+    demo = _events_demo(handlers)
+    assert {fn.fn for fn in demo.fns.values()} == set(handlers)  # each event runs the very function it was given
 
 
 def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private():
