@@ -147,6 +147,15 @@ class Session:
         step = clamp(step, 0, len(self.records) - 1, "Step")
         return step, self.records[step]
 
+    @property
+    def last_step(self) -> int:
+        """The index of the latest step (0 before the first)."""
+        return max(len(self.records) - 1, 0)
+
+    def step_of_piece(self, index: int) -> int:
+        """The step that wrote piece `index` of the text (the prompt is piece 0), within the text's steps."""
+        return clamp(index - 1, 0, self.last_step, "Step")
+
 
 def new_session(request: Request) -> Session:
     return Session(key=request.text_key, prompt_text=request.prompt_text, ids=list(request.prompt_ids),

@@ -26,6 +26,10 @@ from transformer_core.tasks import PRESETS, TOY_TASKS, examples, get_task  # noq
 from .policy import InputError
 
 BUSY = Message("translate.busy")
+SIZES = ("tiny", "small", "medium")  # the model sizes (PRESETS) a live run offers
+STEPS = (50, 3000)  # the steps a live run may take, least and most
+SECONDS = (10, 180)  # its time budget, least and most
+FINAL_CHECK_SIZE = 200  # held-out sources scored after a live run (1,000 would keep the class waiting)
 GOAL = 0.99  # exact match on held-out sources at which a live run has learned the task
 CHECK_EVERY = 50  # steps between the goal checks
 GOAL_CHECK_SIZE = 100  # held-out sources per goal check: about 0.1 s for a small model

@@ -57,6 +57,11 @@ class SentimentRun:
     document: DocumentVerdict | None = None  # a long text read by sentences: every sentence's verdict
     sentence: int | None = None  # then: the index (from 0) of the sentence the tokens, scores and attention are of
 
+    @property
+    def verdict(self) -> str:
+        """The most probable class."""
+        return max(self.probs, key=self.probs.get)
+
 
 # A short review with a turn, written for the app (a lecture step and an example): read by sentences.
 REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper and his daughter. "

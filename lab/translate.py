@@ -6,6 +6,7 @@ table, the heatmaps and the layer and head choices are slices of one run.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,7 +16,7 @@ from transformer_core import BeamResult, Codec, translate
 from transformer_core.decoding.seq2seq import traced
 from transformer_core.tasks import TOY_LENGTHS, accuracy_by_length, get_task
 
-from . import models
+from . import live, models
 from .cache import RunCache
 from .policy import InputError, clamp, notice, source_text
 
@@ -27,6 +28,8 @@ TAKES = {"copy": "translate.takes_digits", "reverse": "translate.takes_digits", 
 POSITION_MODELS = {"learned positions": "translate-copy", "sinusoidal positions": "translate-copy-sinusoidal"}
 LENGTHS = range(1, 21)
 AUTO_LAYER = -1  # "the layer that shows the lesson": the sharpest cross-attention
+GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
+HEADS = ["mean of heads", *(f"head {h}" for h in range(8))]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class TranslationRun:
     beam: BeamResult | None
     codec: Codec
     notice: str
+    width: int = 1  # the beam width it was decoded with, 1: greedy
 
     def sharpest_layer(self) -> int:
         """The layer whose cross-attention is most decisive (the mean over steps of the largest head-averaged
@@ -54,6 +58,18 @@ class TranslationRun:
         if layer is not None and str(layer).strip() == str(AUTO_LAYER):
             return self.sharpest_layer()
         return clamp(layer, 0, self.attn["cross"].shape[0] - 1, Message("setting.layer"), notices)
+
+    def focus(self, group: str, layer, head) -> tuple[str, int, int | None, str]:
+        """(attention group, layer, head index or None for the mean of heads, a notice of what was moved)
+        for a group, layer and head as the endpoint takes them ("cross-attention", -1, "head 3")."""
+        if group not in GROUPS:
+            raise InputError(Message("translate.bad_group", groups=", ".join(GROUPS), group=repr(group)))
+        notices: list[str] = []
+        layer = self.layer(layer, notices)
+        n_head = self.attn["cross"].shape[1]
+        head_index = None if head in (None, HEADS[0]) else clamp(str(head).split()[-1], 0, n_head - 1,
+                                                                   Message("setting.head"), notices)
+        return GROUPS[group], layer, head_index, notice(*notices)
 
 
 def token_label(codec: Codec):
@@ -77,7 +93,7 @@ def run_translation(model, codec: Codec, text: str, width: int = 1, task: str = 
               "reads": [label(i) for i in [codec.bos, *result.ids]]}
     attn = {group: trace.attention(group)[:, 0].numpy() for group in ("encoder", "decoder", "cross")}
     return TranslationRun(task, text, codec.text(result.ids), written, probs.numpy(), attn, labels, result.beam,
-                          codec, cut)
+                          codec, cut, width)
 
 
 _runs: RunCache[TranslationRun] = RunCache(size=64)
@@ -99,6 +115,53 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     run = _runs.get(models.key(CHECKPOINTS[task], text, width),
                     lambda: run_translation(model, codec, text, width, task))
     return replace(run, notice=notice(cut, *notices))
+
+
+def translate_source(model, codec: Codec, source: str | None) -> TranslationRun:
+    """Any encoder-decoder (a model just trained live, say) translates a source as it was typed."""
+    return run_translation(model, codec, source_text(codec, model.config.max_len, source)[0])
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """A live training run as the tab shows it: the slot's progress against the steps and time asked for,
+    and once trained, the fresh model's translation of the source and its score on held-out sources."""
+
+    progress: live.Progress
+    steps: int
+    budget: float  # seconds
+    run: TranslationRun | None = None
+    accuracy: float | None = None  # exact match on live.FINAL_CHECK_SIZE held-out sources
+
+    @property
+    def step(self) -> int:
+        return self.progress.losses[-1][0] if self.progress.losses else 0
+
+    @property
+    def done(self) -> float:
+        """How much of the run is behind it (0 to 1): of its steps or of its time, whichever is further."""
+        return min(1.0, max(self.step / self.steps, self.progress.seconds / self.budget))
+
+    @property
+    def last_check(self) -> float | None:
+        """The latest held-out exact match of the goal checks, if one ran yet."""
+        return self.progress.checks[-1][1] if self.progress.checks else None
+
+
+def train_live(slot: live.LiveTraining, task: str, size: str, steps, seconds, source: str | None) -> Iterator[LiveRun]:
+    """Train a fresh model of `size` on `task` in `slot`, yielding its progress while it trains, then once
+    more with its translation of `source` and its held-out score."""
+    steps = clamp(steps, *live.STEPS, Message("setting.steps"))
+    seconds = clamp(seconds, *live.SECONDS, Message("setting.time_budget"))
+    if size not in live.SIZES:
+        raise InputError(Message("translate.bad_size", sizes=", ".join(live.SIZES), size=repr(size)))
+    progress = None
+    for progress in slot.run(task, size, steps, seconds):
+        if progress.model is None:
+            yield LiveRun(progress, steps, seconds)
+    run = translate_source(progress.model, progress.codec, source)
+    accuracy = live.held_out_score(progress.model, progress.codec, task, live.FINAL_CHECK_SIZE)
+    yield LiveRun(progress, steps, seconds, run, accuracy)
 
 
 def length_generalisation(n_per_length) -> tuple[dict[str, dict[int, float]], int]:

@@ -127,7 +127,7 @@ def compare(text: str | None, method: str, lang: str = "en"):
     columns = []
     for label, run in use.compare(text):
         scores, signed = _scores(run, method)
-        verdict = max(run.probs, key=run.probs.get)
+        verdict = run.verdict
         document = run.document
         strip = "" if document is None else views.sentence_strip(
             [s.text for s in document.sentences], [s.probs["positive"] for s in document.sentences], run.sentence, lang)

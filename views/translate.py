@@ -50,6 +50,11 @@ def step_rows(probs, written: list[int], label, top: int = 3) -> list[list]:
     return rows
 
 
+def length_rows(curves: dict[str, dict[int, float]], lengths) -> list[list]:
+    """One table row per source length: the length, then each model's exact match (3 decimals)."""
+    return [[length, *(round(curve[length], 3) for curve in curves.values())] for length in lengths]
+
+
 def loss_curve(history: list[tuple[int, float]], lang: str = "en") -> go.Figure:
     """Training loss per step, live: history [(step, loss)]; log scale, since it falls by decades."""
     fig = go.Figure(go.Scatter(x=[s for s, _ in history], y=[v for _, v in history], mode="lines",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lab import policy, translate
+from lab import live, policy, translate
 
 
 def test_translation_use_case_drops_spaces_a_digit_model_cannot_read_and_cuts_long_sources():
@@ -52,3 +52,39 @@ def test_a_source_outside_the_tasks_alphabet_says_in_one_line_what_the_task_take
     with pytest.raises(policy.InputError, match=says) as refused:
         translate.translation(task, text)
     assert "\n" not in str(refused.value)
+
+
+class _Slot:
+    """A stand-in for the training slot: it reports two moments of a run, then hands back a shipped model."""
+
+    def __init__(self):
+        self.asked = None
+
+    def run(self, task, size, steps, seconds):
+        self.asked = (task, size, steps, seconds)
+        yield live.Progress(losses=[(10, 2.0)], seconds=30.0)
+        yield live.Progress(losses=[(10, 2.0), (steps, 0.1)], checks=[(steps, 0.5)], seconds=40.0)
+        model, codec = translate._load("translate-copy")
+        yield live.Progress(losses=[(steps, 0.1)], seconds=41.0, model=model, codec=codec)
+
+
+def test_a_live_run_clamps_its_steps_and_time_reports_how_far_it_is_and_ends_with_its_translation():
+    slot = _Slot()
+    *training, done = translate.train_live(slot, "copy", "tiny", 10**6, 1, "1 2 3")
+    assert slot.asked == ("copy", "tiny", live.STEPS[1], live.SECONDS[0])  # into the slot's limits, quietly
+    assert [t.done for t in training] == [1.0, 1.0] and training[0].step == 10 and training[0].last_check is None
+    assert training[1].last_check == 0.5
+    assert done.run.output == "123" and 0 <= done.accuracy <= 1 and done.step == live.STEPS[1]
+    first = translate.LiveRun(live.Progress(losses=[(300, 1.0)], seconds=12.0), 3000, 60.0)
+    assert first.done == pytest.approx(0.2)  # the time (12 of 60 s) is further along than the steps (300 of 3000)
+    with pytest.raises(policy.InputError, match="Model size must be one of"):
+        next(translate.train_live(slot, "copy", "huge", 100, 60, "1"))
+
+
+def test_a_translation_is_sliced_by_group_layer_and_head_and_says_what_it_moved():
+    run = translate.translation("copy", "1 2 3")
+    group, layer, head, moved = run.focus("encoder self-attention", 0, "head 99")
+    assert (group, layer, head) == ("encoder", 0, run.attn["cross"].shape[1] - 1) and "head" in str(moved).lower()
+    assert run.focus("cross-attention", translate.AUTO_LAYER, translate.HEADS[0])[1:3] == (run.sharpest_layer(), None)
+    with pytest.raises(policy.InputError, match="cross-attention"):
+        run.focus("sideways", 0, None)
