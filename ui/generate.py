@@ -9,6 +9,8 @@ here can be opened to see the distribution before and after every cut.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import gradio as gr
 
 from i18n import Message, render, t
@@ -70,7 +72,7 @@ def _inspect(session: Session, tokenizer, step: int, lang: str):
 
 
 def _slider(session: Session):
-    last = max(len(session.records) - 1, 0)
+    last = session.last_step
     return gr.Slider(minimum=0, maximum=max(last, 1), value=last, step=1, interactive=bool(session.records))
 
 
@@ -81,7 +83,7 @@ def _outputs(notices, session: Session, tokenizer, lang: str, streaming: bool = 
         "\n\n".join([*(t("common.warning", lang, text=render(n, lang)) for n in notices), *([info] if info else [])]),
         _highlighted(session),
         gr.skip() if streaming else _slider(session),
-        gr.skip() if streaming else _inspect(session, tokenizer, len(session.records) - 1, lang),
+        gr.skip() if streaming else _inspect(session, tokenizer, session.last_step, lang),
         tree if tree is not None else gr.skip(),
         compare if compare is not None else gr.skip(),
         session,
@@ -170,7 +172,7 @@ def select_token(session: Session | None, model_label, lang, evt: gr.SelectData)
     """Clicking a generated token shows its step (the prompt is segment 0)."""
     if session is None or not session.records or not isinstance(evt.index, int) or evt.index < 1:
         return gr.skip(), gr.skip()
-    step_index = min(evt.index - 1, len(session.records) - 1)
+    step_index = session.step_of_piece(evt.index)
     return gr.Slider(value=step_index), inspect(session, model_label, step_index, lang)
 
 
@@ -190,6 +192,61 @@ def contrast(model_label, prompt, seed, lang="en"):
 # ---------------------------------------------------------------- layout
 
 
+class Settings(NamedTuple):
+    """The decoding settings' components, in the order the handlers take them."""
+
+    mode: gr.Radio
+    temperature: gr.Slider
+    top_k: gr.Slider
+    top_p: gr.Slider
+    min_p: gr.Slider
+    repetition_penalty: gr.Slider
+    max_new_tokens: gr.Slider
+    seed: gr.Number
+    width: gr.Slider
+    length_penalty: gr.Slider
+
+
+def _settings() -> Settings:
+    """The decoding settings, laid out as the lesson reads them: mode and temperature first, the cuts folded."""
+    mode = gr.Radio([(_(f"generate.mode.{m}"), m) for m in MODES], value="sample",
+                    label=_("generate.decoding"), elem_id="decoding")
+    temperature = gr.Slider(0, 2, value=0.8, step=0.05, label=_("generate.temperature"),
+                            info=_("generate.temperature_info"), elem_id="temperature")
+    with gr.Row():
+        max_new_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=80, step=1, label=_("common.new_tokens"),
+                                   info=_("generate.new_tokens_info", beam_max=BEAM_MAX_NEW_TOKENS),
+                                   elem_id="new_tokens")
+        seed = gr.Number(0, precision=0, label=_("generate.seed"), elem_id="seed")
+    with gr.Accordion(_("generate.cut_tail"), open=False):
+        top_k = gr.Slider(0, 200, value=0, step=1, label=_("generate.top_k"), info=_("generate.off_0"),
+                          elem_id="top_k")
+        top_p = gr.Slider(0.05, 1, value=1.0, step=0.01, label=_("generate.top_p"), info=_("generate.off_1"),
+                          elem_id="top_p")
+        min_p = gr.Slider(0, 0.5, value=0.0, step=0.01, label=_("generate.min_p"), info=_("generate.off_0"),
+                          elem_id="min_p")
+        repetition_penalty = gr.Slider(1, 2, value=1.0, step=0.05, label=_("generate.repetition_penalty"),
+                                       info=_("generate.off_1"), elem_id="repetition_penalty")
+    with gr.Row():
+        width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"))
+        length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label=_("generate.length_penalty"),
+                                   info=_("generate.length_penalty_info"))
+    return Settings(mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens, seed, width,
+                    length_penalty)
+
+
+def _flowing_text(label) -> gr.HighlightedText:
+    return gr.HighlightedText(label=label, show_legend=False, show_inline_category=False, elem_classes=["flowing-text"])
+
+
+def _examples(model_label, prompt, settings: Settings) -> None:
+    """The example prompts of each model, with the settings that show it best (all but the length penalty)."""
+    filled = [model_label, prompt, *settings[:-1]]
+    with gr.Column(elem_classes=["lecture-hide"]):
+        events.examples([[SHIPPED, *example] for example in EXAMPLES], filled, label=_("generate.examples"))
+        events.examples([[TANG, *example] for example in POEM_EXAMPLES], filled, label=_("generate.examples_poems"))
+
+
 def build(lang: gr.State | None = None) -> Action:
     lang = language(lang)
     with gr.Tab(_("tab.generate"), id="generate"):
@@ -206,28 +263,7 @@ def build(lang: gr.State | None = None) -> Action:
                 with gr.Row():  # the main buttons first: on a projector they must be on the first screen
                     run = gr.Button(_("generate.run"), variant="primary", elem_id="generate-run")
                     one = gr.Button(_("generate.one_more"))
-                mode = gr.Radio([(_(f"generate.mode.{m}"), m) for m in MODES], value="sample",
-                                label=_("generate.decoding"), elem_id="decoding")
-                temperature = gr.Slider(0, 2, value=0.8, step=0.05, label=_("generate.temperature"),
-                                        info=_("generate.temperature_info"), elem_id="temperature")
-                with gr.Row():
-                    max_new_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=80, step=1, label=_("common.new_tokens"),
-                                               info=_("generate.new_tokens_info", beam_max=BEAM_MAX_NEW_TOKENS),
-                                               elem_id="new_tokens")
-                    seed = gr.Number(0, precision=0, label=_("generate.seed"), elem_id="seed")
-                with gr.Accordion(_("generate.cut_tail"), open=False):
-                    top_k = gr.Slider(0, 200, value=0, step=1, label=_("generate.top_k"), info=_("generate.off_0"),
-                                      elem_id="top_k")
-                    top_p = gr.Slider(0.05, 1, value=1.0, step=0.01, label=_("generate.top_p"), info=_("generate.off_1"),
-                                      elem_id="top_p")
-                    min_p = gr.Slider(0, 0.5, value=0.0, step=0.01, label=_("generate.min_p"), info=_("generate.off_0"),
-                                      elem_id="min_p")
-                    repetition_penalty = gr.Slider(1, 2, value=1.0, step=0.05, label=_("generate.repetition_penalty"),
-                                                   info=_("generate.off_1"), elem_id="repetition_penalty")
-                with gr.Row():
-                    width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"))
-                    length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label=_("generate.length_penalty"),
-                                               info=_("generate.length_penalty_info"))
+                settings = _settings()
             with gr.Column(scale=3):
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label=_("generate.text"),
@@ -238,39 +274,23 @@ def build(lang: gr.State | None = None) -> Action:
                 bars = gr.Plot(label=_("generate.bars"))
         with gr.Accordion(_("generate.beam_box"), open=False) as beam_box:
             tree = gr.Plot(label=_("generate.tree"))
-            compare = gr.HighlightedText(label=_("generate.sampled"),
-                                         show_legend=False, show_inline_category=False, elem_classes=["flowing-text"])
+            compare = _flowing_text(_("generate.sampled"))
         with gr.Accordion(_("generate.contrast_box"), open=False) as contrast_box:
             contrast_run = gr.Button(_("generate.contrast_run"))
             contrast_notice = gr.Markdown()
             with gr.Row():
-                cold, warm, hot = (gr.HighlightedText(label=f"T = {temp}", show_legend=False, show_inline_category=False,
-                                                      elem_classes=["flowing-text"])
-                                   for temp in CONTRAST_TEMPERATURES)
+                temperatures = [_flowing_text(f"T = {temp}") for temp in CONTRAST_TEMPERATURES]
 
-        inputs = [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
-                  seed, width, length_penalty, lang]
+        inputs = [model_label, prompt, *settings, lang]
         outputs = [notice, text, step_slider, bars, tree, compare, session]
-        with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples(
-                [[SHIPPED, *example] for example in EXAMPLES],
-                [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
-                 seed, width],
-                label=_("generate.examples"),
-            )
-            events.examples(
-                [[TANG, *example] for example in POEM_EXAMPLES],
-                [model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
-                 seed, width],
-                label=_("generate.examples_poems"),
-            )
+        _examples(model_label, prompt, settings)
         events.on(run.click, generate, inputs, outputs, api_name="generate")
         events.on(prompt.submit, generate, inputs, outputs, api_name=False)
         events.on(one.click, step, [session, *inputs], outputs, api_name="generate_step")
         events.on(step_slider.input, inspect, [session, model_label, step_slider, lang], bars,
                   api_name="generate_inspect")
         events.on(text.select, select_token, [session, model_label, lang], [step_slider, bars], api_name=False)
-        contrast_in, contrast_out = [model_label, prompt, seed, lang], [contrast_notice, cold, warm, hot]
+        contrast_in, contrast_out = [model_label, prompt, settings.seed, lang], [contrast_notice, *temperatures]
         events.on(contrast_run.click, contrast, contrast_in, contrast_out, api_name="generate_temperatures")
         # no accordion opens on empty plots: opening one runs its view with the current settings
         events.on(beam_box.expand, beam_view, inputs, [tree, compare], api_name=False)

@@ -13,36 +13,24 @@ import pandas as pd
 
 from i18n import Message, render, t
 from lab import translate as use
-from lab.live import BUSY, GOAL_CHECK_SIZE, PRESETS, TOY_TASKS, LiveTraining, held_out_score
-from lab.policy import InputError, clamp, notice
+from lab.live import BUSY, FINAL_CHECK_SIZE, GOAL_CHECK_SIZE, PRESETS, SECONDS, SIZES, STEPS, TOY_TASKS, LiveTraining
+from lab.policy import InputError, notice
 from ui import events
 from ui.common import cached, Action, handler, user_error
 from ui.i18n import language, text as _
 from views.kit import placeholder
 from views.generate import beam_tree
-from views.translate import attention_figure, length_figure, loss_curve, step_rows
+from views.translate import attention_figure, length_figure, length_rows, loss_curve, step_rows
 
-GROUPS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
-HEADS = ["mean of heads", *(f"head {h}" for h in range(8))]
 LAYERS = [(_("translate.layer.auto"), use.AUTO_LAYER), *((str(i), i) for i in range(3))]
-LIVE_PRESETS = ("tiny", "small", "medium")
-LIVE_CHECK_SIZE = 200  # held-out sources scored after a live run (1,000 would keep the class waiting)
 
 _live = LiveTraining()  # one live training run per app
 
 
-
 def _figures(run: use.TranslationRun, group: str, layer, head: str, lang: str):
-    """The attention map and beam tree of a run, at the chosen group, layer and head."""
-    notices: list[str] = []
-    if group not in GROUPS:
-        raise InputError(Message("translate.bad_group", groups=", ".join(GROUPS), group=repr(group)))
-    layer = run.layer(layer, notices)
-    n_head = run.attn["cross"].shape[1]
-    head_index = None if head in (None, HEADS[0]) else clamp(str(head).split()[-1], 0, n_head - 1,
-                                                               Message("setting.head"), notices)
-    figure = attention_figure(run.attn[GROUPS[group]], GROUPS[group], layer, head_index, run.labels, lang)
-    return figure, notice(*notices)
+    """The attention map of a run at the chosen group, layer and head, and a notice of what was moved."""
+    group, layer, head_index, moved = run.focus(group, layer, head)
+    return attention_figure(run.attn[group], group, layer, head_index, run.labels, lang), moved
 
 
 @cached
@@ -63,7 +51,7 @@ def translate(task_name: str, source: str, width: int, group: str, layer, head: 
     figure, cut = _figures(run, group, layer, head, lang)
     label = use.token_label(run.codec)
     tree = placeholder(t("translate.greedy_no_tree", lang)) if run.beam is None else \
-        beam_tree(run.beam, label, int(width), lang)
+        beam_tree(run.beam, label, run.width, lang)
     steps = pd.DataFrame(step_rows(run.probs, run.written, label), columns=step_headers(lang))
     return run.output, render(notice(run.notice, cut), lang), steps, figure, tree
 
@@ -76,32 +64,28 @@ def train_live(task_name: str, preset: str, steps: int, seconds: float, source: 
                head: str, lang: str = "en", progress=gr.Progress()):
     """Train a fresh model live (a generator: the loss curve grows while it trains)."""
     try:
-        steps = clamp(steps, 50, 3000, Message("setting.steps"))
-        seconds = clamp(seconds, 10, 180, Message("setting.time_budget"))
-        if preset not in LIVE_PRESETS:
-            raise InputError(Message("translate.bad_size", sizes=", ".join(LIVE_PRESETS), size=repr(preset)))
-        state = None
-        for state in _live.run(task_name, preset, steps, seconds):
-            step = state.losses[-1][0] if state.losses else 0
-            if state.model is None:
-                progress(min(1.0, max(step / steps, state.seconds / seconds)),
-                         desc=t("translate.progress", lang, step=step, steps=steps))
-                checks = t("translate.checks", lang, score=state.checks[-1][1]) if state.checks else ""
-                status = (t("translate.training", lang, step=step, steps=steps, seconds=state.seconds, budget=seconds,
-                            checks=checks) if step else t("translate.starting", lang))
-                yield (status,
-                       loss_curve(state.losses, lang), gr.skip(), gr.skip(), gr.skip())
-        run = use.run_translation(state.model, state.codec, use.source_text(state.codec, state.model.config.max_len,
-                                                                            source)[0])
+        for live in use.train_live(_live, task_name, preset, steps, seconds, source):
+            if live.run is None:
+                progress(live.done, desc=t("translate.progress", lang, step=live.step, steps=live.steps))
+                yield _live_status(live, lang), loss_curve(live.progress.losses, lang), gr.skip(), gr.skip(), gr.skip()
+        figure, _ = _figures(live.run, group, layer, head, lang)
     except InputError as e:
         raise user_error(e, lang) from None
-    accuracy = held_out_score(state.model, state.codec, task_name, LIVE_CHECK_SIZE)
-    figure, _ = _figures(run, group, layer, head, lang)
-    why = (t("translate.stopped_early", lang, score=state.checks[-1][1], n=GOAL_CHECK_SIZE)
-           if state.reached_goal else t("translate.used_budget", lang))
-    status = t("translate.done", lang, steps=state.losses[-1][0], seconds=state.seconds, why=why, n=LIVE_CHECK_SIZE,
-               accuracy=accuracy)
-    yield status, loss_curve(state.losses, lang), run.output, figure, (state.model, state.codec)
+    trained = live.progress
+    why = (t("translate.stopped_early", lang, score=live.last_check, n=GOAL_CHECK_SIZE)
+           if trained.reached_goal else t("translate.used_budget", lang))
+    status = t("translate.done", lang, steps=live.step, seconds=trained.seconds, why=why, n=FINAL_CHECK_SIZE,
+               accuracy=live.accuracy)
+    yield status, loss_curve(trained.losses, lang), live.run.output, figure, (trained.model, trained.codec)
+
+
+def _live_status(live: use.LiveRun, lang: str) -> str:
+    """The line above the loss curve while a live run trains."""
+    if not live.step:
+        return t("translate.starting", lang)
+    checks = t("translate.checks", lang, score=live.last_check) if live.last_check is not None else ""
+    return t("translate.training", lang, step=live.step, steps=live.steps, seconds=live.progress.seconds,
+             budget=live.budget, checks=checks)
 
 
 @handler
@@ -109,8 +93,7 @@ def translate_fresh(fresh, task_name: str, source: str, group: str, layer, head:
     """The model just trained live (fresh = (model, codec) from `train_live`) translates the source."""
     if fresh is None:
         raise InputError(Message("translate.train_first"))
-    model, codec = fresh
-    run = use.run_translation(model, codec, use.source_text(codec, model.config.max_len, source)[0])
+    run = use.translate_source(*fresh, source)
     return run.output, _figures(run, group, layer, head, lang)[0]
 
 
@@ -125,13 +108,61 @@ def live_busy(lang: str = "en") -> None:
 def length_generalisation(n_per_length: int, lang: str = "en"):
     """Accuracy by source length of the copy models with learned and with sinusoidal positions."""
     curves, longest = use.length_generalisation(n_per_length)
-    rows = [[length, *(round(c[length], 3) for c in curves.values())] for length in use.LENGTHS]
+    rows = length_rows(curves, use.LENGTHS)
     return length_figure(curves, longest, lang), pd.DataFrame(rows, columns=length_headers(lang))
 
 
 def length_headers(lang: str) -> list[str]:
     return [t("translate.length.length", lang), *(t(f"translate.position.{name.split()[0]}", lang)
                                                   for name in use.POSITION_MODELS)]
+
+
+def _live_box(source, group, layer, head, lang) -> None:
+    """Train a fresh model in front of the class, then let it translate the source above."""
+    with gr.Accordion(_("translate.live_box"), open=False):
+        gr.Markdown(_("translate.live_note"))
+        with gr.Row():
+            live_task = gr.Radio([(_(f"translate.task.{k}"), k) for k in TOY_TASKS], value="copy",
+                                 label=_("translate.live_task"))
+            preset = gr.Dropdown([(_(f"translate.size.{p}"), p) for p in SIZES], value="small",
+                                 label=_("translate.model_size"),
+                                 info=_("translate.size_infos", **{p: Message("translate.size_info",
+                                        preset=Message(f"translate.size.{p}"), d_model=PRESETS[p].d_model,
+                                        n_layer=PRESETS[p].n_layer) for p in SIZES}))
+        with gr.Row():
+            live_steps = gr.Slider(*STEPS, value=1000, step=50, label=_("translate.steps"), elem_id="steps")
+            budget = gr.Slider(*SECONDS, value=60, step=5, label=_("translate.budget"), elem_id="time_budget")
+        with gr.Row():
+            train_button = gr.Button(_("translate.train"))
+            again_button = gr.Button(_("translate.again"))
+        live_status = gr.Markdown(_("translate.curve_placeholder"))
+        curve = gr.Plot(label=_("translate.training_loss"))
+        with gr.Row():
+            live_output = gr.Textbox(label=_("translate.fresh_output"), interactive=False,
+                                     placeholder=_("translate.fresh_placeholder"))
+            live_attention = gr.Plot(label=_("translate.fresh_attention"))
+        fresh_model = gr.State()
+        free = events.on(train_button.click, live_busy, lang, None, queue=False, api_visibility="private")
+        events.on(free.success, train_live,
+                  [live_task, preset, live_steps, budget, source, group, layer, head, lang],
+                  [live_status, curve, live_output, live_attention, fresh_model], api_name="translate_train")
+        events.on(again_button.click, translate_fresh, [fresh_model, live_task, source, group, layer, head, lang],
+                  [live_output, live_attention], api_name="translate_fresh")
+
+
+def _lengths_box(lang) -> None:
+    """Where learned positions stop generalising: accuracy by source length of the two copy models."""
+    with gr.Accordion(_("translate.length_box"), open=False) as lengths:
+        gr.Markdown(_("translate.length_note"))
+        per_length = gr.Slider(20, 500, value=100, step=20, label=_("translate.per_length"),
+                               elem_id="test_sources_per_length")
+        length_button = gr.Button(_("translate.measure"))
+        length_plot = gr.Plot(label=_("translate.length_plot"))
+        length_table = gr.Dataframe(pd.DataFrame([], columns=length_headers("en")), label=_("translate.length_table"),
+                                    interactive=False)
+        length_in, length_out = [per_length, lang], [length_plot, length_table]
+        events.on(length_button.click, length_generalisation, length_in, length_out, api_name="translate_lengths")
+        events.on(lengths.expand, length_generalisation, length_in, length_out, api_name=False)
 
 
 def build(lang: gr.State | None = None) -> Action:
@@ -150,14 +181,15 @@ def build(lang: gr.State | None = None) -> Action:
             with gr.Column(scale=2):
                 with gr.Row():
                     output = gr.Textbox(label=_("translate.output"), interactive=False)
-                    group = gr.Dropdown([(_(f"translate.group.{g}"), name) for name, g in GROUPS.items()],
+                    group = gr.Dropdown([(_(f"translate.group.{g}"), name) for name, g in use.GROUPS.items()],
                                         value="cross-attention", label=_("common.attention"), elem_id="attention")
                 with gr.Row():
                     # "sharpest": the layer whose cross-attention is most decisive, where the lesson shows
                     layer = gr.Dropdown(LAYERS, value=use.AUTO_LAYER, label=_("common.layer"), elem_id="layer")
-                    head = gr.Dropdown([(_("translate.head.mean"), HEADS[0]),
-                                        *((_("translate.head.n", head=h), name) for h, name in enumerate(HEADS[1:]))],
-                                       value=HEADS[0], label=_("common.head"), elem_id="head")
+                    mean, *heads = use.HEADS
+                    head = gr.Dropdown([(_("translate.head.mean"), mean),
+                                        *((_("translate.head.n", head=h), name) for h, name in enumerate(heads))],
+                                       value=mean, label=_("common.head"), elem_id="head")
         notice = gr.Markdown()
         attention = gr.Plot(label=_("common.attention"), elem_id="translate-attention", show_label=False)
         with gr.Column(elem_classes=["lecture-hide"]):
@@ -178,45 +210,6 @@ def build(lang: gr.State | None = None) -> Action:
         events.on(beam_box.expand, translate, inputs, outputs, api_name=False)
         events.on(source.submit, translate, inputs, outputs, api_name=False)
 
-        with gr.Accordion(_("translate.live_box"), open=False):
-            gr.Markdown(_("translate.live_note"))
-            with gr.Row():
-                live_task = gr.Radio([(_(f"translate.task.{k}"), k) for k in TOY_TASKS], value="copy",
-                                     label=_("translate.live_task"))
-                preset = gr.Dropdown([(_(f"translate.size.{p}"), p) for p in LIVE_PRESETS], value="small",
-                                     label=_("translate.model_size"),
-                                     info=_("translate.size_infos", **{p: Message("translate.size_info",
-                                            preset=Message(f"translate.size.{p}"), d_model=PRESETS[p].d_model,
-                                            n_layer=PRESETS[p].n_layer) for p in LIVE_PRESETS}))
-            with gr.Row():
-                live_steps = gr.Slider(50, 3000, value=1000, step=50, label=_("translate.steps"), elem_id="steps")
-                budget = gr.Slider(10, 180, value=60, step=5, label=_("translate.budget"), elem_id="time_budget")
-            with gr.Row():
-                train_button = gr.Button(_("translate.train"))
-                again_button = gr.Button(_("translate.again"))
-            live_status = gr.Markdown(_("translate.curve_placeholder"))
-            curve = gr.Plot(label=_("translate.training_loss"))
-            with gr.Row():
-                live_output = gr.Textbox(label=_("translate.fresh_output"), interactive=False,
-                                         placeholder=_("translate.fresh_placeholder"))
-                live_attention = gr.Plot(label=_("translate.fresh_attention"))
-            fresh_model = gr.State()
-            free = events.on(train_button.click, live_busy, lang, None, queue=False, api_visibility="private")
-            events.on(free.success, train_live,
-                      [live_task, preset, live_steps, budget, source, group, layer, head, lang],
-                      [live_status, curve, live_output, live_attention, fresh_model], api_name="translate_train")
-            events.on(again_button.click, translate_fresh, [fresh_model, live_task, source, group, layer, head, lang],
-                      [live_output, live_attention], api_name="translate_fresh")
-
-        with gr.Accordion(_("translate.length_box"), open=False) as lengths:
-            gr.Markdown(_("translate.length_note"))
-            per_length = gr.Slider(20, 500, value=100, step=20, label=_("translate.per_length"),
-                                   elem_id="test_sources_per_length")
-            length_button = gr.Button(_("translate.measure"))
-            length_plot = gr.Plot(label=_("translate.length_plot"))
-            length_table = gr.Dataframe(pd.DataFrame([], columns=length_headers("en")), label=_("translate.length_table"),
-                                        interactive=False)
-            length_in, length_out = [per_length, lang], [length_plot, length_table]
-            events.on(length_button.click, length_generalisation, length_in, length_out, api_name="translate_lengths")
-            events.on(lengths.expand, length_generalisation, length_in, length_out, api_name=False)
+        _live_box(source, group, layer, head, lang)
+        _lengths_box(lang)
     return Action(translate, inputs, outputs, "translate")
