@@ -99,12 +99,11 @@ def run_translation(model, codec: Codec, text: str, width: int = 1, task: str = 
 _runs: RunCache[TranslationRun] = RunCache(size=64)
 
 
-def translation(task: str, source: str | None, width=1) -> TranslationRun:
-    """The shipped model of `task` translates `source` (greedy, or beam search of `width` 2-8)."""
+def _read_source(task: str, source: str | None):
+    """(model, codec, source as it reads it, notice) for the shipped model of `task`; a source it cannot
+    read is an InputError that says which alphabet the task takes."""
     if task not in CHECKPOINTS:
         raise InputError(Message("translate.bad_task", tasks=", ".join(CHECKPOINTS), task=repr(task)))
-    notices: list[str] = []
-    width = clamp(width, 1, 8, Message("setting.beam_width"), notices)
     model, codec = _load(CHECKPOINTS[task])
     try:
         text, cut = source_text(codec, model.config.max_len, source)
@@ -112,6 +111,14 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
         if isinstance(e.args[0], Message):  # an empty source: nothing about the alphabet to say
             raise
         raise InputError(notice(Message(TAKES[task]), e.args[0])) from e
+    return model, codec, text, cut
+
+
+def translation(task: str, source: str | None, width=1) -> TranslationRun:
+    """The shipped model of `task` translates `source` (greedy, or beam search of `width` 2-8)."""
+    notices: list[str] = []
+    width = clamp(width, 1, 8, Message("setting.beam_width"), notices)
+    model, codec, text, cut = _read_source(task, source)
     run = _runs.get(models.key(CHECKPOINTS[task], text, width),
                     lambda: run_translation(model, codec, text, width, task))
     return replace(run, notice=notice(cut, *notices))
@@ -155,6 +162,9 @@ def train_live(slot: live.LiveTraining, task: str, size: str, steps, seconds, so
     seconds = clamp(seconds, *live.SECONDS, Message("setting.time_budget"))
     if size not in live.SIZES:
         raise InputError(Message("translate.bad_size", sizes=", ".join(live.SIZES), size=repr(size)))
+    # the fresh model reads the task's alphabet, as the shipped one does: a source it cannot read is
+    # refused now, not after the class has watched it train
+    _read_source(task, source)
     progress = None
     for progress in slot.run(task, size, steps, seconds):
         if progress.model is None:

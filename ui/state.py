@@ -34,7 +34,7 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 # keeps the language it is shown in.
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
-    "attention": {"tab": "attention", "model": "shakespeare-lm (language model)",
+    "attention": {"tab": "attention", "model": "shakespeare-lm (language model)", "attention": "decoder",
                   "text": "The cat sat on the mat because it was tired.", "layer": "1", "head": "0"},
     "causal": {"tab": "masking", "text": "To be, or not to be, that is the question", "mask": "causal"},
     # every step names its model: stepping back from the poem must not leave the Tang LM on an English prompt

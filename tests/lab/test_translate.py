@@ -81,6 +81,14 @@ def test_a_live_run_clamps_its_steps_and_time_reports_how_far_it_is_and_ends_wit
         next(translate.train_live(slot, "copy", "huge", 100, 60, "1"))
 
 
+def test_a_live_run_refuses_a_source_its_task_cannot_read_before_it_trains():
+    slot = _Slot()
+    for source in ("这部电影", "", "\u200b"):
+        with pytest.raises(policy.InputError):
+            next(translate.train_live(slot, "copy", "tiny", 100, 60, source))
+    assert slot.asked is None  # refused before the class waits for a run
+
+
 def test_a_translation_is_sliced_by_group_layer_and_head_and_says_what_it_moved():
     run = translate.translation("copy", "1 2 3")
     group, layer, head, moved = run.focus("encoder self-attention", 0, "head 99")
