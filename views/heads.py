@@ -95,7 +95,7 @@ def loss_change(run, lang: str = DEFAULT) -> go.Figure:
                              ticktext=axis_text(predicted)[:: max(1, len(x) // 40)]),
                   yaxis=dict(title=dict(text=t("heads.loss_change", lang))), margin=dict(l=60, r=20, t=60, b=60))
     return unchecked_figure([dict(type="bar", x=x, y=change, marker=dict(color=colours),
-                                  hovertemplate="predicting %{x}: %{y:+.3f}<extra></extra>")], layout)
+                                  hovertemplate=t("heads.loss_hover", lang))], layout)
 
 
 def importance_figure(run, lang: str = DEFAULT) -> go.Figure:
@@ -127,7 +127,7 @@ def lens_table(run, lang: str = DEFAULT) -> go.Figure:
     x, rows = position_labels(run.labels), _lens_rows(probs.shape[0], lang)
     text = np.array([[plain(repr(g)[1:-1]) for g in row] for row in run.guesses], dtype=object)
     fig = matrix_figure(probs, x, rows, axis_text(run.labels), rows, "", t("heads.lens_rows", lang),
-                        t("heads.lens_title", lang), "after %{y}, at %{x}: %{text} (%{z:.2f})<extra></extra>",
+                        t("heads.lens_title", lang), t("heads.lens_hover", lang),
                         height=max(300, 40 * probs.shape[0] + 180))
     fig.data[0].update(text=text, texttemplate="%{text}" if probs.shape[1] <= 40 else "", textfont=dict(size=10))
     return fig
@@ -147,7 +147,7 @@ def rank_lines(run, lang: str = DEFAULT) -> go.Figure:
                   xaxis=dict(type="category"), margin=dict(l=60, r=20, t=60, b=40))
     return unchecked_figure([dict(type="scatter", mode="lines+markers", x=x, y=y, text=names, opacity=0.5,
                                   line=dict(width=1, color="#2b6cb0"), marker=dict(size=4),
-                                  hovertemplate="%{text}: rank %{y} after %{x}<extra></extra>")], layout)
+                                  hovertemplate=t("heads.rank_hover", lang))], layout)
 
 
 def roles_grid(run, lang: str = DEFAULT) -> go.Figure:
@@ -187,5 +187,4 @@ def induction_curve(run, lang: str = DEFAULT) -> go.Figure:
                   yaxis=dict(title=dict(text=t("heads.loss", lang))),
                   margin=dict(l=60, r=20, t=70, b=50))
     return unchecked_figure([dict(type="scatter", mode="lines", x=np.arange(1, len(losses) + 1), y=losses,
-                                  line=dict(color="#2b6cb0"), hovertemplate="predicting token %{x}: %{y:.2f}"
-                                  "<extra></extra>")], layout)
+                                  line=dict(color="#2b6cb0"), hovertemplate=t("heads.induction_hover", lang))], layout)
