@@ -127,3 +127,14 @@ def _literal_hover_words() -> list[str]:
 
 def test_no_figure_builder_writes_a_hover_in_one_language():
     assert _literal_hover_words() == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_bold_markdown_renders_in_either_language(lang):
+    """CommonMark ends bold only where `**` is not between punctuation and a letter: "**它显示什么：**在" shows
+    its asterisks (a colon before them, a character after), "**它显示什么**：在" is bold."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt()
+    shown = {key: md.render(text) for key, text in catalogue(lang).items() if "**" in text}
+    assert [key for key, html in shown.items() if "**" in html] == []

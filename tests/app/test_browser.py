@@ -365,10 +365,10 @@ def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser,
     walk_lecture(browser, server[0], "?lecture=1")
 
 
-def walk_lecture(browser, base_url: str, query: str, check=None) -> None:
-    """Step through the whole lecture forward and back at 1280x720, asserting that each step draws its view
-    with its main button and figure on the first screen; `check(visit, step)` runs at each step going forward.
-    The page's language is the link's `lang` (English when it has none)."""
+def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = True) -> None:
+    """Step through the whole lecture forward (and with `back`, back again) at 1280x720, asserting that each
+    step draws its view with its main button and figure on the first screen; `check(visit, step)` runs at
+    each step going forward. The page's language is the link's `lang` (English when it has none)."""
     lang = i18n.normalise(parse_qs(query.lstrip("?")).get("lang", ["en"])[0])
     visit = Visit(browser, base_url)
     visit.context.close()
@@ -380,7 +380,7 @@ def walk_lecture(browser, base_url: str, query: str, check=None) -> None:
     visit.page.locator("#lecture-controls").get_by_text(i18n.t("app.lecture_controls", lang).split(" ", 1)[1]).click()
     steps = list(state.LECTURE_PRESETS)
     presets = list(state.LECTURE_PRESETS.values())
-    walk = [*range(len(presets)), *range(len(presets) - 2, -1, -1)]  # every step forward, then back
+    walk = [*range(len(presets)), *(range(len(presets) - 2, -1, -1) if back else ())]  # forward, then back
     for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
         visit.page.locator("#lecture-next" if previous is None or i > previous else "#lecture-back").click()
         tab = presets[i]["tab"]

@@ -82,7 +82,9 @@ def test_every_lecture_step_reads_in_chinese_and_fits_the_projector(browser, ser
         shot(visit, f"lecture-{step}")
         seen.append((step, english_only(visit)))
 
-    walk_lecture(browser, server[0], "?lecture=1&lang=zh-CN", check)
+    # forward only: what each step leaves for the next is the same in either language, and the English walk
+    # goes back through every step
+    walk_lecture(browser, server[0], "?lecture=1&lang=zh-CN", check, back=False)
     # Known gap, named: step 11's logit-lens table writes the model's English guesses into its cells, which this
     # checker cannot yet tell from page text (to be marked as model text); every other step is checked in full.
     assert [s for s in seen if s[1] and s[0] != 11] == []
