@@ -58,9 +58,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -93,16 +90,25 @@ def transformer(checkpoint: Path) -> Predictor:
     return predict
 
 
+# The baselines' packages (benchmarks/requirements.txt) are imported where they are used: the tests read this
+# module's review sets with the app's and the tests' packages alone.
+
+
 def vader() -> Predictor:
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
     analyzer = SentimentIntensityAnalyzer()
     return lambda texts: np.array([int(analyzer.polarity_scores(t)["compound"] >= 0) for t in texts])
 
 
 def tfidf_lr(train: list[data.Review], validation: list[data.Review],
-             vectorizer: TfidfVectorizer | None = None) -> tuple[Predictor, float]:
+             vectorizer=None) -> tuple[Predictor, float]:
     """(the classifier fitted on train with the C that does best on validation, that C).
 
-    Default features: word unigrams and bigrams."""
+    Default features: word unigrams and bigrams (a scikit-learn TfidfVectorizer)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
     vectorizer = vectorizer or TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
     x_train = vectorizer.fit_transform([r.text for r in train])
 
@@ -208,6 +214,8 @@ def whole_documents(args, vader_predict: Predictor, tfidf_predict: Predictor) ->
     validation = documents(data.movie_reviews("validation"), args.documents, seed=1)
     test = documents(data.movie_reviews("test"), args.documents, seed=2)
     neutral = neutral_sentences(np.random.default_rng(3), 500)
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
     compound = np.mean([SentimentIntensityAnalyzer().polarity_scores(t)["compound"] for t in neutral])
     words = [len(t.split()) for t, _ in test]
     print(f"documents: {len(validation)} validation, {len(test)} test; words per test document {np.mean(words):.0f} "
@@ -316,6 +324,8 @@ def chinese(args) -> None:
     predictors = {"from_scratch": transformer(Path(args.checkpoint))}
     if args.pretrained and Path(args.pretrained).is_dir():
         predictors["pretrained"] = transformer(Path(args.pretrained))
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     # Chinese has no spaces between words: characters and character pairs stand in for words
     predictors["tfidf_lr"], c = tfidf_lr(train, validation, TfidfVectorizer(analyzer="char", ngram_range=(1, 2),
                                                                             sublinear_tf=True))
