@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from i18n import Message
-from transformer_core import attention_of_each, attention_rollout, attention_while_generating, device_of
+from transformer_core import attention_of_each, attention_rollout, attention_while_generating
 from transformer_core.decoding.seq2seq import Codec, translate, traced
 
 from . import models, store

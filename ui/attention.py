@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from i18n import Message, render, t
+from i18n import render, t
 from lab import attention as use, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import gradio as gr
 
-from i18n import Message, render, t
+from i18n import render, t
 from lab import generate as use
 from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
 from ui import events

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from i18n import Message, render, t
+from i18n import render, t
 from lab import masking as use, store
 from lab.policy import notice
 from ui import events

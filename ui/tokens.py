@@ -14,7 +14,7 @@ import pandas as pd
 
 from i18n import plural, render, t
 from lab import tokens as use
-from lab.policy import MAX_CHARS, InputError
+from lab.policy import MAX_CHARS
 from ui import events
 from ui.common import cached, Action, handler
 from ui.i18n import language, text as _

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..chinese import to_simplified
 from . import data
-from .data import DataError, Review, _check_split, _extracted, _Package
+from .data import Review, _check_split, _extracted, _Package
 
 POEM_SEPARATOR = "\n\n"  # between poems in a training text; a poem's lines are joined by "\n"
 POEM_TEST_BUCKET, POEM_VALIDATION_BUCKET, POEM_BUCKETS = 0, 1, 20  # 5% and 5%
