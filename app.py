@@ -10,7 +10,7 @@ group, GPU, MCP); this file assembles them and adds what the whole app shares: l
 from __future__ import annotations
 
 import argparse
-import inspect
+import functools
 import os
 import sys
 from pathlib import Path
@@ -21,7 +21,6 @@ from lab import store
 from transformer_core import DeviceError, default_device
 from ui import about, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
 from ui import i18n
-from ui.common import Action
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
@@ -141,7 +140,8 @@ def build_app() -> gr.Blocks:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
         links = state.Links(demo, tab_items)
         current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
-        linked = gr.State("")  # the tab a link or lecture step just opened ("" when none)
+        # the tab a link or lecture step just opened ("" when none), read by the browser to draw its view
+        linked = gr.Textbox("", visible="hidden", elem_id="linked-tab")
         to_view = [tabs, current_tab, *links.components]
 
         tabs.select(links.selected, None, current_tab, **shell)
@@ -149,6 +149,7 @@ def build_app() -> gr.Blocks:
         opened = [demo.load(links.open_link, switch, [*to_view, lecture, linked, switch, lang], js=i18n.LOAD_JS,
                             **shell)]
         opened[0].then(lambda new: i18n.relabel(relabelled, new), lang, relabelled, **shell)
+        names = [t for t in tab_items if t in relabelled]
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
         opened.append(preset.input(links.open_preset, preset, [*to_view, linked], **shell))
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
@@ -156,46 +157,41 @@ def build_app() -> gr.Blocks:
                 links.open_preset, preset, [*to_view, linked], **shell))
         for event in opened[1:]:  # a lecture step brings its part of the page into view
             event.then(None, preset, None, js=state.SCROLL_TO_STEP, **shell)
-        # The switch: labels change in the browser at once; then the current tab's view is drawn again in
-        # the new language, from the runs already cached (inputs, tab and scroll position stay).
-        switched = switch.input(None, switch, switch, js=i18n.SWITCH_JS, **shell).then(
-            lambda new, tab: (new, tab, *i18n.relabel(relabelled, new)), [switch, current_tab],
-            [lang, linked, *relabelled], **shell)
-        # The view a link, lecture step or switch opens runs on the server right after its inputs are
-        # set: no click in the browser, nothing to wait for.
+        # The view a link or lecture step opens runs on the server right after its inputs are set: the browser
+        # presses that tab's hidden redraw button (below). One event for that tab: an event per tab, each
+        # skipping all but one, cost the page a second of status updates, since Gradio refreshes every
+        # component any event ever touched whenever an event starts or ends.
+        for event in opened:
+            event.then(None, linked, None, js=state.REDRAW_LINKED, **shell)
+        # The switch: labels change in the browser at once, and the view on screen is drawn again in the new
+        # language, from the runs already cached (inputs, tab and scroll position stay): the browser presses
+        # the shown tab's redraw button. Meanwhile the server keeps the language for later events and sends
+        # the tab names, which the browser cannot translate.
+        switch.input(None, switch, switch, js=i18n.SWITCH_JS, **shell).then(
+            lambda new: (new, *i18n.relabel(names, new)), switch, [lang, *names], **shell)
+        def in_page_language(components: list) -> list:  # the switch holds the new language at once
+            return [switch if c is lang else c for c in components]
+
         for tab_item, action in zip(tab_items, actions):
+            # pressed by the browser only (links, lecture steps, the switch)
+            redraw = gr.Button(visible="hidden", elem_id=state.redraw_id(str(tab_item.id)))
             if action is not None:
-                run = events.on_gpu(run_if_opened(str(tab_item.id), action))
-                for event in [*opened, switched]:
-                    event.then(run, [linked, *action.inputs], action.outputs, api_visibility="private",
-                               **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
-                for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a switch
-                    opened[0].then(fn, inputs, outputs, api_visibility="private")  # while this tab is the one shown
-                    also = run_if_opened(str(tab_item.id), Action(fn, inputs, outputs, action.api_name))
-                    switched.then(also, [linked, *inputs], outputs, api_visibility="private")
+                redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
+                             api_visibility="private",
+                             **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
+                    opened[0].then(fn, inputs, outputs, api_visibility="private")
+                    redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")
+            # a tab's examples tables are put in the page's language when it is shown: on a switch only the shown
+            # tab's (after its view was asked for), so the page updates a few tables, not every tab's
+            tables = [b for b in i18n.relabelled(tab_item) if isinstance(b, gr.Dataset)]
+            if tables:
+                redraw.click(functools.partial(i18n.relabel, tables), switch, tables, **shell)
+                tab_item.select(functools.partial(i18n.relabel, tables), lang, tables, **shell)
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
     return demo
-
-
-def run_if_opened(tab_id: str, action: Action):
-    """An event function that runs `action` when a link or lecture step has just opened tab `tab_id`,
-    and changes nothing otherwise (every tab's runner listens to the same link events)."""
-    def skip():
-        return gr.skip() if len(action.outputs) == 1 else tuple(gr.skip() for _ in action.outputs)
-
-    if inspect.isgeneratorfunction(action.fn):
-        def stream(opened: str, *values):
-            if opened != tab_id:
-                yield skip()
-                return
-            yield from action.fn(*values)
-        return stream
-
-    def call(opened: str, *values):
-        return action.fn(*values) if opened == tab_id else skip()
-    return call
 
 
 def hub_model_dir(repo_id: str) -> Path:

@@ -20,6 +20,7 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from i18n import DEFAULT, LANGUAGES, NAMES, Message, t
+from ui.state import redraw_id
 
 _texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
 
@@ -52,20 +53,26 @@ def translated(value, lang: str):
     return value
 
 
-def relabelled(demo: gr.Blocks) -> list:
-    """The blocks whose text the browser does not translate by itself, so the server sends it in the page's
-    language on load and on a switch (`relabel`): tab names (a tab not yet opened keeps the name it got
-    before the page's language was applied) and the examples' tables (their headers and the choices they
-    show are copies the browser never translates)."""
-    return [b for b in demo.blocks.values()
-            if (isinstance(b, gr.Tab) and isinstance(b.label, I18nData)) or isinstance(b, gr.Dataset)]
+def relabelled(block) -> list:
+    """The blocks under `block` whose text the browser does not translate by itself, so the server sends it in
+    the page's language (`relabel`): tab names (a tab not yet opened keeps the name it got before the page's
+    language was applied) and the examples' tables (their headers and the choices they show are copies the
+    browser never translates)."""
+    found = []
+    for child in getattr(block, "children", []):
+        if (isinstance(child, gr.Tab) and isinstance(child.label, I18nData)) or isinstance(child, gr.Dataset):
+            found.append(child)
+        found.extend(relabelled(child))
+    return found
 
 
-def relabel(blocks: list, lang: str) -> list:
-    """Updates that put the text of `relabelled` blocks in language `lang`."""
-    return [gr.Tab(label=translated(b.label, lang)) if isinstance(b, gr.Tab) else
-            gr.Dataset(headers=translated(b.headers, lang), component_props=translated(b.component_props, lang))
-            for b in blocks]
+def relabel(blocks: list, lang: str):
+    """Updates that put the text of `relabelled` blocks in language `lang` (one block: its update alone, as
+    Gradio takes a single output's value)."""
+    updates = [gr.Tab(label=translated(b.label, lang)) if isinstance(b, gr.Tab) else
+               gr.Dataset(headers=translated(b.headers, lang), component_props=translated(b.component_props, lang))
+               for b in blocks]
+    return updates[0] if len(updates) == 1 else updates
 
 
 def switch() -> gr.Radio:
@@ -114,11 +121,15 @@ HEAD = f"""
 # demo.load's input: the language the page chose (the server cannot see navigator.language).
 LOAD_JS = f"(lang) => [window.labLang || {_RESOLVE}]"
 
-# The switch: the labels change in the browser at once; the server then redraws its own text.
-SWITCH_JS = """async (lang) => {
+# The switch: the shown tab's view is asked for again at once, through its redraw button (app.py; the tab's
+# panel is "tab-<id>"), and the labels change in the browser meanwhile.
+SWITCH_JS = f"""async (lang) => {{
   window.labLang = lang;
+  const tab = document.querySelector('[role=tab][aria-selected=true]');
+  const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
+  if (redraw) redraw.click();
   const core = await window.labCore;
   if (core) core.changeLocale(lang);
   return lang;
-}"""
+}}"""
 

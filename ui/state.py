@@ -85,6 +85,16 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
     {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
 
 
+def redraw_id(tab_id: str) -> str:
+    """The elem_id of a tab's hidden redraw button: pressed in the browser, it draws the tab's view (app.py)."""
+    return f"redraw-{tab_id}"
+
+
+# After a link or lecture step has set its inputs: draw the view of the tab it opened (none for a plain visit).
+REDRAW_LINKED = "(tab) => { const redraw = tab && document.getElementById('%s' + tab); if (redraw) redraw.click(); }" % (
+    redraw_id(""))
+
+
 # tab -> {link parameter: (endpoint, argument position) | "#elem_id"}, in the order a link lists them.
 # Names only ever get added: links in the README, in slides and in students' notes use them.
 Where = tuple[str, int] | str

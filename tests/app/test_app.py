@@ -424,16 +424,26 @@ def test_every_lecture_step_names_a_tab_whose_view_then_runs():
         assert links.open_preset(name)[-1] == (preset["tab"] if preset["tab"] == "generate" else "")
 
 
-def test_a_link_runs_only_the_view_of_the_tab_it_opened():
-    calls = []
-    view = app.Action(lambda text: calls.append(text) or "ran", ["text"], ["out"], "x")
-    run = app.run_if_opened("generate", view)
-    assert run("generate", "hi") == "ran" and calls == ["hi"]
-    assert run("attention", "hi") == gr.skip() and calls == ["hi"]
-
-    streamed = app.Action(lambda text: (yield from (text, text + "!")), ["text"], ["out"], "x")
-    assert list(app.run_if_opened("generate", streamed)("generate", "hi")) == ["hi", "hi!"]
-    assert list(app.run_if_opened("generate", streamed)("tokens", "hi")) == [gr.skip()]
+def test_a_link_a_lecture_step_or_the_switch_runs_one_view_the_shown_tabs_in_the_pages_language(offline):
+    """Each tab's view runs from its own hidden redraw button, pressed in the browser after a link, a lecture step
+    or the switch: one event for one tab (an event per tab cost the page a second), in the switch's language."""
+    demo = app.build_app()
+    by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    switch, linked = by_id["lang"], by_id["linked-tab"]
+    for api_name, tab in (("attention", "attention"), ("generate", "generate"), ("tokenize", "tokens")):
+        endpoint = _endpoint(demo, api_name)
+        redraw = by_id[state.redraw_id(tab)]
+        runs = [fn for fn in demo.fns.values() if any(target[0] == redraw._id for target in fn.targets)
+                and [c._id for c in fn.outputs] == [c._id for c in endpoint.outputs]]
+        assert len(runs) == 1, api_name
+        language = [c for c in endpoint.inputs if isinstance(c, gr.State)]
+        assert [c for c in runs[0].inputs if c is not switch] == [c for c in endpoint.inputs if c not in language]
+        assert switch in runs[0].inputs
+    # every event that opens a view ends by pressing the opened tab's button, and no view runs on its own
+    pressing = [fn for fn in demo.fns.values() if fn.js == state.REDRAW_LINKED]
+    assert len(pressing) == 4 and all(fn.inputs == [linked] for fn in pressing)  # load, step picker, back, next
+    from ui import i18n as ui_i18n
+    assert state.redraw_id("") in ui_i18n.SWITCH_JS  # the switch presses the shown tab's
 
 
 def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
