@@ -32,6 +32,7 @@ from views.kit import (
     GAMMA,
     axis_text,
     head_heatmap,
+    label_px,
     matrix_figure,
     position_labels,
     unchecked_figure,
@@ -133,7 +134,8 @@ def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], 
                    showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x"),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(len=0.8, title=dict(text=t("figure.weight", lang)))),
-        margin=dict(l=40, r=40, t=90 if title else 50, b=10),
+        # wide enough for the row titles and the colour bar (99 px drawn), so plotly draws it once (views/kit.py)
+        margin=dict(l=max(40, round(10 + max(map(label_px, row_titles)))), r=100, t=90 if title else 50, b=10),
     )
     return unchecked_figure([image, colourbar], layout)
 

@@ -15,6 +15,7 @@ matter; smaller ones as float32 typed arrays.
 from __future__ import annotations
 
 import html
+import unicodedata
 
 import numpy as np
 import plotly.graph_objects as go
@@ -30,7 +31,12 @@ COLORSCALE = [[(i / (len(sequential.Blues) - 1)) ** GAMMA, c] for i, c in enumer
 DECIMALS = 3  # what the hover shows, and what a heatmap of weights carries
 TEXT_CELLS = 8192  # a matrix with more weights than this (a 91-token head) is written as JSON numbers
 MAX_TICKS = 40  # more token labels than this on an axis collide: every k-th is shown
-TOP_AXIS_MARGIN = dict(l=10, r=10, t=140, b=10)  # the key axis sits on top, under the title
+# the key axis sits on top, under the title; on the right, room for the colour bar (86 px drawn)
+TOP_AXIS_MARGIN = dict(l=10, r=90, t=140, b=10)
+# Tick labels' widths as plotly draws them (12 px type), a little generous: a margin that already holds the
+# labels leaves plotly's automargin nothing to push, and a push draws the figure a second time (at 128
+# tokens, 40% of the time the page spends drawing a heatmap)
+NARROW_PX, WIDE_PX = 6.5, 13.0  # a Latin letter or digit (on average); a Han character or other full-width one
 
 
 def top_title(text: str) -> dict:
@@ -45,10 +51,11 @@ def unchecked_figure(data: list[dict], layout: dict) -> Figure:
 def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: str, hover: str,
                    height: int | None = None, shapes: tuple = ()) -> Figure:
     """One heatmap of weights read like a matrix: row 0 at the top, the key axis along the top edge."""
+    x_ticks, y_ticks = _ticks(x, x_text), _ticks(y, y_text)
     layout = dict(
-        title=top_title(title), margin=TOP_AXIS_MARGIN, shapes=list(shapes),
-        xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **_ticks(x, x_text)),
-        yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", **_ticks(y, y_text)),
+        title=top_title(title), margin=_margin(x_ticks["ticktext"], y_ticks["ticktext"]), shapes=list(shapes),
+        xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **x_ticks),
+        yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", **y_ticks),
     )
     if height is not None:
         layout["height"] = height
@@ -61,6 +68,20 @@ def _ticks(values, text) -> dict:
     """Tick positions and labels, thinned to at most MAX_TICKS so long texts keep readable axes."""
     step = -(-len(values) // MAX_TICKS)
     return dict(tickvals=values[::step], ticktext=text[::step])
+
+
+def label_px(text: str) -> float:
+    """About how wide plotly draws a tick label, in pixels (an HTML escape counts as one character)."""
+    shown = html.unescape(str(text))
+    return sum(WIDE_PX if unicodedata.east_asian_width(ch) in "WF" else NARROW_PX for ch in shown)
+
+
+def _margin(x_text, y_text) -> dict:
+    """TOP_AXIS_MARGIN, widened to hold the query labels on the left and the key labels (turned upright when
+    they crowd) on top, with the axis titles beside them."""
+    widest = lambda texts: max((label_px(t) for t in texts), default=0.0)  # noqa: E731
+    return dict(TOP_AXIS_MARGIN, l=max(TOP_AXIS_MARGIN["l"], round(36 + widest(y_text))),
+                t=max(TOP_AXIS_MARGIN["t"], round(90 + widest(x_text))))
 
 
 def array32(x) -> np.ndarray:

@@ -92,3 +92,16 @@ def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_an
     (ARTIFACTS / "attention-grid.png").write_bytes(path.read_bytes())
     name, path = download(visit, figure, "Download plot as SVG")
     assert name.endswith(".svg") and path.read_text().count("<image") >= 1  # the heatmap, drawn as an image
+
+
+def test_each_heatmap_holds_its_labels_in_the_margins_it_was_given(attention_page):
+    """The selected head, the query's rows and the rollout are drawn with the margins the server asked for: their
+    tick labels and colour bar fit, so plotly's automargin pushes nothing, which would draw the figure twice."""
+    visit, _ = attention_page
+    margins = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
+        .filter((gd) => gd.layout.xaxis && gd.layout.xaxis.side === 'top')
+        .map((gd) => { const m = gd.layout.margin, s = gd._fullLayout._size;
+                       return [[m.l, m.r, m.t], [s.l, s.r, s.t].map(Math.round)]; })""")
+    assert len(margins) >= 3  # head, rows, rollout
+    for asked, drawn_at in margins:
+        assert drawn_at == asked
