@@ -33,6 +33,16 @@ def _ranked_names(found: use.FoundHeads) -> list[str]:
 
 @cached
 @handler
+def _ranking(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
+    """find_head's answer, with the heads' names in ranked order (a plain list, which the cache keeps)."""
+    found = use.find_head(label, text, query, key, group)
+    names = _ranked_names(found)
+    key_text = "".join(found.run.k_labels[k] for k in found.keys)
+    bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
+    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
+    return render(found.summary, lang), ranking, bars, names
+
+
 def find_head(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
     """Which head links a query token to a key token: every head ranked by that attention weight, re-sliced
     from the Attention tab's cached run. Returns (what it found, layer x head map, sorted bars, the top head).
@@ -44,12 +54,11 @@ def find_head(label: str, text: str, group: str, query: str, key: str, lang: str
         query: the query token: a word of the text ("it") or a position ("10")
         key: the key token: a word ("animal", several tokens summed when the word is cut) or a position
     """
-    found = use.find_head(label, text, query, key, group)
-    names = _ranked_names(found)
-    key_text = "".join(found.run.k_labels[k] for k in found.keys)
-    bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
-    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
-    return render(found.summary, lang), ranking, bars, gr.Dropdown(choices=names, value=names[0])
+    note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
+    return note, ranking, bars, gr.Dropdown(choices=names, value=names[0])
+
+
+find_head.cache = _ranking.cache  # a cached answer skips Gradio's queue (see ui/common.cached)
 
 
 @dataclass(frozen=True)
@@ -71,10 +80,11 @@ def find_and_open(draw: Callable):
     click to all of it drawn: find, then open in the browser, then draw cost two (0.4 s of a loaded machine's
     0.9 s click-to-drawn). Answered outside the queue when both parts are cached."""
     def run(label: str, text: str, group: str, query: str, key: str, query_row: float, lang: str = "en"):
-        note, ranking, bars, opened = find_head(label, text, group, query, key, lang)
-        layer, head = (int(n) for n in re.fullmatch(r"L(\d+) H(\d+)", opened.value).groups())
-        return note, ranking, bars, opened, layer, head, *draw(label, text, group, layer, head, query_row, lang)
-    run.cache = find_head.cache  # Gradio's queue then asks for a cached answer first (see ui/common.cached)
+        note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
+        layer, head = (int(n) for n in re.fullmatch(r"L(\d+) H(\d+)", names[0]).groups())
+        return (note, ranking, bars, gr.Dropdown(choices=names, value=names[0]), layer, head,
+                *draw(label, text, group, layer, head, query_row, lang))
+    run.cache = _ranking.cache  # Gradio's queue then asks for a cached answer first (see ui/common.cached)
     return run
 
 
