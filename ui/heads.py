@@ -23,8 +23,9 @@ from ui.i18n import text as _
 from views import heads as figures
 
 SECTIONS = ("find", "ablate", "lens", "roles")
+CLOSED = "heads-closed"  # the find view while another (or none) shows: in the page, not on screen
 CSS = ("#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); }\n"
-       "#click-to-find { display: none; }\n")
+       f"#click-to-find, #heads .{CLOSED} {{ display: none !important; }}\n")
 
 
 def _ranked_names(found: use.FoundHeads) -> list[str]:
@@ -244,8 +245,9 @@ def build(model, text, group, lang, focus: Focus):
         section = gr.Radio([(_(f"heads.section_{key}"), key) for key in SECTIONS], value=None,
                            elem_id="heads-section",
                            label=_("heads.section_label"))
-        # in the page while closed ("hidden", not False): a click on a heatmap cell fills its pickers, then opens it
-        with gr.Column(visible="hidden") as find_box:
+        # in the page while closed (hidden by a class, not visible=False): a click on a heatmap cell fills its
+        # pickers, then opens it
+        with gr.Column(elem_classes=[CLOSED]) as find_box:
             gr.Markdown(_("heads.find_help"))
             with gr.Row(equal_height=True):
                 query = gr.Textbox("", label=_("heads.query"), elem_id="find-query", scale=2)
@@ -291,8 +293,8 @@ def build(model, text, group, lang, focus: Focus):
 
     boxes = [find_box, ablate_box, lens_box, roles_box]
     shell = dict(queue=False, api_visibility="private")
-    events.on(section.change, lambda s: [gr.Column(visible=s == k or ("hidden" if k == "find" else False))
-                                         for k in SECTIONS], section, boxes, **shell)
+    events.on(section.change, lambda s: [gr.Column(elem_classes=[] if s == k else [CLOSED]) if k == "find"
+                                         else gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
 
     find_in, find_out = [model, text, group, query, key, lang], [find_note, ranking, bars, opened]
     ablate_in, ablate_out = [model, text, spec, mode, lang], [ablate_note, outcome, losses]
