@@ -65,11 +65,16 @@ def _word(label: str) -> str:
 
 
 def positions(labels: list[str], token) -> list[int]:
-    """The positions a person means by `token`: a position ("10"), or a word of the text ("it"),
-    its first occurrence, several positions when the tokenizer cut the word into pieces."""
+    """The positions a person means by `token`: a position ("10"), a position and its token as a heatmap's
+    axis names it ("10: it", what a click on a cell fills in), or a word of the text ("it"), its first
+    occurrence, several positions when the tokenizer cut the word into pieces."""
     token = str(token if token is not None else "").strip()
     if not token:
         raise InputError(say("heads.no_token"))
+    labelled = re.fullmatch(r"(\d+)\s*:(.*)", token, re.DOTALL)
+    if labelled and 0 <= int(labelled.group(1)) < len(labels) \
+            and _word(labelled.group(2)) in ("", _word(labels[int(labelled.group(1))])):
+        return [int(labelled.group(1))]  # else a word with a colon ("3:30"), looked for below
     if re.fullmatch(r"-?\d+", token):
         p = int(token)
         if not 0 <= p < len(labels):

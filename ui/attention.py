@@ -130,11 +130,11 @@ def build(lang: gr.State | None = None) -> Action | None:
             head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("common.head"), elem_id="head")
             query = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=8, step=1, label=_("attention.query"), elem_id="query_token")
         with gr.Row():
-            head_fig = gr.Plot(label=_("attention.head_label"), show_label=False)
-            rows_fig = gr.Plot(label=_("attention.rows_label"), show_label=False)
+            head_fig = gr.Plot(label=_("attention.head_label"), show_label=False, elem_id="attention-head")
+            rows_fig = gr.Plot(label=_("attention.rows_label"), show_label=False, elem_id="attention-rows")
         with gr.Row():
-            average = gr.Plot(label=_("attention.average_label"), show_label=False)
-            rollout = gr.Plot(label=_("attention.rollout_label"), show_label=False)
+            average = gr.Plot(label=_("attention.average_label"), show_label=False, elem_id="attention-average")
+            rollout = gr.Plot(label=_("attention.rollout_label"), show_label=False, elem_id="attention-rollout")
         with gr.Accordion(_("attention.while_generating"), open=False) as while_generating:
             gr.Markdown(_("attention.while_generating_note"))
             with gr.Row():
@@ -145,7 +145,8 @@ def build(lang: gr.State | None = None) -> Action | None:
             continuation = gr.Markdown()
             staircase = gr.Plot(label=_("attention.staircase_label"), show_label=False)
             step_fig = gr.Plot(label=_("attention.step_label"), show_label=False)
-        found, opened, section = heads_section.build(model, text, group, lang)
+        focus = heads_section.Focus(attention_focus, layer, head, query, (head_fig, rows_fig))
+        found, opened, section = heads_section.build(model, text, group, lang, focus)
 
         inputs = [model, text, group, layer, head, query, lang]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
@@ -162,9 +163,9 @@ def build(lang: gr.State | None = None) -> Action | None:
         events.on(step.release, attention_generate, generate_inputs, generate_outputs, api_name=False)
         # an accordion never opens on empty plots: opening it runs its view
         events.on(while_generating.expand, attention_generate, generate_inputs, generate_outputs, api_name=False)
-        # the ranking's top head (or the one picked from it) opens large above
+        # the ranking's top head (or the one picked from it) opens large above (a click's find opens it itself)
         shell = dict(queue=False, api_visibility="private")
-        for event in [*(e.then for e in found), opened.input]:
+        for event in [found.then, opened.input]:
             shown = event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell)
             events.on(shown.then, attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
     return Action(attention, inputs, outputs, "attention")

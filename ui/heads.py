@@ -8,6 +8,10 @@ Handlers are thin: lab/heads.py computes, views/heads.py draws, in the page's la
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Callable
+
 import gradio as gr
 
 from i18n import render, t
@@ -19,7 +23,9 @@ from ui.i18n import text as _
 from views import heads as figures
 
 SECTIONS = ("find", "ablate", "lens", "roles")
-CSS = "#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); }"
+CLOSED = "heads-closed"  # the find view while another (or none) shows: in the page, not on screen
+CSS = ("#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); }\n"
+       f"#click-to-find, #heads .{CLOSED} {{ display: none !important; }}\n")
 
 
 def _ranked_names(found: use.FoundHeads) -> list[str]:
@@ -28,6 +34,16 @@ def _ranked_names(found: use.FoundHeads) -> list[str]:
 
 @cached
 @handler
+def _ranking(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
+    """find_head's answer, with the heads' names in ranked order (a plain list, which the cache keeps)."""
+    found = use.find_head(label, text, query, key, group)
+    names = _ranked_names(found)
+    key_text = "".join(found.run.k_labels[k] for k in found.keys)
+    bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
+    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
+    return render(found.summary, lang), ranking, bars, names
+
+
 def find_head(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
     """Which head links a query token to a key token: every head ranked by that attention weight, re-sliced
     from the Attention tab's cached run. Returns (what it found, layer x head map, sorted bars, the top head).
@@ -39,12 +55,91 @@ def find_head(label: str, text: str, group: str, query: str, key: str, lang: str
         query: the query token: a word of the text ("it") or a position ("10")
         key: the key token: a word ("animal", several tokens summed when the word is cut) or a position
     """
-    found = use.find_head(label, text, query, key, group)
-    names = _ranked_names(found)
-    key_text = "".join(found.run.k_labels[k] for k in found.keys)
-    bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
-    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
-    return render(found.summary, lang), ranking, bars, gr.Dropdown(choices=names, value=names[0])
+    note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
+    return note, ranking, bars, gr.Dropdown(choices=names, value=names[0])
+
+
+find_head.cache = _ranking.cache  # a cached answer skips Gradio's queue (see ui/common.cached)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The head the Attention tab draws large above the section: its layer and head sliders, the query slider,
+    its two figures (the head's heatmap, the query's row in every head), and `draw`, which re-slices the cached
+    run into them: draw(label, text, group, layer, head, query, lang) -> (head figure, rows figure)."""
+
+    draw: Callable
+    layer: gr.Slider
+    head: gr.Slider
+    query: gr.Slider
+    figures: tuple
+
+
+def find_and_open(draw: Callable):
+    """find_head for a person's click (the button, Enter in a picker, a heatmap cell), with its top head opened
+    large in the same answer: the sliders at it and its figures drawn (Focus.draw). One round trip from the
+    click to all of it drawn: find, then open in the browser, then draw cost two (0.4 s of a loaded machine's
+    0.9 s click-to-drawn). Answered outside the queue when both parts are cached."""
+    def run(label: str, text: str, group: str, query: str, key: str, query_row: float, lang: str = "en"):
+        note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
+        layer, head = (int(n) for n in re.fullmatch(r"L(\d+) H(\d+)", names[0]).groups())
+        return (note, ranking, bars, gr.Dropdown(choices=names, value=names[0]), layer, head,
+                *draw(label, text, group, layer, head, query_row, lang))
+    run.cache = _ranking.cache  # Gradio's queue then asks for a cached answer first (see ui/common.cached)
+    return run
+
+
+# A click on a cell of a heatmap of the Attention tab (a head, the query rows, the layer averages, the grid when
+# it is a heatmap, the rollout) asks which head links that query to that key: the cell's query and key fill
+# the pickers as the axes name them ("10: it"), the find view opens, and the heads are ranked. The query-rows
+# figure has a head per row: its query is the query slider's (clamped to the text, as the server draws it).
+# gr.Plot has no click event: plotly's own is listened to on each figure, as it is drawn. Hover is untouched.
+CLICK_TO_FIND = """(() => {
+  if (window.clickToFind) return;  // one listener per page, however often the component mounts
+  window.clickToFind = true;
+  const FIGURES = ['attention-head', 'attention-rows', 'attention-average', 'attention-grid', 'attention-rollout'];
+  // an axis category: "3: soft", or a grid's "H1 3: soft" (its block first); plotly reads labels as HTML
+  const position = (label) => /(?:^|\\s)(\\d+):/.exec(String(label ?? ''));
+  const token = (label) => { const m = position(label); if (!m) return null;
+    const plain = document.createElement('textarea'); plain.innerHTML = String(label).slice(m.index);
+    return plain.value.trim(); };
+  const fill = (id, value) => {
+    const box = document.querySelector(`#${id} textarea, #${id} input`);
+    box.value = value;
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const queryOfRows = () => {
+    const slider = document.querySelector('#query_token input[type=number]');
+    const head = document.querySelector('#attention-head .js-plotly-plot');
+    const queries = head && head._fullData && head._fullData[0] ? head._fullData[0].y : [];
+    const q = Math.max(0, Math.min(parseInt(slider.value, 10) || 0, queries.length - 1));
+    return queries.length ? token(queries[q]) : String(q);
+  };
+  const find = (point) => {
+    const heads = /^L\\d+ H\\d+$/.test(String(point.y));  // the query-rows figure
+    const query = heads ? queryOfRows() : token(point.y), key = token(point.x);
+    if (query === null || key === null) return;
+    fill('find-query', query);
+    fill('find-key', key);
+    const view = document.querySelector('#heads-section input[value="find"]');
+    // the values reach Gradio's state first; an open find view ranks at once, a closed one opens and ranks
+    requestAnimationFrame(() => view.checked ? document.querySelector('#find-button').click() : view.click());
+  };
+  const listen = () => FIGURES.forEach((id) => {
+    const gd = document.querySelector(`#${id} .js-plotly-plot`);
+    if (gd && gd.on && !gd.clickToFind) {
+      gd.clickToFind = true;
+      gd.on('plotly_click', (event) => event.points && event.points.length && find(event.points[0]));
+    }
+  });
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; listen(); });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+  listen();
+})();"""
 
 
 # The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
@@ -142,20 +237,24 @@ def _when(section: str, fn, n_out: int):
     return run
 
 
-def build(model, text, group, lang):
-    """The section, under the Attention tab's figures. Returns (the find events, the "open a head" picker,
-    the section radio)."""
+def build(model, text, group, lang, focus: Focus):
+    """The section, under the Attention tab's figures; `focus` is the head drawn large above it. Returns (the
+    find event a link or lecture step runs, the "open a head" picker, the section radio)."""
     with gr.Column(elem_id="heads"):
+        gr.HTML("", js_on_load=CLICK_TO_FIND, elem_id="click-to-find", container=False, padding=False)
         section = gr.Radio([(_(f"heads.section_{key}"), key) for key in SECTIONS], value=None,
                            elem_id="heads-section",
                            label=_("heads.section_label"))
-        with gr.Column(visible=False) as find_box:
+        # in the page while closed (hidden by a class, not visible=False): a click on a heatmap cell fills its
+        # pickers, then opens it
+        with gr.Column(elem_classes=[CLOSED]) as find_box:
             gr.Markdown(_("heads.find_help"))
             with gr.Row(equal_height=True):
                 query = gr.Textbox("", label=_("heads.query"), elem_id="find-query", scale=2)
                 key = gr.Textbox("", label=_("heads.key"), elem_id="find-key", scale=2)
                 find_button = gr.Button(_("heads.find_button"), variant="primary", scale=1,
                                         elem_id="find-button")
+            gr.Markdown(_("heads.find_click"), elem_id="find-click")
             find_note = gr.Markdown(elem_id="find-note")
             with gr.Row():
                 ranking = gr.Plot(show_label=False, elem_id="find-ranking")
@@ -194,20 +293,24 @@ def build(model, text, group, lang):
 
     boxes = [find_box, ablate_box, lens_box, roles_box]
     shell = dict(queue=False, api_visibility="private")
-    events.on(section.change, lambda s: [gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
+    events.on(section.change, lambda s: [gr.Column(elem_classes=[] if s == k else [CLOSED]) if k == "find"
+                                         else gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
 
     find_in, find_out = [model, text, group, query, key, lang], [find_note, ranking, bars, opened]
     ablate_in, ablate_out = [model, text, spec, mode, lang], [ablate_note, outcome, losses]
     importance_in, importance_out = [model, text, mode, lang], [importance_note, importance_map]
     lens_in, lens_out = [model, text, lang], [lens_note, lens_table, rank_lines]
     roles_in, roles_out = [model, lang], [roles_note, roles_grid, induction]
-    found = events.on(find_button.click, find_head, find_in, find_out, api_name="find_head")
+    # the public endpoint (API, MCP) ranks; a person's click also opens the top head above, in the same answer
+    events.on([], find_head, find_in, find_out, api_name="find_head")
+    events.on([find_button.click, query.submit, key.submit], find_and_open(focus.draw),
+              [model, text, group, query, key, focus.query, lang],
+              [*find_out, focus.layer, focus.head, *focus.figures], api_name=False,
+              **events.queue_settings("find_head", "find-and-open"))
     events.on(ablate_button.click, ablate, ablate_in, ablate_out, api_name="ablate")
     events.on(importance_button.click, importance, importance_in, importance_out, api_name="importance")
     events.on(lens_button.click, logit_lens, lens_in, lens_out, api_name="logit_lens")
     events.on(roles_button.click, head_roles, roles_in, roles_out, api_name="head_roles")
-    for trigger in (query.submit, key.submit):
-        events.on(trigger, find_head, find_in, find_out, api_name=False)
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     private = dict(api_visibility="private")
     picked = [events.on(section.change, _when("find", find_head, 4), [section, *find_in], find_out, **private),
@@ -219,4 +322,4 @@ def build(model, text, group, lang):
     for changed in (model.change, spec.change):
         events.on(changed, toggles_for, [model, spec], toggles, **shell)
     events.on(toggles.input, lambda ticked: ", ".join(ticked), toggles, spec, **shell)
-    return [found, picked[0]], opened, section
+    return picked[0], opened, section

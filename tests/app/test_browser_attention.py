@@ -15,8 +15,9 @@ import pytest
 import serving
 
 from figures import grid_blocks
-from lab import attention as use
-from test_browser import ARTIFACTS, Visit, browser, download, server  # noqa: F401  (fixtures)
+from lab import attention as use, heads
+from test_browser import (ARTIFACTS, Visit, assert_drawn, browser, download, server,  # noqa: F401  (fixtures)
+                          wait_drawn)
 
 LM = "shakespeare-lm"
 TEXT = "ROMEO: But soft, what light through yonder window breaks?"
@@ -105,3 +106,90 @@ def test_each_heatmap_holds_its_labels_in_the_margins_it_was_given(attention_pag
     assert len(margins) >= 3  # head, rows, rollout
     for asked, drawn_at in margins:
         assert drawn_at == asked
+# --- a click on a heatmap cell asks which head links its query to its key ---------------------------------
+
+ENCODER = "sentiment-pretrained"
+ANIMAL = "The animal didn't cross the street because it was too tired"
+CLICK_WAIT_MS = 30_000  # a click's answer re-slices a cached run; a broken wiring fails in this, not in 90 s
+
+
+def _cell(visit, selector: str, row: int, col: int) -> dict:
+    """The window pixel of heatmap cell (row, col) of plot `selector`, scrolled to the middle of the screen (a
+    figure may be taller than the window)."""
+    where = """([sel, row, col]) => { const gd = document.querySelector(sel);
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+        return {x: box.left + xa._offset + xa.c2p(col), y: box.top + ya._offset + ya.c2p(row)}; }"""
+    point = visit.page.evaluate(where, [selector, row, col])
+    visit.page.evaluate("(y) => window.scrollBy(0, y - window.innerHeight / 2)", point["y"])
+    return visit.page.evaluate(where, [selector, row, col])
+
+
+def _click_cell(visit, selector: str, row: int, col: int) -> str:
+    """Hover cell (row, col) as a person does, then click it; return the hover label it showed."""
+    point = _cell(visit, selector, row, col)
+    visit.page.mouse.move(point["x"] - 4, point["y"] - 4)
+    visit.page.mouse.move(point["x"], point["y"], steps=3)
+    label = visit.page.locator(f"{selector} .hoverlayer .hovertext").first
+    label.wait_for()
+    shown = label.text_content()
+    visit.page.mouse.click(point["x"], point["y"])
+    return shown
+
+
+def _ranked(visit, run, query: int, key: int) -> None:
+    """Wait for the ranking of query -> key, and assert it is the server's own: the pickers name the two tokens,
+    the map holds every head's weight, its top head is the first bar and is opened large above."""
+    found = heads.find_head(ENCODER, ANIMAL, str(query), str(key), "encoder")
+    (top, weight), n_layer, n_head = found.ranked[0], *found.weights.shape
+    page = visit.page
+    page.wait_for_function("""([q, k]) => { const gd = document.querySelector('#find-ranking .js-plotly-plot');
+        const title = gd && ((gd._fullLayout || {}).title || {}).text || '';
+        return title.includes(`“${q}”`) && title.includes(`“${k}”`); }""",
+                           arg=[run.q_labels[query], run.k_labels[key]], timeout=CLICK_WAIT_MS)
+    assert_drawn(wait_drawn(visit, "attention", ["#find-bars .js-plotly-plot"], settle_s=0.5), "attention")
+    picked = [page.locator(f"#find-{box} textarea").input_value() for box in ("query", "key")]
+    assert heads.positions(run.q_labels, picked[0]) == [query] and heads.positions(run.k_labels, picked[1]) == [key]
+    assert picked[0].endswith(run.q_labels[query]), picked  # as the axis names it: "10:it"
+    ranking = drawn(visit, "#find-ranking .js-plotly-plot")
+    z = np.array(ranking["z"], dtype=float)
+    np.testing.assert_allclose(z, found.weights, atol=5e-4)
+    assert np.unravel_index(z.argmax(), z.shape) == (top.layer, top.head) and z.shape == (n_layer, n_head)
+    assert drawn(visit, "#find-bars .js-plotly-plot")["y"][-1] == f"L{top.layer} H{top.head}"  # the top bar
+    assert f"L{top.layer} H{top.head}" in page.locator("#find-note").inner_text() and f"{weight:.2f}" in \
+        page.locator("#find-note").inner_text()
+    page.wait_for_function("""(title) => ((document.querySelector('#attention-head .js-plotly-plot')._fullLayout
+        || {}).title || {}).text === title""", arg=f"Layer {top.layer}, head {top.head}", timeout=CLICK_WAIT_MS)
+    assert [page.locator(f"#{s} input[type=number]").input_value() for s in ("layer", "head")] == \
+        [str(top.layer), str(top.head)]
+
+
+def test_clicking_a_heatmap_cell_ranks_the_heads_for_its_query_and_key(browser, server):  # noqa: F811
+    """The selected head's cell ("it" reading "animal") opens the find view and ranks; then, with it open, a cell
+    of the layer-average grid and one of the query-rows figure (whose query is the slider's) rank again."""
+    if ENCODER in serving.missing():
+        pytest.skip(f"{ENCODER} is not in assets/")
+    label = next(lab for lab, name in use.models_offered().items() if name == ENCODER)
+    run = use.attention_run(ENCODER, ANIMAL, "encoder")
+    it, animal, tired = run.q_labels.index("it"), run.k_labels.index("animal"), run.k_labels.index("tired")
+    visit = Visit(browser, server[0])
+    try:
+        visit.open(f"?tab=attention&model={quote_plus(label)}&attention=encoder&text={quote_plus(ANIMAL)}"
+                   f"&layer=1&head=2&query_token={QUERY}")
+        assert_drawn(wait_drawn(visit, "attention", ["#attention-head .js-plotly-plot"]), "attention")
+        assert not visit.page.locator("#find-ranking").is_visible()  # the find view is closed
+
+        hovered = _click_cell(visit, "#attention-head .js-plotly-plot", it, animal)
+        # hover still shows the cell under the pointer, with its weight
+        assert hovered == f"{it}:it → {animal}:animal: {run.attn[1, 2, it, animal]:.3f}", hovered
+        _ranked(visit, run, it, animal)
+
+        T = len(run.k_labels)
+        _click_cell(visit, "#attention-average .js-plotly-plot", it, 2 * (T + 1) + tired)  # layer 2's block
+        _ranked(visit, run, it, tired)
+
+        _click_cell(visit, "#attention-rows .js-plotly-plot", 0, animal)  # a head's row: the slider's query
+        _ranked(visit, run, QUERY, animal)
+        visit.screenshot("attention-click-to-find")
+    finally:
+        visit.context.close()
+    assert visit.errors == [], f"console errors: {visit.errors}"

@@ -35,7 +35,10 @@ def test_tokens_are_named_by_word_pieces_or_position_and_a_missing_one_is_refuse
     assert heads.positions(labels, "animal") == [1, 2]  # a word cut in pieces: every piece
     assert heads.positions(labels, "IT") == [3] and heads.positions(labels, "was") == [4]
     assert heads.positions(labels, " 2 ") == [2]
-    for bad in ("zebra", "9", "", None):
+    # as a heatmap's axis names a token (a click on a cell fills the pickers so); a label of another token is not
+    assert heads.positions(labels, "3: it") == [3] and heads.positions(labels, "2:##mal") == [2]
+    assert heads.positions(labels, "4:") == [4] and heads.positions(["a", "3:30", "b"], "3:30") == [1]
+    for bad in ("zebra", "9", "", None, "3: was", "9: it"):
         with pytest.raises(InputError):
             heads.positions(labels, bad)
 
