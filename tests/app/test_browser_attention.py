@@ -106,6 +106,8 @@ def test_each_heatmap_holds_its_labels_in_the_margins_it_was_given(attention_pag
     assert len(margins) >= 3  # head, rows, rollout
     for asked, drawn_at in margins:
         assert drawn_at == asked
+
+
 # --- a click on a heatmap cell asks which head links its query to its key ---------------------------------
 
 ENCODER = "sentiment-pretrained"
