@@ -154,7 +154,7 @@ def test_hostile_long_texts_are_cut_with_a_visible_notice(text, says):
 def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_twins():
     offered = sentiment.classifiers()
     assert {"sentiment-zh", "sentiment-zh-pretrained"} <= set(offered.values())
-    assert "Chinese reviews, pre-trained + fine-tuned (1.0M)" in map(str, offered)
+    assert "Chinese reviews, pre-trained + fine-tuned (1.5M)" in map(str, offered)
     positive = sentiment.classify("非常好的一本书，值得一读，推荐！", "sentiment-zh-pretrained")
     negative = sentiment.classify("质量太差了，非常失望。", "sentiment-zh-pretrained")
     assert positive.probs["positive"] > 0.5 > negative.probs["positive"]
