@@ -25,7 +25,8 @@ from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES,
 from . import models, store
 from .batching import Batcher
 from .cache import RunCache
-from .policy import InputError, check_readable, check_whole_characters, clamp, mostly_chinese, notice, truncate
+from .policy import (InputError, check_readable, check_whole_characters, clamp, labelled, mostly_chinese, notice,
+                     truncate)
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
 # 12,000, and at most MAX_SENTENCES sentences of them, so no text keeps a worker longer than ~2 s.
@@ -172,7 +173,12 @@ def _explained(name: str, text: str, sentence: int | None = None) -> SentimentRu
         notices.append(Message("sentiment.cut", n=read + verdict.truncated, read=read))
     if not _has_letters(text):
         notices.append(Message("sentiment.no_letters"))
-    return SentimentRun(name, verdict.probs, [s.text for s in verdict.tokens], verdict.grad_x_input.numpy(),
+    # a byte-level tokenizer (the Chinese BPE on a character it never saw, an emoji) splits a character
+    # into bytes: label them "龘 (3 bytes)", as the Attention tab does, and say so, never raw escapes
+    labels, split = labelled(text, verdict.tokens)
+    if split:
+        notices.append(split)
+    return SentimentRun(name, verdict.probs, labels, verdict.grad_x_input.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
                         notice(*notices))
 

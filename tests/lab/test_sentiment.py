@@ -154,7 +154,7 @@ def test_hostile_long_texts_are_cut_with_a_visible_notice(text, says):
 def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_twins():
     offered = sentiment.classifiers()
     assert {"sentiment-zh", "sentiment-zh-pretrained"} <= set(offered.values())
-    assert "Chinese reviews, pre-trained + fine-tuned (1.0M)" in map(str, offered)
+    assert "Chinese reviews, pre-trained + fine-tuned (1.5M)" in map(str, offered)
     positive = sentiment.classify("非常好的一本书，值得一读，推荐！", "sentiment-zh-pretrained")
     negative = sentiment.classify("质量太差了，非常失望。", "sentiment-zh-pretrained")
     assert positive.probs["positive"] > 0.5 > negative.probs["positive"]
@@ -164,3 +164,10 @@ def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_tw
     assert [run.model for _, run in twins] == ["sentiment-zh", "sentiment-zh-pretrained"]
     assert [str(label) for label, _ in twins] == [str(label) for label in sentiment.compared("中文").keys()]
     assert all(run.probs["positive"] < 0.5 for _, run in twins)
+
+
+def test_a_character_the_chinese_bpe_splits_into_bytes_is_labelled_and_said():
+    # the Chinese classifiers read a byte-level BPE: a character it never saw is its UTF-8 bytes
+    run = sentiment.classify("好评，龘", "sentiment-zh")
+    assert run.labels[-2:] == ["龘 (3 bytes)", "龘 (3 bytes)"] and not any("\\x" in label for label in run.labels)
+    assert "into bytes" in str(run.notice)

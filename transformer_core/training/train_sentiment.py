@@ -96,7 +96,8 @@ def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask
 def finetune(model, args, examples, pad_id: int, mask_id: int | None,
              transfer: tuple[list[list[int]], torch.Tensor] | None = None) -> tuple[KeepBest, float]:
     cfg = TrainConfig(steps=args.steps, lr=args.lr, min_lr=args.lr / 10, warmup=100,
-                      weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed)
+                      weight_decay=args.weight_decay, eval_every=args.eval_every, eval_batches=5, seed=args.seed,
+                      time_budget_s=None if getattr(args, "finetune_minutes", None) is None else 60 * args.finetune_minutes)
     keep = KeepBest(model, *examples["validation"][:2], pad_id, args.eval_every, args.patience, args.steps)
     t0 = time.perf_counter()
     try:
@@ -161,7 +162,11 @@ def cached_teach(args, load, device, texts: list[str]) -> tuple[torch.Tensor, di
     return probs, figures
 
 
-def _tokenizer_line(corpus: str, vocab_size: int) -> str:
+def _tokenizer_line(corpus: str, vocab_size: int, kind: str = "characters") -> str:
+    if corpus == "reviews-zh" and kind != "characters":
+        return (f"byte-level BPE, {vocab_size} tokens, trained on the review train texts and the People's Daily, so "
+                "that common character pairs and words are single tokens (`python -m transformer_core.training."
+                f"train_tokenizer --corpus reviews-zh --vocab-size {vocab_size}`)")
     if corpus == "reviews-zh":
         return (f"characters, {vocab_size} tokens: those seen at least 3 times in the review train texts and the "
                 "People's Daily, the rest [UNK] (`python -m transformer_core.training.train_tokenizer --corpus "
@@ -170,7 +175,7 @@ def _tokenizer_line(corpus: str, vocab_size: int) -> str:
             f"works (`python -m transformer_core.training.train_tokenizer --corpus reviews --vocab-size {vocab_size}`)")
 
 
-def model_card(args, config, params, figures) -> str:
+def model_card(args, config, params, figures, tokenizer) -> str:
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "transformer_core.training.train_sentiment", *sys.argv[1:]])
     data_line = ("the movie-review snippets of Hutto & Gilbert (ICWSM 2014), shipped with vaderSentiment 3.3.2: "
                  "split by review id (test = id % 10 == 0, validation = id % 10 == 1, train = the rest), "
@@ -221,7 +226,7 @@ An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear 
 - {embeddings}
 - {pretraining}
 - {teacher}
-- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size)}.
+- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size, tokenizer.kind)}.
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
@@ -258,6 +263,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="dropout while pre-training (the fine-tuning rate keeps the masked-token loss from falling)")
     p.add_argument("--pretrain-minutes", type=float, default=None, help="stop pre-training after this much time")
     p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--finetune-minutes", type=float, default=None,
+                   help="stop fine-tuning after this much time (the best validation weights so far are kept)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--weight-decay", type=float, default=0.1)
@@ -340,7 +347,7 @@ def main(argv=None) -> None:
     if not distributed.is_main():
         return  # rank 0 writes the checkpoint and its card
     out = Path(args.out)
-    save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures))
+    save_checkpoint(model, out, tokenizer, model_card(args, config, params, figures, tokenizer))
     (out / "history.json").write_text(json.dumps({"pretrain": pre_history, "finetune": keep.history}, indent=1))
     print(json.dumps(figures))
 
