@@ -133,8 +133,6 @@ def build_app() -> gr.Blocks:
         with gr.Tabs() as tabs:
             actions = [tab.build(lang) for tab in TABS]
 
-        # The app's own events below are instant and need no model: unqueued, private, no GPU.
-        shell = dict(queue=False, api_visibility="private")
         tab_items = [t for t in tabs.children if isinstance(t, gr.Tab)]
         for t in tab_items:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
@@ -142,6 +140,10 @@ def build_app() -> gr.Blocks:
         current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
         # the tab a link or lecture step just opened ("" when none), read by the browser to draw its view
         linked = gr.Textbox("", visible="hidden", elem_id="linked-tab")
+        # The app's own events below are instant and need no model: unqueued, private, no GPU. Their progress
+        # shows on one hidden box: Gradio refreshes, at every event's start and end, the status of every
+        # component an event ever showed progress on, and opening a link alone sets ~80 components.
+        shell = dict(queue=False, api_visibility="private", show_progress="hidden", show_progress_on=linked)
         to_view = [tabs, current_tab, *links.components]
 
         tabs.select(links.selected, None, current_tab, **shell)
