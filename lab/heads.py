@@ -64,6 +64,9 @@ def _word(label: str) -> str:
     return label.replace("##", "").replace("Ġ", "").replace("▁", "").strip().lower()
 
 
+QUOTED_CHARS = 40  # of a typed token an error message repeats
+
+
 def positions(labels: list[str], token) -> list[int]:
     """The positions a person means by `token`: a position ("10"), a position and its token as a heatmap's
     axis names it ("10: it", what a click on a cell fills in), or a word of the text ("it"), its first
@@ -91,7 +94,9 @@ def positions(labels: list[str], token) -> list[int]:
             if not word.startswith(joined) or not joined:
                 break
     shown = ", ".join(f"{i}:{label!r}" for i, label in enumerate(labels[:40]))
-    raise InputError(say("heads.word_missing", word=token, tokens=shown))
+    # the message quotes what was typed, cut like the token list: a pasted paragraph is not echoed whole
+    typed = token if len(token) <= QUOTED_CHARS else token[:QUOTED_CHARS] + "…"
+    raise InputError(say("heads.word_missing", word=typed, tokens=shown))
 
 
 def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:

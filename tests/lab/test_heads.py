@@ -41,6 +41,10 @@ def test_tokens_are_named_by_word_pieces_or_position_and_a_missing_one_is_refuse
     for bad in ("zebra", "9", "", None, "3: was", "9: it"):
         with pytest.raises(InputError):
             heads.positions(labels, bad)
+    pasted = "a pasted paragraph " * 300  # 5,700 characters: the message quotes its start, not all of it
+    with pytest.raises(InputError, match="a pasted paragraph a pasted") as refused:
+        heads.positions(labels, pasted)
+    assert len(str(refused.value)) < 400 and "…" in str(refused.value)
 
 
 def test_heads_are_read_as_written_and_a_head_the_model_lacks_is_refused():
