@@ -1,7 +1,16 @@
+import os
+
 import pytest
 import torch
 
 from transformer_core.training.data import DataError
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (pytest.ini runs 2 workers) each worker does its torch work on 1 thread: two workers
+    of 2 threads each on a 2-core machine fight over the cores and made small models many times slower."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,6 @@ from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
-import serving
 
 import i18n
 from figures import grid_blocks
@@ -50,13 +49,9 @@ def _need_browser():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = serving.free_port()
-    models = serving.model_dir(tmp_path_factory.mktemp("models"))
-    process, startup_s = serving.start_app(port, "--model-dir", str(models), timeout_s=STARTUP_LIMIT_S)
-    yield f"http://127.0.0.1:{port}", startup_s
-    process.terminate()
-    process.wait(timeout=30)
+def server(served_app):
+    """(base url, startup seconds) of the one app process the app tests share (tests/app/conftest.py)."""
+    return served_app
 
 
 @pytest.fixture(scope="module")

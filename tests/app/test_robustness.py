@@ -204,12 +204,9 @@ def test_a_lone_surrogate_gets_an_answer_or_a_message_from_every_text_endpoint()
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = serving.free_port()
-    process, _ = serving.start_app(port, "--model-dir", str(serving.model_dir(tmp_path_factory.mktemp("served"))))
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=30)
+def server(served_app):
+    """The base url of the one app process the app tests share (tests/app/conftest.py)."""
+    return served_app[0]
 
 
 def post_raw(base_url: str, api_name: str, body: bytes) -> tuple[str, str]:

@@ -85,12 +85,9 @@ def test_a_cache_hit_is_answered_while_every_worker_is_busy():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = serving.free_port()
-    process, _ = serving.start_app(port, "--model-dir", str(serving.model_dir(tmp_path_factory.mktemp("served"))))
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=30)
+def server(served_app):
+    """The base url of the one app process the app tests share (tests/app/conftest.py)."""
+    return served_app[0]
 
 
 def test_mcp_lists_only_tools_an_agent_can_call_with_their_real_types(server):
