@@ -74,11 +74,14 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
 # It may still be opening when the step starts (an accordion), or hidden until its first result (a review's
 # sentences, seconds on a busy machine): the scroll is repeated while it takes its height, for up to 20 s.
 SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
+  // a newer step ends this one's re-scrolling: stepping back from a step with a focus must not scroll to it later
+  const step = window.labScrollStep = (window.labScrollStep || 0) + 1;
   const go = () => { const el = focus && document.querySelector(focus);
                      el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
   go(); if (!focus) return;
   let scrolled = 0; const until = Date.now() + 20000;
-  const again = () => { const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
+  const again = () => { if (window.labScrollStep !== step) return;
+                        const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
                         if (tall) { go(); scrolled += 1; }
                         if (scrolled < 4 && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
   setTimeout(again, 300); }""" % json.dumps(
