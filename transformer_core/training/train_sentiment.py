@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from . import data, data_zh, hub_data
+from . import constructions_zh, data, data_zh, hub_data
 
 from .. import distributed
 from ..weights.bert import BertImportError, load_bert
@@ -70,6 +70,16 @@ def init_word_vectors(model, args, load, tokenizer) -> None:
                            args.word_vectors, args.word_vectors_std, args.seed)
     with torch.no_grad():
         model.embed.tok.weight.copy_(vectors)
+
+
+def add_constructions(train: tuple[list, list, list], args, encode, eot: int) -> None:
+    """Add `args.constructions` sentences of the construction grammar (negation, contrast, rhetorical
+    questions, sarcasm) to the train split, each labelled by its construction; rating = the label as +1 / -1."""
+    ids, labels, ratings = train
+    for text, label in constructions_zh.sentences(args.constructions, args.seed):
+        ids.append(encode(text)[: args.max_len] or [eot])
+        labels.append(label)
+        ratings.append(1.0 if label else -1.0)
 
 
 def pretrain(model, config: EncoderClassifierConfig, args, load, tokenizer, mask_id: int) -> list[dict]:
@@ -199,6 +209,10 @@ def model_card(args, config, params, figures, tokenizer) -> str:
                   "the other weights start random." if args.word_vectors else "All weights start random.")
     targets = (f", soft targets sigmoid(rating / {args.rating_targets}) from the train split's mean human ratings"
                if args.rating_targets else "")
+    constructions = (f"- Constructions: {args.constructions:,} short sentences of the grammar in "
+                     "`transformer_core/training/constructions_zh.py` (negation, contrast, intensity, rhetorical questions, "
+                     f"sarcasm; seed {args.seed}), each labelled by its construction, are added to the train split.\n"
+                     if args.constructions else "")
     other = ", and the archive's Amazon/NYT/tweet snippet texts (ratings unread)" if args.corpus == "reviews" else ""
     teacher = (f"Teacher (`transformer_core.training.distill`): all-MiniLM-L6-v2 (sentence-transformers; 22.6M parameters, "
                "WordPiece; pre-trained by its authors on about a billion sentence pairs, none about sentiment; from the "
@@ -226,7 +240,7 @@ An `EncoderClassifier` (pre-LN encoder, learned positions, mean pooling, linear 
 - {embeddings}
 - {pretraining}
 - {teacher}
-- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size, tokenizer.kind)}.
+{constructions}- Tokenizer: {_tokenizer_line(args.corpus, config.vocab_size, tokenizer.kind)}.
 - Size: {params:,} parameters; d_model={config.d_model}, n_layer={config.n_layer}, n_head={config.n_head},
   d_ff={config.d_ff}, dropout={config.dropout}, max_len={config.max_len} tokens.
 - Fine-tuning: batch {args.batch_size}, lr {args.lr}, weight decay {args.weight_decay}, token dropout
@@ -283,6 +297,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--transfer-copies", type=int, default=6,
                    help="augmented copies of each training sentence the teacher labels (besides the sentences "
                         "themselves and, for the snippets, the archive's unlabelled other snippet sets)")
+    p.add_argument("--constructions", type=int, default=0, metavar="N",
+                   help="add N labelled sentences of the Chinese construction grammar to the train split (reviews-zh)")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--patience", type=int, default=6)
     p.add_argument("--threads", type=int, default=1)
@@ -294,6 +310,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--rating-targets must be 0 (labels) or a positive temperature")
     if args.teacher_steps < 0 or args.transfer_copies < 0:
         p.error("--teacher-steps and --transfer-copies must be 0 or more")
+    if args.constructions < 0 or (args.constructions and args.corpus != "reviews-zh"):
+        p.error("--constructions takes a count of 0 or more, and only with --corpus reviews-zh")
     if args.teacher_lr <= 0:
         p.error("--teacher-lr must be positive")
     if not all(0 <= seed < 2**63 for seed in (args.seed, args.teacher_seed)):
@@ -319,6 +337,8 @@ def main(argv=None) -> None:
     load = review_loader(args.corpus, args.imdb_repo)
     eot = tokenizer.token_to_id(END_OF_TEXT)
     examples = labelled(load, tokenizer.encode, args.max_len, [eot])
+    if args.constructions:
+        add_constructions(examples["train"], args, tokenizer.encode, eot)
     print({split: len(ids) for split, (ids, *_) in examples.items()}, flush=True)
     model = EncoderClassifier(config)
     params = sum(p.numel() for p in model.parameters())
