@@ -60,3 +60,19 @@ def test_an_updated_block_is_rendered_from_the_sessions_own_copy(demo):
     assert _configs(lazy) == _configs(eager)
     assert demo.default_config.blocks[slider._id].maximum == 8  # other sessions keep the app's
 
+
+
+def test_the_apps_own_blocks_are_rendered_once_for_every_session_and_each_session_gets_its_own_copy(demo, monkeypatch):
+    text = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox))
+    rendered = []
+    render = type(demo.default_config).config_for_block
+    monkeypatch.setattr(type(demo.default_config), "config_for_block",
+                        staticmethod(lambda *args: rendered.append(args[0]) or render(*args)))
+    monkeypatch.setattr(sessions, "_RENDERED", {})
+    first, second = _session(demo, sessions._lazy_init), _session(demo, sessions._lazy_init)
+    first._update_value_in_config(text._id, "the first student's sentence")
+    second._update_value_in_config(text._id, "the second student's sentence")
+    assert rendered == [text._id]  # once, not once per session
+    assert first.config_values[text._id]["props"]["value"] == "the first student's sentence"
+    assert second.config_values[text._id]["props"]["value"] == "the second student's sentence"
+    assert _configs(_session(demo, sessions._lazy_init)) == _configs(_session(demo, sessions.EAGER_INIT))
