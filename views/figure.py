@@ -3,7 +3,7 @@
 Speed: plotly.py builds a figure property by property and serialises it with its own
 encoder, about 25 ms for the Attention tab's figures at 12 tokens, five times the model's
 forward pass, all of it holding the GIL. A `Figure` is the same JSON written with one
-`json.dumps`: numbers stay numpy arrays until then and travel as plotly.js typed arrays
+`orjson.dumps`: numbers stay numpy arrays until then and travel as plotly.js typed arrays
 ({"dtype": "f4", "bdata": base64, "shape": "rows,cols"}), which plotly.js decodes itself,
 or, when a view rounded them for people (float64), as short JSON numbers.
 
@@ -17,9 +17,9 @@ does, and `update_layout`, so callers and tests read it the same way.
 from __future__ import annotations
 
 import base64
-import json
 
 import numpy as np
+import orjson
 import plotly.io as pio
 
 _TYPED = {np.dtype(np.float32): "f4", np.dtype(np.float64): "f8", np.dtype(np.int8): "i1", np.dtype(np.uint8): "u1",
@@ -100,5 +100,6 @@ class Figure:
         return {"layout": {**self.layout, "template": TEMPLATE}, "data": data}
 
     def to_json(self) -> str:
-        """The JSON plotly.js reads (what Gradio's Plot sends to the browser)."""
-        return json.dumps(self.to_plotly_json(), default=_plain, separators=(",", ":"))
+        """The JSON plotly.js reads (what Gradio's Plot sends to the browser), written by orjson: a quarter of
+        `json.dumps`'s time, on the one Python thread every request shares; text as UTF-8, not \\u escapes."""
+        return orjson.dumps(self.to_plotly_json(), default=_plain).decode()
