@@ -2,7 +2,7 @@
 
     python -m benchmarks.load [--clients 16] [--requests 25] [--rate R] [--model-dir DIR]
     python -m benchmarks.load --same-link [--clients 100] [--gradio-client]
-    python -m benchmarks.load --same-link --own-sentences [--clients 100]
+    python -m benchmarks.load --same-link --own-sentences [--clients 100] [--httpx]
     python -m benchmarks.load --cached-hit
 
 --cached-hit asks whether a cached answer waits for a worker: two 200-token generations and
@@ -17,9 +17,11 @@ student asks for the same attention view at the same moment, then for the same s
 request of each carries Gradio's per-session set-up. In a real hall the students' own
 laptops do the client work; here the clients share the app's 2 cores. So the students are
 light: one asyncio process speaking Gradio's documented HTTP API (`POST /gradio_api/call/NAME`,
-then the answer's event stream), and the CPU seconds of the app and of the clients are
-reported apart. `--gradio-client` uses one gradio_client.Client per student instead (about
-40 ms of client CPU per call, all in one Python process). Reported per endpoint: p50, p95
+then the answer's event stream) over plain sockets, HTTP/1.1 framed by h11, gzip accepted as
+a browser does (about 2 ms of client CPU per call), and the CPU seconds of the app and of the
+clients are reported apart. `--httpx` sends the same requests with httpx, the client of earlier
+runs (about 18 ms of client CPU per call, so the clients took one of the 2 cores);
+`--gradio-client` uses one gradio_client.Client per student (about 40 ms per call). Reported per endpoint: p50, p95
 and max seconds from request to answer, the errors, and the app's peak memory.
 
 --own-sentences is the step after: "now type your own sentence". Every student sends a
@@ -44,7 +46,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
+import zlib
 import os
 import resource
 import statistics
@@ -54,6 +58,7 @@ import threading
 import time
 from pathlib import Path
 
+import h11
 import httpx
 from gradio_client import Client
 
@@ -183,6 +188,51 @@ def hall_with_gradio_clients(url: str, n: int, requests: dict) -> tuple[dict, li
     return latencies, errors
 
 
+async def _exchange(url: str, method: str, target: str, body: bytes = b"", until: tuple[bytes, ...] = ()) -> bytes:
+    """One HTTP/1.1 request on its own connection: the answer's body, gunzipped, read to its end or, for an
+    event stream, until one of the lines `until` and the data line after it have arrived."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    connection = h11.Connection(h11.CLIENT)
+    headers = [("Host", f"{host}:{port}"), ("Accept-Encoding", "gzip"), ("Connection", "close")]
+    if body:
+        headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    writer.write(connection.send(h11.Request(method=method, target=target, headers=headers))
+                 + (connection.send(h11.Data(data=body)) if body else b"") + connection.send(h11.EndOfMessage()))
+    answer, gunzip = b"", None
+    try:
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                connection.receive_data(await reader.read(65536))
+            elif isinstance(event, h11.Response):
+                if event.status_code >= 400:
+                    raise RuntimeError(f"HTTP {event.status_code} for {method} {target}")
+                if (b"content-encoding", b"gzip") in event.headers:
+                    gunzip = zlib.decompressobj(wbits=31)
+            elif isinstance(event, h11.Data):
+                answer += gunzip.decompress(event.data) if gunzip else event.data
+                found = max(answer.rfind(line) for line in until) if until else -1
+                if found >= 0 and answer.count(b"\n", found) >= 2:
+                    return answer
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                return answer
+    finally:
+        writer.close()
+
+
+async def _call_socket(url: str, name: str, data: list, session: str) -> float:
+    """`_call`, over plain sockets: seconds until the answer's "complete" (or "error") event arrived."""
+    started = time.perf_counter()
+    joined = await _exchange(url, "POST", f"/gradio_api/call/{name}",
+                             json.dumps({"data": data, "session_hash": session}).encode())
+    stream = await _exchange(url, "GET", f"/gradio_api/call/{name}/{json.loads(joined)['event_id']}",
+                             until=(b"event: complete", b"event: error"))
+    if b"event: complete" not in stream:
+        raise RuntimeError(f"no result in the answer's stream: {stream[-200:]!r}")
+    return time.perf_counter() - started
+
+
 async def _call(http: httpx.AsyncClient, url: str, name: str, data: list, session: str) -> float:
     """One request through Gradio's HTTP API, as curl would send it: seconds until its answer arrived."""
     started = time.perf_counter()
@@ -205,7 +255,7 @@ def _payload(info: dict, name: str, request: dict) -> list:
     return [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
 
 
-async def _hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
+async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False) -> tuple[dict, list[str]]:
     info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
     sessions = [f"student-{i}" for i in range(n)]
     latencies: dict[str, list[float]] = {}
@@ -213,8 +263,9 @@ async def _hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
     # idle connections dropped before uvicorn's 5 s keep-alive ends (reusing a closing one failed a request)
     limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=4 * n, keepalive_expiry=4)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
+        call = functools.partial(_call, http) if httpx_client else _call_socket
         for name, request in requests.items():
-            answers = await asyncio.gather(*(_call(http, url, name, _payload(info, name, request(i)), s)
+            answers = await asyncio.gather(*(call(url, name, _payload(info, name, request(i)), s)
                                              for i, s in enumerate(sessions)), return_exceptions=True)
             latencies[name] = [a for a in answers if isinstance(a, float)]
             errors += [f"{name}: {type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, float)]
@@ -264,16 +315,19 @@ async def _cached_hit(url: str, hits: int) -> dict:
             "busy_while_measured": busy_while_measured, "target_ms": 100}
 
 
-def lecture_hall(url: str, n: int, requests: dict) -> tuple[dict, list[str]]:
+def lecture_hall(url: str, n: int, requests: dict, httpx_client: bool = False) -> tuple[dict, list[str]]:
     """`n` light students, each one session, sending their requests at once, endpoint by endpoint:
     {endpoint: [seconds]}, errors."""
-    return asyncio.run(_hall(url, n, requests))
+    return asyncio.run(_hall(url, n, requests, httpx_client))
 
 
 def same_link(args, url: str, process, startup_s: float) -> dict:
     app_cpu, own_cpu = cpu_s(process.pid), cpu_s()
     requests = OWN_SENTENCES if args.own_sentences else SAME_LINK
-    latencies, errors = (hall_with_gradio_clients if args.gradio_client else lecture_hall)(url, args.clients, requests)
+    if args.gradio_client:
+        latencies, errors = hall_with_gradio_clients(url, args.clients, requests)
+    else:
+        latencies, errors = lecture_hall(url, args.clients, requests, args.httpx)
     app_cpu, own_cpu = cpu_s(process.pid) - app_cpu, cpu_s() - own_cpu
     rss = peak_rss_mb(process.pid)
     for name, values in latencies.items():
@@ -281,7 +335,7 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
               f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
     result = {
         "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients,
-        "client": "gradio_client" if args.gradio_client else "http",
+        "client": "gradio_client" if args.gradio_client else "httpx" if args.httpx else "socket",
         "startup_s": round(startup_s, 2), "errors": len(errors),
         "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
         "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
@@ -305,6 +359,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="--same-link with a text of each student's own: attention, then classify (pre-trained)")
     parser.add_argument("--gradio-client", action="store_true",
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
+    parser.add_argument("--httpx", action="store_true",
+                        help="--same-link with the light clients speaking through httpx (earlier runs' client)")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
     parser.add_argument("--rate", type=float, default=None,
                         help="open loop: light HTTP clients send the same mix at this many requests per second, "

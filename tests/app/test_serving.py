@@ -118,3 +118,25 @@ def test_wrong_types_over_http_get_a_clear_message(server, api_name, body):
     event, data = post_raw(server, api_name, body)
     assert event == "error" and data not in ("null", ""), (event, data)
     assert json.loads(data)  # a message for the person, not {"error": null}
+
+
+def test_the_load_benchmarks_socket_client_reads_an_answer_and_an_error_as_httpx_does(server):
+    """benchmarks/load.py's light client (plain sockets, h11, gzip): a whole answer, and a gr.Error as an error."""
+    import asyncio
+
+    import httpx
+
+    from benchmarks import load
+
+    info = httpx.get(f"{server}/gradio_api/info").json()["named_endpoints"]
+    data = load._payload(info, "attention", {"label": "shakespeare-lm (language model)", "text": "To be or not."})
+    stream = asyncio.run(load._exchange(f"{server}/", "POST", "/gradio_api/call/attention",
+                                        json.dumps({"data": data, "session_hash": "socket-test"}).encode()))
+    answer = asyncio.run(load._exchange(f"{server}/", "GET", f"/gradio_api/call/attention/{json.loads(stream)['event_id']}",
+                                        until=(b"event: complete", b"event: error")))
+    event, payload = answer.split(b"event: complete\n", 1)[1].split(b"\n", 1)[0].split(b": ", 1)
+    assert event == b"data" and "layers" in json.loads(payload)[1]["plot"]  # the grid figure, gunzipped whole
+    assert isinstance(asyncio.run(load._call_socket(f"{server}/", "attention", data, "socket-test")), float)
+    empty = load._payload(info, "attention", {"label": "shakespeare-lm (language model)", "text": " "})
+    with pytest.raises(RuntimeError, match="error"):
+        asyncio.run(load._call_socket(f"{server}/", "attention", empty, "socket-test"))
