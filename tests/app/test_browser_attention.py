@@ -110,19 +110,25 @@ def test_each_heatmap_holds_its_labels_in_the_margins_it_was_given(attention_pag
 
 def test_a_new_text_is_drawn_once_per_figure_not_also_into_the_plots_gradio_throws_away(attention_page):
     """Gradio replaces a plot's element whenever its figure changes, after handing the new figure to the old
-    element as well; the old elements are not drawn again (app.py's HEAD), the new ones show the new text."""
+    element as well; the old elements are not drawn again but let go (app.py's HEAD: purged, no window listener
+    keeps them alive), and the new ones show the new text."""
     visit, run = attention_page
     page = visit.page
     page.evaluate("""() => { window.oldPlots = Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
-        .map((gd) => [gd, gd.data]); }""")
+        .map((gd) => [gd, gd.data, gd._responsiveChartHandler]);
+        window.redrawn = 0;
+        window.oldPlots.forEach(([gd]) => gd.on('plotly_afterplot', () => { window.redrawn += 1; })); }""")
     assert page.evaluate("window.oldPlots.length") >= 5
     page.locator("#tab-attention textarea").first.fill("JULIET: O Romeo, Romeo, wherefore art thou Romeo?")
     page.locator("#attention-run").click()
     page.wait_for_function("""() => { const old = window.oldPlots.map(([gd]) => gd);
         const plots = Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'));
         return plots.length >= 5 && plots.every((gd) => !old.includes(gd) && (gd._fullData || []).length > 0); }""")
-    kept = page.evaluate("() => window.oldPlots.map(([gd, data]) => [gd.isConnected, gd.data === data])")
-    assert kept == [[False, True]] * len(kept)  # thrown away, with the figure they had: not drawn a second time
+    assert page.evaluate("() => window.oldPlots.every(([gd, data, resized]) => data && resized)")  # drawn, responsive
+    assert page.evaluate("window.redrawn") == 0
+    old = page.evaluate("""() => window.oldPlots.map(([gd, data, resized]) => [gd.isConnected, gd.data === undefined,
+        gd._fullLayout === undefined, gd._responsiveChartHandler === undefined])""")
+    assert old == [[False, True, True, True]] * len(old)  # thrown away and purged
     keys = drawn(visit, "#attention-head .js-plotly-plot")["x"]
     assert any("wherefore" in key for key in keys) and not any("yonder" in key for key in keys)
     assert_drawn(wait_drawn(visit, "attention", ["#attention-grid .js-plotly-plot"], settle_s=0.3), "attention")
