@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import io
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -112,7 +113,9 @@ def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int
     image = Image.fromarray(canvas, mode="P")
     image.putpalette(PALETTE)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=6)
+    # run-length deflate: the image is long runs of a few colours, so zlib's RLE packs it 0-9% smaller than its
+    # default search, 4-10x faster (a 128-token grid: 55 kB in 4 ms against 59 kB in 17 ms)
+    image.save(buffer, format="PNG", compress_level=6, compress_type=zlib.Z_RLE)
     source = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
     return source, canvas.shape[1], canvas.shape[0]
 
