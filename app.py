@@ -99,7 +99,6 @@ HEAD = """
   }).observe(document.documentElement, {childList: true, subtree: true});
 })();
 </script>
-""" + """
 <script>
 // Gradio's Plot draws every new figure twice: the plot on the page redraws itself with it, then, in the same
 // update, a {#key} block throws that plot away and draws the figure again in a fresh one. Drawing into a plot a
@@ -274,9 +273,12 @@ def main(argv=None) -> None:
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
+    # run_history off: Gradio's history page kept every run's outputs in the browser's storage (300 kB an
+    # Attention click) and rewrote it all at each click, so a click drawn in 0.35 s took 0.8 s by the 15th.
+    # The app's links and lecture steps already bring a view back.
     demo.queue(max_size=QUEUE_MAX_SIZE).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
-        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs())
+        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False)
 
 
 if __name__ == "__main__":

@@ -140,3 +140,9 @@ def test_the_load_benchmarks_socket_client_reads_an_answer_and_an_error_as_httpx
     empty = load._payload(info, "attention", {"label": "shakespeare-lm (language model)", "text": " "})
     with pytest.raises(RuntimeError, match="error"):
         asyncio.run(load._call_socket(f"{server}/", "attention", empty, "socket-test"))
+
+
+def test_the_app_keeps_no_run_history_in_the_browser(server):
+    """Gradio's run history rewrote every run's outputs in the browser's storage at each click (slower clicks)."""
+    with urllib.request.urlopen(f"{server}/config", timeout=30) as response:
+        assert json.loads(response.read())["run_history"] is False
