@@ -29,7 +29,7 @@ KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub"
         "BERT", "MiniLM", "all-MiniLM-L6-v2", "Shakespeare", "BPE", "WordPiece", "softmax", "logits", "top-k",
         "Top-k", "top-p", "Top-p", "min-p", "Min-p", "token", "Abnar", "Zuidema", "nats", "d_model", "d_head",
         "d_ff", "n_head", "W_q", "W_k", "W_v", "W_o", "TOTAL", "UTF-8", "UNK", "PNG", "SVG", "JSON", "API", "MCP",
-        "Gradio", "gradio_client", "pig latin", "teacher forcing", "rollout", "English", "Runs",
+        "Gradio", "gradio_client", "pig latin", "teacher forcing", "rollout", "English",
         # model names (the checkpoints' folders)
         "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
         "translate-reverse", "translate-sort", "translate-pig-latin", "cheat-causal", "cheat-nomask", "gpt2",
@@ -68,8 +68,7 @@ def test_every_tab_reads_in_chinese(visit, tab):
     query, needs = LINKS.get(tab, (f"?tab={tab}", []))
     visit.page.set_viewport_size(PROJECTOR)
     visit.open(query + "&lang=zh-CN")
-    if tab != "about":
-        assert_drawn(wait_drawn(visit, tab, needs), tab)
+    assert_drawn(wait_drawn(visit, tab, needs), tab)  # the About tab too: its page load settled first (it failed once in a full run under load; the cause is unconfirmed)
     # the tab names the server sends in the page's language (tabs not opened yet) have arrived
     visit.page.wait_for_function("() => /[\\u3400-\\u9fff]/.test(document.querySelector('#tab-about-button').textContent)")
     shot(visit, tab)
