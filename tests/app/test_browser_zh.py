@@ -68,7 +68,8 @@ def test_every_tab_reads_in_chinese(visit, tab):
     query, needs = LINKS.get(tab, (f"?tab={tab}", []))
     visit.page.set_viewport_size(PROJECTOR)
     visit.open(query + "&lang=zh-CN")
-    assert_drawn(wait_drawn(visit, tab, needs), tab)  # the About tab too: its page load settled first (it failed once in a full run under load; the cause is unconfirmed)
+    # the About tab too: its page load settles first (it failed once in a full run under load; cause unconfirmed)
+    assert_drawn(wait_drawn(visit, tab, needs), tab)
     # the tab names the server sends in the page's language (tabs not opened yet) have arrived
     visit.page.wait_for_function("() => /[\\u3400-\\u9fff]/.test(document.querySelector('#tab-about-button').textContent)")
     shot(visit, tab)
