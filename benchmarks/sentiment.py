@@ -44,7 +44,7 @@ beside TF-IDF over character 1-2-grams + logistic regression (C picked on valida
 Chinese minimal pairs of `benchmarks/minimal_pairs_zh.tsv` (negation with 不/没, 虽然…但是 in both
 orders, 太/非常/有点, rhetorical questions, sarcasm), written before any Chinese model was trained, and
 the 40 of `benchmarks/minimal_pairs_zh_fresh.tsv` (the same kinds, about restaurants, hotels, phones, films
-and courses, in other words), written before the construction grammar the classifier now learns from.
+and courses, in other words), written before the construction grammar of `--constructions` (tried, not shipped).
 Last line: {"lang": "zh", "accuracy", "tfidf_lr", ["pretrained_accuracy"], "minimal_pairs": {...},
 "minimal_pairs_fresh": {...}}.
 """
