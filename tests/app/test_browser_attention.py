@@ -114,6 +114,11 @@ def test_a_new_text_is_drawn_once_per_figure_not_also_into_the_plots_gradio_thro
     keeps them alive), and the new ones show the new text."""
     visit, run = attention_page
     page = visit.page
+    # the first figures' own last pass (Gradio's resize, 0.1 s after each draw) must be over before counting
+    page.evaluate("""() => { window.lastDrawn = performance.now();
+        document.querySelectorAll('#tab-attention .js-plotly-plot').forEach((gd) =>
+            gd.on('plotly_afterplot', () => { window.lastDrawn = performance.now(); })); }""")
+    page.wait_for_function("() => performance.now() - window.lastDrawn > 500")
     page.evaluate("""() => { window.oldPlots = Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
         .map((gd) => [gd, gd.data, gd._responsiveChartHandler]);
         window.redrawn = 0;
