@@ -6,6 +6,7 @@ needs a model loads it (a few hundred ms) and later requests reuse it.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from pathlib import Path
@@ -136,12 +137,13 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
 
 def folder_signature() -> tuple:
     """The model folder's subfolders with their change times: equal signatures, equal contents
-    (writing a checkpoint's files changes its folder's time)."""
+    (writing a checkpoint's files changes its folder's time). Read with os.scandir, a third of pathlib's cost:
+    every request asks for it, several times."""
     try:
-        entries = sorted(Path(_model_dir).iterdir())
+        with os.scandir(_model_dir) as entries:
+            return (str(_model_dir), *sorted((e.name, e.stat().st_mtime_ns) for e in entries if e.is_dir()))
     except OSError:
         return (str(_model_dir),)
-    return (str(_model_dir), *((p.name, p.stat().st_mtime_ns) for p in entries if p.is_dir()))
 
 
 def _read_checkpoints() -> list[tuple[int, str, str]]:
