@@ -5,15 +5,13 @@
 Starts `python app.py`, opens it in Debian's chromium (playwright) at 1280x720 and, for each
 tab's main action, types the text, clicks the button and waits until every visible plot
 holds data, every expected output is filled and no progress indicator remains: the same
-"drawn" the browser tests assert. The clock runs inside the page: from the click's own event time (the Tokens
-tab's: the typing's) to the first animation frame in which the view is drawn anew, the frame that paints it (`CLOCK`); the same wait timed
-by polling from Python, as until 2026-11-27, is reported beside it as `_polled_s`. Bytes are what the page
-received over the network
-during that wait, counted on the wire by a loopback relay between chromium and the app (Chrome
-DevTools reports 0 bytes for chunks of a stream that is still open, as Gradio's answers are).
-Each action runs on a fresh page
-with a text not seen before in the run, so neither the browser's nor the server's caches
-answer it. Generation also reports the time to its first streamed token and the bytes per
+"drawn" the browser tests assert. The clock runs inside the page: from the click's own event time (the
+Tokens tab's: the typing's) to the first animation frame in which the view is drawn anew, the frame that
+paints it (`CLOCK`); the same wait timed by polling from Python, as until 2026-11-27, is reported beside it
+as `_polled_s`. Bytes are what the page received over the network during that wait, counted on the wire
+by a loopback relay between chromium and the app (Chrome DevTools reports 0 bytes for chunks of a stream
+that is still open, as Gradio's answers are). Each action runs on a fresh page with a text not seen before
+in the run, so neither the browser's nor the server's caches answer it. Generation also reports the time to its first streamed token and the bytes per
 streamed token. `--lang` opens every page in that language (`?lang=`); `switch_language_128` is the
 language switch on the 128-token attention view: from the click on the other language until that view is
 drawn again in it (labels, titles, notices), from the runs the server already has. Prints one line per
