@@ -12,10 +12,10 @@ as `_polled_s`. Bytes are what the page received over the network during that wa
 by a loopback relay between chromium and the app (Chrome DevTools reports 0 bytes for chunks of a stream
 that is still open, as Gradio's answers are). Each action runs on a fresh page with a text not seen before
 in the run, so neither the browser's nor the server's caches answer it. Generation also reports the time
-to its first streamed token and the bytes per streamed token. `--lang` opens every page in that language (`?lang=`); `switch_language_128` is the
-language switch on the 128-token attention view: from the click on the other language until that view is
-drawn again in it (labels, titles, notices), from the runs the server already has. Prints one line per
-action, then one JSON object on the last line.
+to its first streamed token and the bytes per streamed token. `--lang` opens every page in that language
+(`?lang=`); `switch_language_128` is the language switch on the 128-token attention view: from the click on
+the other language until that view is drawn again in it (labels, titles, notices), from the runs the server
+already has. Prints one line per action, then one JSON object on the last line.
 """
 
 from __future__ import annotations
