@@ -15,13 +15,13 @@ import torch
 
 from i18n import Message
 from transformer_core import attention_of_each, attention_rollout, attention_while_generating
-from transformer_core.decoding.seq2seq import Codec, translate, traced
+from transformer_core.decoding.seq2seq import Codec
 
-from . import models, store
+from . import models, reading, store, translate
 from .batching import Batcher
 from .cache import RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, prompt_tokens, source_text, truncate
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, prompt_tokens, source_text
 
 MAX_NEW_TOKENS = 40
 # which attention a model has: encoder self-attention sees both ways, decoder self-attention
@@ -72,7 +72,7 @@ TRANSLATOR_EXAMPLES = {"copy": "31415926", "reverse": "123456789", "sort": "5281
 def example_text(name: str) -> str:
     """A text the model can read: a translator gets a source of its own task."""
     kind = store.arch(name)
-    if name in models.SIMPLIFIED_CHINESE:  # the Chinese models know few Latin letters
+    if not models.checkpoint(name).reads("en"):  # the Chinese models know few Latin letters
         return CHINESE_EXAMPLE
     if kind != "EncoderDecoder":
         return EXAMPLE_TEXT[kind]
@@ -96,20 +96,22 @@ def slider_sizes(label: str, layer, head) -> tuple[tuple[int, int], tuple[int, i
     return (top_layer, clamp(layer, 0, top_layer, Message("setting.layer"))), (top_head, clamp(head, 0, top_head, Message("setting.head")))
 
 
-def _translator_run(name: str, model, tokenizer, text: str, group: str, cut: str) -> AttentionRun:
+def _translator_run(name: str, model, tokenizer, text: str, group: str) -> AttentionRun:
+    """One group of the translation run the Translate tab and the heads section share (lab/translate.py)."""
     codec = Codec(tokenizer)
     text, cut = source_text(codec, model.config.max_len, text)
-    target = translate(model, codec, text).ids
-    room = min(MAX_DRAWN_TOKENS, model.config.max_len) - 1  # the decoder reads <s> + the target
+    run = translate.translated(name, text)
+    target = run.written[:-1]  # without </s>
+    room = MAX_DRAWN_TOKENS - 1  # a decoder of more positions than are drawn (pig latin's 160) is drawn in part
     if len(target) > room:
         cut = notice(cut, Message("attention.translation_cut", n=len(target), room=room))
         target = target[:room]
-    _, trace = traced(model, codec, text, target)
     src = list(text) + ["</s>"]
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
     q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
-    return _labelled(name, group, trace.attention(group)[:, 0], q, k,
-                     notice(cut, Message("attention.translation", text=codec.text(target))))
+    attn = torch.from_numpy(run.attn[group][:, :, :len(q), :len(k)])  # (n_layer, n_head, Tq, Tk)
+    return _labelled(name, group, attn, q, k,
+                     notice(cut, run.notice, Message("attention.translation", text=codec.text(target))))
 
 
 def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
@@ -127,11 +129,7 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     first one, with a notice. Identical requests share one cached run.
     """
     name = resolve(model)
-    text, cut = truncate(text)
-    if not text.strip():
-        raise InputError(Message("attention.type_text"))
-    text, simplified = models.read_as(name, text)
-    cut = notice(cut, simplified)
+    text, cut = reading.prepare(name, text, Message("attention.type_text"))
     groups = GROUPS_OF[store.arch(name)]
     if group not in groups:
         if group is not None:
@@ -146,10 +144,10 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
 def _compute(name: str, text: str, group: str) -> AttentionRun:
     model, tokenizer = models.load(name)
     if store.arch(name) == "EncoderDecoder":
-        return _translator_run(name, model, tokenizer, text, group, "")
-    tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
-    attn = _traced(models.key(name), tokens.ids)  # shares a pass with texts asked at the same time
-    return _labelled(name, group, attn, tokens.labels, tokens.labels, notice(tokens.notice, tokens.split))
+        return _translator_run(name, model, tokenizer, text, group)
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
+    attn = _traced(models.key(name), read.ids)  # shares a pass with texts asked at the same time
+    return _labelled(name, group, attn, read.labels, read.labels, read.notice)
 
 
 def _traced_together(key: tuple, sequences: list[list[int]]) -> list[torch.Tensor]:

@@ -24,13 +24,15 @@ from transformer_core import (
 )
 from transformer_core.decoding.beam import MAX_WIDTH
 
-from . import models, store
+from . import models, reading, store
 from .cache import RunCache
 from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
 TANG = Message("generate.model.tang")
+# the shipped language models' picker names; any other language model in the model folder is offered under
+# its registry label (see `choices`)
 MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", GPT2: store.GPT2}
 # the language models here have no end token: every beam has the same length, so no length penalty
 # can change their ranking (it would, for a model that can end a text early)
@@ -43,16 +45,28 @@ BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being re
 EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
 
 
+def choices() -> dict[str, str]:
+    """The Generate picker, from the one registry: the shipped language models by their names, then any other
+    language model in the model folder, GPT-2 last: label -> checkpoint name."""
+    found = models.choices(arch="DecoderLM")
+    named = {label: name for label, name in MODELS.items() if name in found.values()}
+    others = {label: name for label, name in found.items() if name not in named.values()}
+    return {**{k: v for k, v in named.items() if v != store.GPT2}, **others, GPT2: store.GPT2}
+
+
 def checkpoint(label: str) -> str | None:
-    """The checkpoint name behind a Generate picker label (None for no such label)."""
-    return MODELS.get(label, models.ALIASES.get(label))
+    """The checkpoint name behind a Generate picker label or checkpoint name (None for neither)."""
+    offered = choices()
+    if label in offered.values():
+        return label
+    return offered.get(label, MODELS.get(label, models.ALIASES.get(label)))
 
 
 def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     name = checkpoint(label)
     if name is None:
-        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(MODELS)))
+        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(choices())))
     try:
         model, tokenizer = models.load(name)
         return model, tokenizer, ""
@@ -107,7 +121,9 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     width = clamp(width, 1, MAX_WIDTH, Message("setting.beam_width"), notices)
     # beam search keeps every beam in the KV cache, so prompt + new tokens must fit the context
     room = max_len - max_new if mode == "beam" else max_len
-    tokens = fit_tokens(tokenizer, text, room, keep="last")
+    spans = tokenizer.tokens(text)
+    tokens = fit_tokens(tokenizer, text, room, keep="last", spans=spans)
+    notices.append(reading.unreadable(checkpoint(label), tokenizer, text, spans))  # Shakespeare's LM given Chinese
     ids = tokens.ids
     if tokens.notice:
         notices.append(Message("generate.prompt_cut", n=len(tokenizer.encode(text)), room=room, max_len=max_len))
@@ -126,7 +142,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
     if mode == "beam" and length_penalty != 1.0:
         notices.append(NO_END_TOKEN)
-    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(notices))
+    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(n for n in notices if n))
 
 
 @dataclass

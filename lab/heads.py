@@ -40,11 +40,12 @@ from transformer_core import (
 from transformer_core.analysis.sentiment import LABELS
 from transformer_core.decoding.seq2seq import Codec, translate
 
-from . import models, store
+from . import models, reading, store
 from .attention import AttentionRun, attention_run
 from .cache import RunCache
 from .markdown import literal
-from .policy import MAX_DRAWN_TOKENS, InputError, fit_tokens, notice, source_text, truncate
+from .policy import MAX_DRAWN_TOKENS, InputError, notice, source_text
+from .translate import translated
 
 TOP_K = 5  # next-token guesses shown before and after an ablation
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
@@ -172,20 +173,19 @@ class _Read:
 
 
 def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
+    """The text as the Attention tab above reads it: through the one reading path (lab/reading.py)."""
     name = models.resolve(model)
     kind = store.arch(name)
-    text, cut = truncate(text)
-    if not (text or "").strip():
-        raise InputError(say("heads.no_text"))
+    text, cut = reading.prepare(name, text, say("heads.no_text"))
     net, tokenizer = models.load(name)
     if kind == "EncoderDecoder":
         codec = Codec(tokenizer)
         text, cut2 = source_text(codec, net.config.max_len, text)
         return net, tokenizer, _Read(name, kind, codec.source_ids(text), list(text) + ["</s>"], text,
                                      notice(cut, cut2))
-    tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
                         min_tokens=2 if kind == "DecoderLM" else 1)
-    return net, tokenizer, _Read(name, kind, tokens.ids, tokens.labels, text, notice(cut, tokens.notice))
+    return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice))
 
 
 def _groups(model) -> list[str]:
@@ -237,8 +237,12 @@ def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) ->
         probs = torch.softmax(net(torch.tensor([read.ids], device=device)).float()[0], -1)
         return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids
     codec = Codec(tokenizer)
-    written = translate(net, codec, read.text).ids
-    target = reference if reference is not None else [codec.bos, *written, codec.eos]
+    if reference is None:  # every head on: the translation the Translate and Attention tabs show, run once
+        run = translated(read.name, read.text)
+        return Outcome([], None, {}, run.output, float(np.log(run.probs[range(len(run.written)), run.written]).sum())), \
+            [codec.bos, *run.written]
+    written = translate(net, codec, read.text).ids  # with heads off, the model writes its own translation
+    target = reference
     src, lengths = codec.sources([read.text])
     tgt = torch.tensor([target], device=device)
     logp = torch.log_softmax(net(src.to(device), tgt[:, :-1], lengths.to(device)).float()[0], -1)
@@ -308,8 +312,7 @@ def importance(model: str, text: str | None, mode: str | None = "zero") -> Impor
     def compute() -> ImportanceRun:
         target = None
         if read.kind == "EncoderDecoder":
-            codec = Codec(tokenizer)
-            target = [codec.bos, *translate(net, codec, read.text).ids, codec.eos]
+            target = [Codec(tokenizer).bos, *translated(read.name, read.text).written]
         found = importance_map(net, read.ids, target, mode)
         return ImportanceRun(read.name, read.kind, {g: d.numpy() for g, d in found.damage.items()},
                              [(head_name(h, groups), d) for h, d in found.ranked()], found.measure,

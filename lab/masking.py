@@ -26,11 +26,11 @@ from transformer_core import (
     top_predictions,
 )
 
-from . import models, store
+from . import models, reading, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, mostly_chinese, notice, prompt_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
 
-LM = "shakespeare-lm"
+LM = "shakespeare-lm"  # the lesson's language model, for a text no other reads
 POETRY_LM = "tang-poems-char"  # Chinese text is read by the Tang-poetry LM: the Shakespeare LM reads it as bytes
 CHEATERS = {Message("masking.cheater.causal"): ("cheat-causal", "causal"),
             Message("masking.cheater.nomask"): ("cheat-nomask", "none")}
@@ -90,8 +90,9 @@ def describe(mask: Mask) -> str:
 
 
 def lm_for(text: str) -> str:
-    """The LM that reads `text`: the Tang-poetry LM when most of its letters are Chinese characters."""
-    return POETRY_LM if mostly_chinese(text) else LM
+    """The LM that reads `text`: the first language model of the registry that reads its language (the
+    Tang-poetry LM when most of its letters are Chinese characters, the Shakespeare LM for English)."""
+    return models.route("DecoderLM", text) or LM
 
 
 def global_positions(text: str | None) -> tuple[int, ...]:
@@ -143,13 +144,13 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     name = lm_for(text)
     model, tokenizer = models.load(name)
     text, simplified = models.read_as(name, text)
-    tokens = fit_tokens(tokenizer, text, min(MAX_TOKENS, model.config.max_len), min_tokens=2)
+    tokens = reading.read(name, tokenizer, text, min(MAX_TOKENS, model.config.max_len), min_tokens=2)
     text_b = models.read_as(name, truncate(text_b)[0])[0]
     if not tokenizer.tokens(text_b):
         raise InputError(Message("masking.empty_second"))
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     read_by = Message("masking.read_by_poetry_lm") if name == POETRY_LM else ""
-    notices = [cut, simplified, read_by, tokens.notice, tokens.split]
+    notices = [cut, simplified, read_by, tokens.notice]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = models.key(name, tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))

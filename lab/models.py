@@ -1,4 +1,9 @@
-"""Which model a request means, loaded once: the one place every use case picks a model.
+"""Which model a request means, loaded once: the one registry every use case picks a model from.
+
+Every checkpoint folder of the model folder is in it, found by its config.json, which also says
+what the checkpoint reads: `languages` (["en"], ["zh"], or both) and, for Chinese, the `script`
+it learned ("simplified"). So a new checkpoint is added by dropping its folder in the model folder:
+it appears in every picker of its kind, and texts in its languages are routed to it.
 
 `resolve` turns a picker label or a checkpoint name into the name, `load` gives the model and
 its tokenizer (or one InputError wording for every tab), and `key` is the start of every run
@@ -8,22 +13,67 @@ again in place is never answered from an old run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from i18n import Message
 from transformer_core import CheckpointError, to_simplified
 
 from . import store
-from .policy import InputError
+from .policy import InputError, mostly_chinese
 
 GPT2_LABEL = Message("attention.gpt2_label")
 # an older picker label still opens its model (links written before the one label existed)
 ALIASES = {"GPT-2 (downloads from the Hugging Face Hub)": store.GPT2}
-# checkpoints trained on simplified characters (their data was converted with OpenCC's t2s)
-SIMPLIFIED_CHINESE = frozenset({"tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained"})
+LANGUAGES = ("en", "zh")  # what a config may declare; one that declares none learned English (all ours before)
+SCRIPTS = ("simplified",)  # a Chinese model trained on simplified characters (its data converted with OpenCC's t2s)
 
 
-def choices(include_cheats: bool = False) -> dict[str, str]:
-    """Picker label -> checkpoint name: every shipped checkpoint, then GPT-2 (downloaded on first use)."""
-    return {**store.checkpoints(include_cheats), GPT2_LABEL: store.GPT2}
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model of the registry: its folder name, kind, generic picker label and what it reads."""
+
+    name: str
+    arch: str
+    label: str
+    languages: tuple[str, ...] = ("en",)
+    script: str | None = None
+
+    def reads(self, language: str) -> bool:
+        return language in self.languages
+
+
+GPT2 = Checkpoint(store.GPT2, "DecoderLM", GPT2_LABEL)  # downloaded on first use; it learned English
+
+
+def registry(include_cheats: bool = False) -> list[Checkpoint]:
+    """Every checkpoint in picker order (language models, classifiers, translators; by name), then GPT-2.
+    Read again only when the model folder changes."""
+    signature = store.folder_signature()
+    if _read.get("signature") != signature:
+        _read.update(signature=signature, found=[_checkpoint(name, label)
+                                                 for label, name in store.checkpoints(include_cheats=True).items()])
+    return [c for c in _read["found"] if include_cheats or not c.name.startswith("cheat-")] + [GPT2]
+
+
+_read: dict = {}  # the last listing, with the model folder signature it was read at
+
+
+def _checkpoint(name: str, label: str) -> Checkpoint:
+    config = store.config(name)
+    languages = tuple(lang for lang in config.get("languages", ("en",)) if lang in LANGUAGES) or ("en",)
+    script = config.get("script") if config.get("script") in SCRIPTS else None
+    return Checkpoint(name, config["arch"], label, languages, script)
+
+
+def checkpoint(name: str) -> Checkpoint:
+    """The registry's entry for checkpoint `name` (resolved already); a name not in it (a tokenizer-only folder)
+    is of no kind and reads English."""
+    return next((c for c in registry(include_cheats=True) if c.name == name), Checkpoint(name, "", name))
+
+
+def choices(include_cheats: bool = False, arch: str | None = None) -> dict[str, str]:
+    """Picker label -> checkpoint name: every checkpoint (of kind `arch`), then GPT-2 (downloaded on first use)."""
+    return {c.label: c.name for c in registry(include_cheats) if arch in (None, c.arch)}
 
 
 def resolve(label_or_name: str | None, arch: str | None = None) -> str:
@@ -42,10 +92,23 @@ def resolve(label_or_name: str | None, arch: str | None = None) -> str:
     return name
 
 
+def language_of(text: str | None) -> str:
+    """The language a text is routed by: Chinese when most of its letters are Chinese characters, else English."""
+    return "zh" if mostly_chinese(text) else "en"
+
+
+def route(arch: str, text: str | None, among: list[str] | None = None) -> str | None:
+    """The first checkpoint of kind `arch` (of `among`, in its order; default: the registry's, GPT-2 and the
+    masking lesson's cheats left out) that reads the language of `text`; None when none does."""
+    names = among if among is not None else [c.name for c in registry() if c.arch == arch and c is not GPT2]
+    language = language_of(text)
+    return next((n for n in names if checkpoint(n).arch == arch and checkpoint(n).reads(language)), None)
+
+
 def read_as(name: str, text: str) -> tuple[str, str]:
     """(text as checkpoint `name` reads it, a notice or ""): a model trained on simplified Chinese gets
     traditional characters converted to simplified ones (same length, so every offset holds), and says so."""
-    if name not in SIMPLIFIED_CHINESE:
+    if checkpoint(name).script != "simplified":
         return text, ""
     simplified = to_simplified(text)
     changed = sum(a != b for a, b in zip(text, simplified))

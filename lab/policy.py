@@ -126,13 +126,14 @@ class Tokens:
     split: str = ""  # a notice when a byte-level tokenizer split characters into bytes
 
 
-def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str = "first") -> Tokens:
-    """Tokenize `text` and keep at most `limit` tokens (the first ones, or the last ones for a prompt).
+def fit_tokens(tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str = "first", spans=None) -> Tokens:
+    """Tokenize `text` (unless its `spans` are given) and keep at most `limit` tokens (the first ones, or the
+    last ones for a prompt).
 
     Fewer than `min_tokens` is an InputError. A tokenizer that cannot represent the text
     (every token unknown) says so in one line instead of drawing a row of [UNK]s.
     """
-    spans = tokenizer.tokens(text)
+    spans = tokenizer.tokens(text) if spans is None else spans
     if len(spans) < min_tokens:
         if not spans:
             raise InputError(Message("policy.no_tokens"))

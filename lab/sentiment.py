@@ -3,10 +3,16 @@
 Two classifiers can sit side by side: one trained from scratch and one pre-trained on a
 large corpus then fine-tuned; `compare` runs one text through both.
 
-A long text (a whole review: see `reads_by_sentences`) is read the way a person reads it,
-sentence by sentence (`transformer_core.analysis.documents`): the verdict is the review's,
-built from its sentences' verdicts, and the token evidence is one sentence's, by default
-the one that weighs most in the verdict, or the one the person picks.
+A long text (a whole review: more than LONG_TEXT_TOKENS of the classifier's own tokens, and more
+than one sentence) is read the way a person reads it, sentence by sentence
+(`transformer_core.analysis.documents`): the verdict is the review's, built from its sentences'
+verdicts, and the token evidence is one sentence's, by default the one that weighs most in the
+verdict, or the one the person picks. The text is split once, here, and the split handed on.
+
+With no classifier chosen (the tab's "by the text's language", an API call without one), the text
+picks it: the first classifier that reads its language. A classifier chosen by hand is kept, and
+when it cannot read the text it says so and proposes the ones that can: a person who picks the
+English model for a Chinese review is usually showing that it cannot read it.
 """
 
 from __future__ import annotations
@@ -19,28 +25,28 @@ import numpy as np
 
 from i18n import Message
 from transformer_core import EmptyTextError, explain_each
-from transformer_core.analysis.documents import (LONG_TEXT_CHARS, MAX_SENTENCES, DocumentVerdict, read_document,
-                                                 reads_by_sentences, split_sentences)
+from transformer_core.analysis.documents import MAX_SENTENCES, DocumentVerdict, read_document, split_sentences
 
-from . import models, store
+from . import models, reading, store
 from .batching import Batcher
 from .cache import RunCache
-from .policy import (InputError, check_readable, check_whole_characters, clamp, labelled, mostly_chinese, notice,
-                     truncate)
+from .policy import InputError, clamp, labelled, notice
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
 # 12,000, and at most MAX_SENTENCES sentences of them, so no text keeps a worker longer than ~2 s.
 MAX_CHARS = 12_000
-UNREADABLE = 0.5  # a classifier that knows fewer than half of a text's tokens gives no verdict
-
-# picker label -> checkpoint; the ones not installed are not offered
-CLASSIFIERS = {Message("sentiment.model.scratch"): "sentiment",
-               Message("sentiment.model.pretrained"): "sentiment-pretrained",
-               Message("sentiment.model.zh_pretrained"): "sentiment-zh-pretrained",
-               Message("sentiment.model.zh_scratch"): "sentiment-zh"}
+# A text is long when it has more of the classifier's own tokens than the sentences it was trained on, which are
+# under about 60 (the English snippets are at most 257 characters); a 300-character Chinese review is ~200 tokens,
+# more than the Chinese classifiers' 128 positions, and is read by sentences instead of being cut.
+LONG_TEXT_TOKENS = 64
+# The shipped classifiers' picker names, first in the picker and in this order (from scratch, then pre-trained, of
+# each language: Compare's pairs); any other classifier in the model folder follows under its folder's name.
+NAMED = {"sentiment": Message("sentiment.model.scratch"), "sentiment-pretrained": Message("sentiment.model.pretrained"),
+         "sentiment-zh": Message("sentiment.model.zh_scratch"),
+         "sentiment-zh-pretrained": Message("sentiment.model.zh_pretrained")}
 # Compare puts a pair side by side, from scratch and pre-trained: what pre-training on a large corpus adds.
 # A Chinese text gets the Chinese twins (the English pair cannot read it).
-COMPARED = {"en": ("sentiment", "sentiment-pretrained"), "zh": ("sentiment-zh", "sentiment-zh-pretrained")}
+COMPARED_COLUMNS = 2
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,11 @@ class SentimentRun:
         """The most probable class."""
         return max(self.probs, key=self.probs.get)
 
+    @property
+    def number(self) -> int | None:
+        """The shown sentence's number as the page, the API (`sentence=`) and links say it: from 1."""
+        return None if self.sentence is None else self.sentence + 1
+
 
 # A short review with a turn, written for the app (a lecture step and an example): read by sentences.
 REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper and his daughter. "
@@ -73,32 +84,42 @@ REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper a
 
 
 def classifiers() -> dict[str, str]:
-    """The installed classifiers: picker label -> checkpoint name."""
-    return {label: name for label, name in CLASSIFIERS.items() if (store.model_dir() / name / "config.json").is_file()}
+    """The installed classifiers, from the one registry: picker label -> checkpoint name."""
+    found = models.choices(arch="EncoderClassifier").values()
+    order = [*(name for name in NAMED if name in found), *(name for name in found if name not in NAMED)]
+    return {NAMED.get(name, models.checkpoint(name).label): name for name in order}
 
 
 def compared(text: str | None = None) -> dict[str, str]:
     """The installed classifiers Compare shows for `text`, from scratch first: picker label -> checkpoint name.
-    The Chinese pair for a mostly Chinese text when it is installed, else the English pair."""
-    by_name = {name: label for label, name in classifiers().items()}
-    pair = COMPARED["zh"] if mostly_chinese(text) and set(COMPARED["zh"]) & set(by_name) else COMPARED["en"]
-    return {by_name[name]: name for name in pair if name in by_name}
+    The first pair that reads the text's language (the Chinese twins for a mostly Chinese text), else the
+    English pair (which then says it cannot read the text)."""
+    installed = classifiers()
+    readers = [name for name in installed.values() if models.checkpoint(name).reads(models.language_of(text))]
+    pair = (readers or [name for name in installed.values() if models.checkpoint(name).reads("en")])
+    return {label: name for label, name in installed.items() if name in pair[:COMPARED_COLUMNS]}
 
 
 def _has_letters(text: str) -> bool:
     return any(unicodedata.category(c)[0] in "LN" for c in text)
 
 
-def _checkpoint(model: str | None) -> str:
+def _checkpoint(model: str | None, text: str) -> tuple[str, str]:
+    """(the classifier's checkpoint name, a notice when the text picked it): a chosen label or name, or with
+    none chosen the first installed classifier that reads the text's language."""
     installed = classifiers()
     if model in (None, ""):
         if not installed:
             raise InputError(Message("sentiment.no_classifier", folder=store.model_dir()))
-        return next(iter(installed.values()))
+        first = next(iter(installed.values()))
+        name = models.route("EncoderClassifier", text, among=list(installed.values())) or first
+        label = next(label for label, n in installed.items() if n == name)
+        return name, "" if name == first else Message("reading.routed", model=label,
+                                                       language=reading.languages_name([models.language_of(text)]))
     if model in installed:
-        return installed[model]
+        return installed[model], ""
     if model in installed.values():
-        return model
+        return model, ""
     raise InputError(Message("sentiment.unknown_classifier", model=repr(model), installed=", ".join(installed)))
 
 
@@ -106,18 +127,16 @@ _runs: RunCache[SentimentRun] = RunCache(size=128)
 
 
 def classify(text: str | None, model: str | None = None, sentence: int | None = None) -> SentimentRun:
-    """Classify `text` with the chosen classifier (label or checkpoint name; default: the first installed).
+    """Classify `text` with the chosen classifier (label or checkpoint name; default: the first installed
+    that reads the text's language).
 
     A long text is read by sentences: `run.document` holds every sentence's verdict, `run.probs` the
-    review's, and the tokens and scores are of sentence number `sentence` (from 1; default: the one that
-    weighs most). A short text is read whole, as it always was, and `sentence` is ignored.
+    review's, and the tokens and scores are of sentence number `sentence` (from 1, as `run.number`;
+    default: the one that weighs most). A short text is read whole, as it always was, and `sentence` is ignored.
     """
-    name = _checkpoint(model)
-    text, cut = truncate(text, MAX_CHARS)
-    if not text.strip():
-        raise InputError(Message("sentiment.type_text"))
-    text, simplified = models.read_as(name, text)
-    cut = notice(cut, simplified)
+    name, routed = _checkpoint(model, (text or "")[:MAX_CHARS])
+    text, cut = reading.prepare(name, text, Message("sentiment.type_text"), MAX_CHARS)
+    cut = notice(routed, cut)
     run = _runs.get(models.key(name, text, sentence), lambda: _compute(name, text, sentence))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -126,25 +145,25 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     model, tokenizer = models.load(name)
     # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
     spans = tokenizer.tokens(text)
-    check_readable(tokenizer, spans, max_unknown=UNREADABLE)
-    check_whole_characters(text, spans, max_fragments=UNREADABLE)  # a byte-level English model on Chinese
+    partly = reading.check(name, tokenizer, text, spans, "EncoderClassifier")
     sentences = split_sentences(text)
-    if not reads_by_sentences(text, sentences):
-        return _explained(name, text)
-    document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text))
+    if len(spans) <= LONG_TEXT_TOKENS or len(sentences.spans) < 2:
+        run = _explained(name, text)
+        return replace(run, notice=notice(partly, run.notice))
+    document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text, sentences))
     last = len(document.sentences) - 1
     i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, Message("sentiment.sentence_name")) - 1
     evidence = _explained(name, document.sentences[i].text, sentence=i)
     return replace(evidence, probs=document.probs, document=document, sentence=i,
-                   notice=notice(*(Message(n.id, **n.params) for n in document.notices), evidence.notice))
+                   notice=notice(partly, *(Message(n.id, **n.params) for n in document.notices), evidence.notice))
 
 
 _documents: RunCache[DocumentVerdict] = RunCache(size=32)  # a review's verdict, whichever sentence is shown
 
 
-def _read(model, tokenizer, text: str) -> DocumentVerdict:
+def _read(model, tokenizer, text: str, sentences) -> DocumentVerdict:
     try:
-        return read_document(model, tokenizer, text)
+        return read_document(model, tokenizer, text, sentences=sentences)
     except EmptyTextError as e:  # a sentence of characters this tokenizer drops entirely
         raise InputError(Message("sentiment.review_unreadable", error=e)) from e
 
@@ -156,7 +175,7 @@ def weightiest(document: DocumentVerdict) -> int:
     return max(range(len(document.sentences)), key=lambda i: abs(document.sentences[i].log_odds))
 
 
-LIMITS = dict(chars=LONG_TEXT_CHARS, sentences=MAX_SENTENCES, max_chars=MAX_CHARS)  # said in the tab
+LIMITS = dict(tokens=LONG_TEXT_TOKENS, sentences=MAX_SENTENCES, max_chars=MAX_CHARS)  # said in the tab
 
 
 def _explained(name: str, text: str, sentence: int | None = None) -> SentimentRun:

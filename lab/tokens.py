@@ -9,7 +9,7 @@ from pathlib import Path
 from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
 
-from . import store
+from . import models, store
 from .policy import MAX_CHARS, InputError, clamp, mostly_chinese, truncate
 
 # the real BPEs whose merges the replay slider walks through: the Shakespeare BPE, and for a mostly Chinese
@@ -28,10 +28,11 @@ class Tokenized:
     label: str
     spans: list[TokenSpan]
     problem: str = ""
+    text: str = ""  # the text as its models read it (a model of simplified Chinese reads traditional converted)
 
 
-def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
-    """([(label, tokenizer)] for every `<model dir>/*/tokenizer.json`; [problems]).
+def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer, str]], list[str]]:
+    """([(label, tokenizer, the first of its models' names)] for every `<model dir>/*/tokenizer.json`; [problems]).
 
     Tokenizers that are not byte-level (characters, WordPiece) come first, then the Shakespeare BPE,
     then the other BPEs by name.
@@ -48,7 +49,7 @@ def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
 _shipped: dict = {}  # the last listing, with the model folder signature it was read at
 
 
-def _read_shipped() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
+def _read_shipped() -> tuple[list[tuple[str, TextTokenizer, str]], list[str]]:
     names_by_file: dict[str, list[str]] = {}
     for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
         names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
@@ -61,8 +62,11 @@ def _read_shipped() -> tuple[list[tuple[str, TextTokenizer]], list[str]]:
             continue
         label = Message("tokens.panel_label", names=", ".join(names), kind=Message(f"tokens.kind.{tokenizer.kind}"),
                         vocab=tokenizer.vocab_size)
-        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer))
-    return [(label, tokenizer) for _, label, tokenizer in sorted(found, key=lambda item: item[0])], problems
+        # the text is read as the tokenizer's models read it: converted to simplified when one learned that script
+        reader = next((n for n in names if models.checkpoint(n).script), names[0])
+        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer, reader))
+    return [(label, tokenizer, reader) for _, label, tokenizer, reader in sorted(found, key=lambda item: item[0])], \
+        problems
 
 
 def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
@@ -73,17 +77,20 @@ def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
     tokenizers, problems = shipped_tokenizers()
     if not tokenizers:
         raise InputError(Message("tokens.no_tokenizer", folder=store.model_dir()))
-    views = []
-    for label, tokenizer in tokenizers:
-        spans = tokenizer.tokens(text)
+    views, converted = [], []
+    for label, tokenizer, reader in tokenizers:
+        read, simplified = models.read_as(reader, text)
+        if simplified:
+            converted.append(Message("tokens.read_as", label=label, notice=simplified))
+        spans = tokenizer.tokens(read)
         unknown = tokenizer.token_to_id(UNKNOWN)
         n_unknown = sum(s.id == unknown for s in spans) if unknown is not None else 0
         problem = ""
         if spans and n_unknown / len(spans) > UNREADABLE:
             problem = Message("tokens.cannot_represent", n_unknown=n_unknown, n=len(spans), unknown=UNKNOWN,
                               vocab=tokenizer.vocab_size)
-        views.append(Tokenized(label, spans, problem))
-    return text, views, Joined([notice, *problems], "\n\n")
+        views.append(Tokenized(label, spans, problem, read))
+    return text, views, Joined([notice, *converted, *problems], "\n\n")
 
 
 # the seeds' sentence in both languages: what the same meaning costs each tokenizer
@@ -95,7 +102,7 @@ def cost_pair() -> tuple[tuple[str, str], list[tuple[str, list[TokenSpan], list[
     tokenizer that can represent both (a character vocabulary of one language cannot read the other)."""
     english, chinese = SEED_PAIR
     rows = []
-    for label, tokenizer in shipped_tokenizers()[0]:
+    for label, tokenizer, _ in shipped_tokenizers()[0]:
         en, zh = tokenizer.tokens(english), tokenizer.tokens(chinese)
         unknown = tokenizer.token_to_id(UNKNOWN)
         if not any(s.id == unknown for s in en + zh):

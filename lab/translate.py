@@ -84,19 +84,32 @@ def _load(name: str):
 
 
 def run_translation(model, codec: Codec, text: str, width: int = 1, task: str = "", cut: str = "") -> TranslationRun:
-    """Translate `text` (already checked) with any encoder-decoder, then re-read it in one traced pass."""
+    """Translate `text` (already checked) with any encoder-decoder, then re-read it in one traced pass
+    (a translation longer than the decoder's positions is re-read as far as they go, with a notice)."""
     result = translate(model, codec, text, width)
-    written = [*result.ids, codec.eos]
-    probs, trace = traced(model, codec, text, result.ids)
+    ids, room = result.ids, model.config.max_len - 1  # the decoder reads <s> + the target
+    if len(ids) > room:
+        cut = notice(cut, Message("attention.translation_cut", n=len(ids), room=room))
+        ids = ids[:room]
+    written = [*ids, codec.eos]
+    probs, trace = traced(model, codec, text, ids)
     label = token_label(codec)
     labels = {"source": [label(i) for i in codec.source_ids(text)], "writes": [label(i) for i in written],
-              "reads": [label(i) for i in [codec.bos, *result.ids]]}
+              "reads": [label(i) for i in [codec.bos, *ids]]}
     attn = {group: trace.attention(group)[:, 0].numpy() for group in ("encoder", "decoder", "cross")}
     return TranslationRun(task, text, codec.text(result.ids), written, probs.numpy(), attn, labels, result.beam,
                           codec, cut, width)
 
 
 _runs: RunCache[TranslationRun] = RunCache(size=64)
+TASK_OF = {name: task for task, name in CHECKPOINTS.items()}
+
+
+def translated(name: str, source: str) -> TranslationRun:
+    """Checkpoint `name`'s greedy translation of a source already read (`source_text`), traced once: the
+    Translate tab, the Attention tab and the heads section share this one run per text."""
+    model, codec = _load(name)
+    return _runs.get(models.key(name, source, 1), lambda: run_translation(model, codec, source, 1, TASK_OF.get(name, "")))
 
 
 def _read_source(task: str, source: str | None):
@@ -121,7 +134,7 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     model, codec, text, cut = _read_source(task, source)
     run = _runs.get(models.key(CHECKPOINTS[task], text, width),
                     lambda: run_translation(model, codec, text, width, task))
-    return replace(run, notice=notice(cut, *notices))
+    return replace(run, notice=notice(cut, *notices, run.notice))
 
 
 def translate_source(model, codec: Codec, source: str | None) -> TranslationRun:

@@ -33,10 +33,12 @@ EXAMPLES = [
     ["Ce film est magnifique, je l'ai adoré.", METHODS[0]],
     ["👍🎉!!!", METHODS[0]],
     [use.REVIEW, METHODS[0]],
+    ["这本书写得很好，值得一读，推荐！", METHODS[0]],  # read by a Chinese classifier when none is chosen
 ]
 # A click on a sentence of the strip hands its number to the server (gr.HTML's js_on_load and trigger).
 PICK_SENTENCE = ("element.addEventListener('click', (e) => { const s = e.target.closest('[data-sentence]'); "
                  "if (s) trigger('click', {sentence: Number(s.dataset.sentence)}); });")
+AUTO = ""  # the picker's "by the text's language": no classifier chosen
 SHOW_COMPARE = "(on) => { if (on) document.querySelector('#sentiment-compare')?.scrollIntoView({block: 'start'}); }"
 
 
@@ -54,7 +56,8 @@ def classify(text: str | None, method: str, model: str | None = None, lang: str 
     Args:
         text: a sentence about a movie
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
-        model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
+        model: which classifier (the picker's choice, kept in session state; API callers, and the picker's
+            "by the text's language", get the first installed that reads the text's language)
     """
     return _drawn(use.classify(text, model), method, lang)
 
@@ -68,7 +71,8 @@ def classify_sentence(text: str | None, method: str, sentence: int, model: str |
         text: a review longer than one sentence (a short text is read whole, as by `classify`)
         method: "gradient × input" (signed contributions) or "attention rollout" (what was read)
         sentence: which sentence's tokens to show, from 1
-        model: which classifier (the picker's choice, kept in session state; API callers get the first installed)
+        model: which classifier (the picker's choice, kept in session state; API callers, and the picker's
+            "by the text's language", get the first installed that reads the text's language)
     """
     return _drawn(use.classify(text, model, sentence), method, lang)
 
@@ -104,9 +108,9 @@ def _review(run: use.SentimentRun, lang: str) -> tuple:
     p = [s.probs["positive"] for s in document.sentences]
     shown = document.sentences[run.sentence]
     return (gr.Column(visible=True), views.sentence_strip(texts, p, run.sentence, lang),
-            gr.Slider(minimum=1, maximum=max(len(texts), 2), value=run.sentence + 1, step=1, visible=True),
+            gr.Slider(minimum=1, maximum=max(len(texts), 2), value=run.number, step=1, visible=True),
             views.running_chart(texts, p, list(document.running), lang),
-            t("sentiment.sentence_shown", lang, i=run.sentence + 1, n=len(texts), label=verdict_name(shown.label, lang),
+            t("sentiment.sentence_shown", lang, i=run.number, n=len(texts), label=verdict_name(shown.label, lang),
               p=shown.probs["positive"]))
 
 
@@ -149,8 +153,10 @@ def build(lang: gr.State | None = None) -> Action:
             with gr.Column(scale=2):
                 text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
                                   info=_("sentiment.long_text", **use.LIMITS))
-                # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's first screen
-                model = gr.Dropdown([choice(c) for c in installed], value=installed[0] if installed else None,
+                # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's first screen;
+                # first "by the text's language" (""): the text picks the classifier, so a Chinese review is read by a
+                # Chinese one on either page, while a classifier chosen by hand is kept (and says when it cannot read)
+                model = gr.Dropdown([(_("reading.auto"), AUTO), *(choice(c) for c in installed)], value=AUTO,
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
@@ -179,7 +185,7 @@ def build(lang: gr.State | None = None) -> Action:
         with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(_("sentiment.explainer"))
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
-        chosen = gr.State(installed[0] if installed else None)
+        chosen = gr.State(AUTO)
         inputs = [text, method, chosen, lang]
         outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         events.on(button.click, classify, inputs, outputs, api_name="classify")

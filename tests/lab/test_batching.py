@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from lab import attention, sentiment, store
+from lab import attention, models, sentiment, store
 from lab.batching import Batcher
 from lab.cache import clear_all
 
@@ -57,6 +57,8 @@ def test_one_bad_item_fails_only_its_own_request():
 TEXTS = ["To be, or not to be.", "Now is the winter of our discontent made glorious summer by this sun of York.",
          "The film was slow at first, but the ending moved me to tears.", "A dull mess.", "Not bad at all!",
          "ROMEO: But soft, what light through yonder window breaks?"]
+TEXTS_ZH = ["非常好的一本书，值得一读，推荐！", "质量太差了，非常失望。", "这只动物没有过马路，因为它太累了。", "还行吧。",
+            "物流很快，包装也很好，下次还会再来买的。", "一点也不好看。"]
 
 
 def at_once(fn, texts):
@@ -99,7 +101,8 @@ def test_students_classifying_at_once_get_the_verdicts_they_get_alone():
         pytest.skip(f"no classifier in {store.model_dir()}")
     for name in installed.values():
         run = lambda text: sentiment.classify(text, name)  # noqa: E731
-        for a, b in zip(at_once(run, TEXTS), one_by_one(run, TEXTS)):
+        texts = TEXTS if models.checkpoint(name).reads("en") else TEXTS_ZH  # a Chinese classifier refuses English
+        for a, b in zip(at_once(run, texts), one_by_one(run, texts)):
             assert a.labels == b.labels and max(a.probs, key=a.probs.get) == max(b.probs, key=b.probs.get)
             np.testing.assert_allclose(list(a.probs.values()), list(b.probs.values()), atol=1e-5)
             np.testing.assert_allclose(a.attn, b.attn, atol=1e-5)

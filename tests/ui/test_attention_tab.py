@@ -23,7 +23,7 @@ from transformer_core.analysis.probes import attention_rollout, attention_while_
 from transformer_core.decoding.seq2seq import Translation, char_tokenizer
 from transformer_core.tokenization import TextTokenizer
 from lab import attention as use
-from lab import store
+from lab import store, translate
 from lab.policy import MAX_DRAWN_TOKENS
 from figures import figures, grid_blocks
 from ui import attention as tab
@@ -201,7 +201,7 @@ def test_token_labels_are_shown_as_text_not_html():
 
 def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_dir, monkeypatch):
     endless = Translation(ids=[store.tokenizer("translate-test").token_to_id("a")] * 50, beam=None)
-    monkeypatch.setattr(use, "translate", lambda *args: endless)
+    monkeypatch.setattr(translate, "translate", lambda *args: endless)  # the run Translate and heads share
     notice, grid, *_ = figures(tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0))
     assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
     assert grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"]).shape[2:] == (24, 24)

@@ -304,18 +304,24 @@ def _probs(z: float) -> dict[str, float]:
     return dict(zip(LABELS, (1 - p, p)))
 
 
-def read_document(model, tokenizer, text: str, method: str = METHOD) -> DocumentVerdict:
+def read_document(model, tokenizer, text: str, method: str = METHOD, sentences: Sentences | None = None
+                  ) -> DocumentVerdict:
     """Classify `text` sentence by sentence (padded, masked batches) and combine the verdicts.
 
-    A short text (see `reads_by_sentences`) is one sentence, read whole: the verdict the model
-    gives it today. Raises EmptyTextError for an empty text.
+    `sentences`: the text's split, made once by a caller that has already judged the text long (the app
+    measures that in the classifier's own tokens); it is read by them, whole only when there is one.
+    Without it the text is split here, and a short text (see `reads_by_sentences`) is one sentence,
+    read whole: the verdict the model gives it today. Raises EmptyTextError for an empty text.
     """
     if method not in COMBINE:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(COMBINE)}")
     if not text.strip():
         raise EmptyTextError("the text is empty")
-    sentences = split_sentences(text)
-    whole = not reads_by_sentences(text, sentences)
+    if sentences is None:
+        sentences = split_sentences(text)
+        whole = not reads_by_sentences(text, sentences)
+    else:
+        whole = len(sentences.spans) < 2
     spans = [(0, len(text))] if whole else list(sentences.spans)
     texts = [text[a:b] for a, b in spans]
     z, truncated = sentence_log_odds(model, tokenizer, texts)
