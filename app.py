@@ -213,6 +213,8 @@ def build_app() -> gr.Blocks:
                 redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
                              api_visibility="private",
                              **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                if tab_item is tab_items[0]:  # the first tab's view shows at once, in the page's language
+                    opened[0].then(action.fn, action.inputs, action.outputs, api_visibility="private")
                 for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
                     opened[0].then(fn, inputs, outputs, api_visibility="private")
                     redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")

@@ -54,7 +54,7 @@ def _before_after_bars(categories: list[str], before: list[float], after: list[f
     names = np.array([plain(c) for c in categories], dtype=object)
     traces = [dict(type="bar", name=t("heads.before", lang), x=names, y=before, marker=dict(color="#718096"),
                    hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
-              dict(type="bar", name=t("heads.after", lang, heads=heads, mode=mode), x=names, y=after,
+              dict(type="bar", name=t("heads.after", lang, heads=heads, mode=t(f"heads.mode.{mode}", lang)), x=names, y=after,
                    marker=dict(color="#c53030"), hovertemplate="%{x}: %{y:.3f}<extra></extra>")]
     layout = dict(title=top_title(title), barmode="group", height=320, yaxis=dict(title=dict(text=axis)),
                   xaxis=dict(type="category"), legend=dict(orientation="h", y=-0.2),
@@ -105,7 +105,8 @@ def importance_figure(run, lang: str = DEFAULT) -> go.Figure:
     n_layer, n_head = array32(run.damage[groups[0]]).shape
     x, y = _head_axes(n_layer, n_head, groups if len(groups) > 1 else None)
     bound = float(np.abs(damage).max()) or 1.0
-    layout = dict(title=top_title(t("heads.importance_title", lang, measure=run.measure, mode=run.mode)),
+    layout = dict(title=top_title(t("heads.importance_title", lang, measure=t(f"heads.measure.{run.kind}", lang),
+                                         mode=t(f"heads.mode.{run.mode}", lang))),
                   height=max(260, 34 * len(y) + 170), margin=dict(l=10, r=10, t=100, b=10),
                   xaxis=dict(side="top", type="category", title=dict(text=t("heads.head", lang))),
                   yaxis=dict(type="category", autorange="reversed", title=dict(text=t("heads.layer", lang))))
@@ -159,7 +160,7 @@ def roles_grid(run, lang: str = DEFAULT) -> go.Figure:
     x, y = _head_axes(n_layer, n_head, groups if len(groups) > 1 else None)
     marks = np.array([["".join(ROLE_MARKS[r] for r, s in scores.items() if s[i, j] >= run.threshold)
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
-    hover = np.array([["<br>".join(f"{r}: {s[i, j]:.2f}" for r, s in scores.items())
+    hover = np.array([["<br>".join(f"{t(f'heads.role.{r}', lang)}: {s[i, j]:.2f}" for r, s in scores.items())
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
     legend = dict(text=t("heads.roles_legend", lang), x=0, y=-0.02, xref="paper", yref="paper", xanchor="left",
                   yanchor="top", showarrow=False)
