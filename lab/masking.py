@@ -116,7 +116,7 @@ def _build(kind: str, n: int, s: MaskSettings, causal: bool) -> Mask:
     try:
         return build_mask(kind, n, w=s.w, dilation=s.dilation, global_tokens=list(s.global_tokens), causal=causal)
     except MaskError as e:
-        raise InputError(f"{str(e)[:1].upper()}{str(e)[1:]}.") from e
+        raise InputError(Message("masking.mask_refused", error=str(e))) from e
 
 
 def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str, Mask]]:
