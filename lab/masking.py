@@ -85,7 +85,7 @@ def describe(mask: Mask) -> str:
     params = [Message("masking.param.causal" if value else "masking.param.both_ways") if key == "causal"
               else f"{key}={value}" for key, value in mask.params.items()]
     kind = Message(f"masking.kindname.{mask.kind}")
-    return Message("masking.describe", kind=kind, params=Joined(params, ", ")) if params else \
+    return Message("masking.describe", kind=kind, params=Joined(params, Message("common.list_sep"))) if params else \
         Message("masking.describe.plain", kind=kind)
 
 
