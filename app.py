@@ -62,9 +62,11 @@ HEAD = """
     a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 1000);
   };
+  const zh = () => window.labLang === 'zh-CN';
   const addButtons = (modebar) => {
-    if (modebar.querySelector('[data-title="Download plot as SVG"]')) return;
-    const camera = modebar.querySelector('[data-title^="Download plot"]');
+    if (modebar.querySelector('.lab-svg')) return;
+    // plotly's camera button, titled in the page's language (plotly's zh-CN locale, below)
+    const camera = modebar.querySelector('[data-title^="Download plot"], [data-title^="下载图表"]');
     const gd = modebar.closest('.js-plotly-plot');
     if (!camera || !gd) return;
     // PNGs at twice the screen resolution, so a figure stays sharp on a slide
@@ -72,7 +74,8 @@ HEAD = """
       gd._context.toImageButtonOptions = {filename: 'transformer-lab', scale: 2, ...gd._context.toImageButtonOptions};
     }, true);
     const svg = camera.cloneNode(false);
-    svg.setAttribute('data-title', 'Download plot as SVG');  // a hover title in English, as plotly's own are
+    svg.classList.add('lab-svg');
+    svg.setAttribute('data-title', zh() ? '下载图表为SVG格式' : 'Download plot as SVG');  // worded as plotly's own
     svg.innerHTML = icon('SVG');
     svg.addEventListener('click', () => {
       const saved = gd._context.toImageButtonOptions;
@@ -81,7 +84,7 @@ HEAD = """
       gd._context.toImageButtonOptions = saved;
     });
     const data = camera.cloneNode(false);
-    data.setAttribute('data-title', 'Download the numbers (JSON)');
+    data.setAttribute('data-title', zh() ? '下载图中的数值（JSON）' : 'Download the numbers (JSON)');
     data.innerHTML = icon('{}');
     data.addEventListener('click', () => {
       const title = gd.layout.title && (gd.layout.title.text || gd.layout.title);
@@ -124,14 +127,35 @@ HEAD = """
     deferred.deferred = true;
     Plotly.react = deferred;
   };
+  // Plotly's own strings (the toolbar's hover titles) in the page's language: its zh-CN locale, registered
+  // once, and named in the config of every plot drawn while the page is Chinese (a switch redraws the view)
+  const localise = (Plotly) => {
+    if (!Plotly || typeof Plotly.register !== 'function' || Plotly.localised) return;
+    Plotly.register(PLOTLY_ZH_CN);
+    for (const name of ['newPlot', 'react']) {
+      const draw = Plotly[name];
+      Plotly[name] = function (gd, data, layout, config, ...rest) {
+        if (data && !Array.isArray(data) && typeof data === 'object')  // react(gd, {data, layout, config})
+          return draw.call(this, gd, {...data, config: {...data.config, locale: window.labLang || 'en'}}, layout, config, ...rest);
+        return draw.call(this, gd, data, layout, {...config, locale: window.labLang || 'en'}, ...rest);
+      };
+      Object.assign(Plotly[name], draw);
+    }
+    Plotly.localised = true;
+  };
   // Gradio loads plotly.js on demand and sets window.Plotly once it has: patch it as it is set
-  if (window.Plotly) { deferReact(window.Plotly); return; }
+  if (window.Plotly) { localise(window.Plotly); deferReact(window.Plotly); return; }
   let plotly;
   Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true, get: () => plotly,
-    set: (value) => { plotly = value; deferReact(value); }});
+    set: (value) => { plotly = value; localise(value); deferReact(value); }});
 })();
 </script>
 """
+
+# plotly.js's own zh-CN locale (MIT, from the plotly.js-locales package), as a JavaScript object
+PLOTLY_ZH_CN = (Path(__file__).parent / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8").split(
+    "module.exports =", 1)[1].strip().rstrip(";")
+HEAD = HEAD.replace("PLOTLY_ZH_CN", PLOTLY_ZH_CN)
 
 TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"
 FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''"
@@ -213,6 +237,8 @@ def build_app() -> gr.Blocks:
                 redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
                              api_visibility="private",
                              **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                if tab_item is tab_items[0]:  # the first tab's view shows at once, in the page's language
+                    opened[0].then(action.fn, action.inputs, action.outputs, api_visibility="private")
                 for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
                     opened[0].then(fn, inputs, outputs, api_visibility="private")
                     redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")

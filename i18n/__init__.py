@@ -87,7 +87,7 @@ class Joined(str):
         return self
 
     def render(self, lang: str | None) -> str:
-        return self.sep.join(render(p, lang) for p in self.parts)
+        return render(self.sep, lang).join(render(p, lang) for p in self.parts)  # a separator may be a Message
 
     def __getnewargs_ex__(self):
         return (self.parts, self.sep), {}

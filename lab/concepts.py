@@ -27,7 +27,7 @@ MAX_SEED = 2**31 - 1
 
 def _matrix(text: str, name: str):
     if len(text or "") > MAX_MATRIX_CHARS:
-        raise InputError(f"{name} is {len(text):,} characters long; type at most 8 short rows of numbers.")
+        raise InputError(Message("concepts.matrix_too_long", name=name, n=len(text)))
     try:
         return core.parse_matrix(text, name)
     except core.ConceptInputError as e:
@@ -41,7 +41,7 @@ def number(value, name: str, lo: float, hi: float) -> float:
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
         x = math.nan
     if not lo <= x <= hi:  # also refuses NaN
-        raise InputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}.")
+        raise InputError(Message("concepts.number_range", name=name, lo=f"{lo:g}", hi=f"{hi:g}", value=repr(value)))
     return x
 
 
@@ -66,8 +66,8 @@ def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled)
 
 def scaling(d, n_keys, seed):
     """(every scaling point, the one at the chosen d)."""
-    d, n_keys = whole(d, "d", 2, 1024), whole(n_keys, "number of keys", 2, 64)
-    points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=whole(seed, "seed", 0, MAX_SEED))
+    d, n_keys = whole(d, "d", 2, 1024), whole(n_keys, Message("concepts.setting.number_of_keys"), 2, 64)
+    points = core.scaling_sweep((*core.SCALING_DIMS, d), n_keys=n_keys, seed=whole(seed, Message("setting.seed"), 0, MAX_SEED))
     return points, next(p for p in points if p.d == d)
 
 
@@ -84,7 +84,7 @@ def _classifier():
     try:
         tok = store.tokenizer(FALLBACK_TOKENIZER)
     except TokenizerError as e:
-        raise InputError(f"No tokenizer for the order experiment: {e}") from e
+        raise InputError(Message("concepts.no_order_tokenizer", error=str(e))) from e
     return core.random_classifier(tok.vocab_size, seed=0), tok, None, Message("concepts.untrained", why=why)
 
 
@@ -94,7 +94,7 @@ def order(sentence, seed):
     words = sentence.split()
     if not 2 <= len(words) <= MAX_WORDS:
         raise InputError(Message("concepts.sentence_words", max_words=MAX_WORDS, n=len(words)))
-    word_order = core.shuffled_order(len(words), whole(seed, "shuffle seed", 0, MAX_SEED))
+    word_order = core.shuffled_order(len(words), whole(seed, Message("concepts.setting.shuffle_seed"), 0, MAX_SEED))
     model, tok, names, which = _classifier()
     word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
     ids = [i for w in word_ids for i in w]
@@ -102,7 +102,7 @@ def order(sentence, seed):
         perm = core.token_permutation([len(w) for w in word_ids], word_order)
         variants = core.order_experiment(model, ids, perm)
     except core.ConceptInputError as e:
-        raise InputError(f"Order experiment: {e}") from e
+        raise InputError(Message("concepts.refused.order", error=str(e))) from e
     names = names or [Message("concepts.class_n", c=c) for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
     shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
@@ -132,11 +132,11 @@ def _learned_table(n_positions: int):
 
 def positions(n_positions, d_model):
     """((sinusoidal table, its similarity), (learned title, table, similarity) or None, note)."""
-    n_positions = whole(n_positions, "positions", 2, 256)
+    n_positions = whole(n_positions, Message("concepts.setting.positions"), 2, 256)
     try:
         pe = core.sinusoidal_positions(n_positions, whole(d_model, "d_model", 4, 256))
     except core.ConceptInputError as e:
-        raise InputError(f"Positions: {e}") from e
+        raise InputError(Message("concepts.refused.positions", error=str(e))) from e
     name, learned, note = _learned_table(n_positions)
     if learned is None:
         return (pe, core.position_similarity(pe)), None, note
@@ -149,7 +149,7 @@ def parameters(d_model):
     try:
         counts = core.head_parameter_counts(whole(d_model, "d_model", 8, 1024))
     except core.ConceptInputError as e:
-        raise InputError(f"Parameter counts: {e}") from e
+        raise InputError(Message("concepts.refused.parameters", error=str(e))) from e
     tables, problems = {}, []
     for name in shipped_models():
         try:
@@ -161,12 +161,12 @@ def parameters(d_model):
 
 def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_position=1):
     """(the traced run, the batch row and target position to follow)."""
-    src, tgt = _matrix(src_text, "source ids"), _matrix(tgt_text, "target ids")
-    smoothing = number(label_smoothing, "label smoothing", 0.0, 0.5)
-    model = core.tiny_encoder_decoder(whole(seed, "model seed", 0, MAX_SEED))
+    src, tgt = _matrix(src_text, Message("concepts.setting.source_ids")), _matrix(tgt_text, Message("concepts.setting.target_ids"))
+    smoothing = number(label_smoothing, Message("concepts.setting.label_smoothing"), 0.0, 0.5)
+    model = core.tiny_encoder_decoder(whole(seed, Message("concepts.setting.model_seed"), 0, MAX_SEED))
     try:
         run = core.trace_encoder_decoder(model, src, tgt, smoothing)
     except core.ConceptInputError as e:
-        raise InputError(f"Trace: {e}") from e
+        raise InputError(Message("concepts.refused.trace", error=str(e))) from e
     B, T = run.targets.shape
-    return run, whole(follow_row, "batch row to follow", 0, B - 1), whole(follow_position, "position to follow", 0, T - 1)
+    return run, whole(follow_row, Message("concepts.setting.follow_row"), 0, B - 1), whole(follow_position, Message("concepts.setting.follow_position"), 0, T - 1)

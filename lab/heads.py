@@ -342,7 +342,7 @@ def lens(model: str, text: str | None) -> LensRun:
     """The logit lens of a language model on this text (one traced pass, cached)."""
     net, tokenizer, read = _read(model, text)
     if read.kind != "DecoderLM":
-        raise InputError(say("heads.lens_needs_lm", kind=store.KIND_NAMES[read.kind]))
+        raise InputError(say("heads.lens_needs_lm", kind=say(f"store.kind.{read.kind}")))
 
     def compute() -> LensRun:
         _, run = net.run_with_trace(torch.tensor([read.ids], device=device_of(net)))

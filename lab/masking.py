@@ -85,7 +85,7 @@ def describe(mask: Mask) -> str:
     params = [Message("masking.param.causal" if value else "masking.param.both_ways") if key == "causal"
               else f"{key}={value}" for key, value in mask.params.items()]
     kind = Message(f"masking.kindname.{mask.kind}")
-    return Message("masking.describe", kind=kind, params=Joined(params, ", ")) if params else \
+    return Message("masking.describe", kind=kind, params=Joined(params, Message("common.list_sep"))) if params else \
         Message("masking.describe.plain", kind=kind)
 
 
@@ -117,7 +117,7 @@ def _build(kind: str, n: int, s: MaskSettings, causal: bool) -> Mask:
     try:
         return build_mask(kind, n, w=s.w, dilation=s.dilation, global_tokens=list(s.global_tokens), causal=causal)
     except MaskError as e:
-        raise InputError(f"{str(e)[:1].upper()}{str(e)[1:]}.") from e
+        raise InputError(Message("masking.mask_refused", error=str(e))) from e
 
 
 def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str, Mask]]:

@@ -175,6 +175,9 @@ def source_text(codec: Codec, max_len: int, text: str | None) -> tuple[str, str]
     if len(text) > limit:
         cut = notice(cut, Message("attention.source_cut", n=len(text), limit=limit))
         text = text[:limit]
+    if unknown := sorted(set(text) - codec.alphabet):
+        raise InputError(Message("policy.not_in_alphabet", chars=" ".join(map(repr, unknown)),
+                                 alphabet=repr("".join(sorted(codec.alphabet)))))
     try:
         codec.check(text, max_len)
     except DecodingError as e:

@@ -20,7 +20,7 @@ import plotly.io as pio
 from gradio import caching
 from gradio.components.plot import PlotData
 
-from i18n import DEFAULT, Joined, Message, render
+from i18n import DEFAULT, Joined, Message, render, t
 from lab import InputError
 from lab.policy import MAX_CHARS
 from lab.cache import RunCache
@@ -37,7 +37,7 @@ def user_error(e: Exception, lang: str | None = DEFAULT) -> gr.Error:
     log.warning("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
     message = e.args[0] if e.args else ""
     shown = render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
-    return gr.Error(html.escape(shown, quote=False), print_exception=False)
+    return gr.Error(html.escape(shown, quote=False), title=t("common.error_title", lang), print_exception=False)
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,17 @@ def text(key: str, **params) -> I18nData:
     return I18nData(derived)
 
 
+# Keys Gradio's status tracker asks for (its screen-reader announcements) that its own locales lack, so the
+# page read the key itself ("common.complete"): Gradio key -> our message
+GRADIO_KEYS = {"common.complete": "gradio.complete", "common.progress": "gradio.progress",
+               "status.queue_position": "gradio.queue_position"}
+
+
 def translations() -> gr.I18n:
-    """Every component text the layout used, in every language: `launch(i18n=...)` sends it to the browser."""
-    return gr.I18n(**{lang: {k: t(key, lang, **params) for k, (key, params) in _texts.items()}
+    """Every component text the layout used, in every language, and GRADIO_KEYS: `launch(i18n=...)` sends it
+    to the browser."""
+    return gr.I18n(**{lang: {**{k: t(key, lang) for k, key in GRADIO_KEYS.items()},
+                             **{k: t(key, lang, **params) for k, (key, params) in _texts.items()}}
                       for lang in LANGUAGES})
 
 

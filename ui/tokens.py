@@ -122,7 +122,8 @@ def build(lang: gr.State | None = None) -> Action:
         chips = gr.HTML(css_template=views.CHIP_CSS, elem_id="tokens-chips")
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
-        events.on(None, tokenize, [text, lang], [notice, chips], api_name="tokenize")
+        # drawn on load by app.py, once the page's language is known (a load trigger here would draw it in English)
+        events.on(text.change, tokenize, [text, lang], [notice, chips], api_name="tokenize")
         with gr.Accordion(_("tokens.cost_box"), open=True, elem_id="tokens-cost"):
             cost = gr.HTML(css_template=views.CHIP_CSS)
         # like the chips, it follows the reader's language

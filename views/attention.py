@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 from plotly.colors import hex_to_rgb
 
-from i18n import t
+from i18n import render, t
 from views.figure import Figure
 from views.kit import (
     COLORSCALE,
@@ -56,9 +56,9 @@ def tiled(mats: np.ndarray, gap: int, fill) -> np.ndarray:
     return canvas
 
 
-def _grid_labels(titles: list[str], labels: list[str]) -> np.ndarray:
+def _grid_labels(titles: list[str], labels: list[str], lang: str = "en") -> np.ndarray:
     """One category per column of the tiled grid: "H1 3:soft" per cell, a unique blank between blocks."""
-    cells = position_labels(labels)
+    cells = position_labels(labels, lang)
     out = []
     for n, title in enumerate(titles):
         if n:
@@ -70,7 +70,7 @@ def _grid_labels(titles: list[str], labels: list[str]) -> np.ndarray:
 def _grid_heatmap(mats: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str, lang: str) -> Figure:
     n_row, n_col = mats.shape[:2]
     z = tiled(mats, 1, np.nan)
-    heatmap = dict(type="heatmap", z=z, x=_grid_labels(col_titles, k_labels), y=_grid_labels(row_titles, q_labels),
+    heatmap = dict(type="heatmap", z=z, x=_grid_labels(col_titles, k_labels, lang), y=_grid_labels(row_titles, q_labels, lang),
                    coloraxis="coloraxis", hoverongaps=False,
                    hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")
     hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
@@ -179,8 +179,8 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str, lang: str = "en") 
     rows = weights(rows)
     n_layer, n_head, Tk = rows.shape
     names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)], dtype=object)
-    x = position_labels(k_labels)
-    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels), names, t("figure.key", lang),
+    x = position_labels(k_labels, lang)
+    return matrix_figure(rows.reshape(n_layer * n_head, Tk), x, names, axis_text(k_labels, lang), names, t("figure.key", lang),
                          t("figure.layer_head", lang), title, t("figure.rows_hover", lang),
                           height=max(300, 16 * n_layer * n_head + 140))
 
@@ -201,11 +201,11 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
     z = np.full((n_steps, T), np.nan, dtype=np.float32)
     for s, row in enumerate(rows):
         z[s, : row.shape[-1]] = weights(row[layer, head])
-    chosen = [f"→ {labels[n_prompt + s]!r}" for s in range(n_steps)]
-    x, y = position_labels(labels[:T]), position_labels(chosen)
+    chosen = [f"→ {render(labels[n_prompt + s], lang)!r}" for s in range(n_steps)]
+    x, y = position_labels(labels[:T], lang), position_labels(chosen)
     prompt_end = dict(type="line", x0=n_prompt - 0.5, x1=n_prompt - 0.5, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color="gray", dash="dot"))
-    return matrix_figure(z, x, y, axis_text(labels[:T]), axis_text(chosen), t("figure.generation_x", lang),
+    return matrix_figure(z, x, y, axis_text(labels[:T], lang), axis_text(chosen), t("figure.generation_x", lang),
                          t("figure.generation_y", lang), t("figure.generation_title", lang, layer=layer, head=head),
                          t("figure.generation_hover", lang),
                           height=max(300, 22 * n_steps + 160), shapes=(prompt_end,))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import DEFAULT, t
+from i18n import DEFAULT, render, t
 from views.kit import COLORSCALE, array32, axis_text, matrix_figure, placeholder, plain, position_labels, top_title, \
     unchecked_figure
 
@@ -54,7 +54,7 @@ def _before_after_bars(categories: list[str], before: list[float], after: list[f
     names = np.array([plain(c) for c in categories], dtype=object)
     traces = [dict(type="bar", name=t("heads.before", lang), x=names, y=before, marker=dict(color="#718096"),
                    hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
-              dict(type="bar", name=t("heads.after", lang, heads=heads, mode=mode), x=names, y=after,
+              dict(type="bar", name=t("heads.after", lang, heads=heads, mode=t(f"heads.mode.{mode}", lang)), x=names, y=after,
                    marker=dict(color="#c53030"), hovertemplate="%{x}: %{y:.3f}<extra></extra>")]
     layout = dict(title=top_title(title), barmode="group", height=320, yaxis=dict(title=dict(text=axis)),
                   xaxis=dict(type="category"), legend=dict(orientation="h", y=-0.2),
@@ -88,11 +88,11 @@ def loss_change(run, lang: str = DEFAULT) -> go.Figure:
         return placeholder(t("heads.loss_only_lm", lang))
     change = array32(run.after.losses - run.before.losses)
     predicted = run.labels[1:]
-    x = position_labels(predicted)
+    x = position_labels(predicted, lang)
     colours = np.where(change > 0, "#c53030", "#2b6cb0")
     layout = dict(title=top_title(t("heads.loss_title", lang)), height=320,
                   xaxis=dict(type="category", tickmode="array", tickvals=x[:: max(1, len(x) // 40)],
-                             ticktext=axis_text(predicted)[:: max(1, len(x) // 40)]),
+                             ticktext=axis_text(predicted, lang)[:: max(1, len(x) // 40)]),
                   yaxis=dict(title=dict(text=t("heads.loss_change", lang))), margin=dict(l=60, r=20, t=60, b=60))
     return unchecked_figure([dict(type="bar", x=x, y=change, marker=dict(color=colours),
                                   hovertemplate=t("heads.loss_hover", lang))], layout)
@@ -105,7 +105,8 @@ def importance_figure(run, lang: str = DEFAULT) -> go.Figure:
     n_layer, n_head = array32(run.damage[groups[0]]).shape
     x, y = _head_axes(n_layer, n_head, groups if len(groups) > 1 else None)
     bound = float(np.abs(damage).max()) or 1.0
-    layout = dict(title=top_title(t("heads.importance_title", lang, measure=run.measure, mode=run.mode)),
+    layout = dict(title=top_title(t("heads.importance_title", lang, measure=t(f"heads.measure.{run.kind}", lang),
+                                         mode=t(f"heads.mode.{run.mode}", lang))),
                   height=max(260, 34 * len(y) + 170), margin=dict(l=10, r=10, t=100, b=10),
                   xaxis=dict(side="top", type="category", title=dict(text=t("heads.head", lang))),
                   yaxis=dict(type="category", autorange="reversed", title=dict(text=t("heads.layer", lang))))
@@ -124,9 +125,9 @@ def _lens_rows(n_rows: int, lang: str = DEFAULT) -> np.ndarray:
 def lens_table(run, lang: str = DEFAULT) -> go.Figure:
     """Rows: the embedding and each layer; columns: positions; cell: the top guess, coloured by its probability."""
     probs = array32(run.top_probs)
-    x, rows = position_labels(run.labels), _lens_rows(probs.shape[0], lang)
+    x, rows = position_labels(run.labels, lang), _lens_rows(probs.shape[0], lang)
     text = np.array([[plain(repr(g)[1:-1]) for g in row] for row in run.guesses], dtype=object)
-    fig = matrix_figure(probs, x, rows, axis_text(run.labels), rows, "", t("heads.lens_rows", lang),
+    fig = matrix_figure(probs, x, rows, axis_text(run.labels, lang), rows, "", t("heads.lens_rows", lang),
                         t("heads.lens_title", lang), t("heads.lens_hover", lang),
                         height=max(300, 40 * probs.shape[0] + 180))
     fig.data[0].update(text=text, texttemplate="%{text}" if probs.shape[1] <= 40 else "", textfont=dict(size=10))
@@ -141,7 +142,7 @@ def rank_lines(run, lang: str = DEFAULT) -> go.Figure:
     for pos in range(rank.shape[1]):  # one trace, lines split by None: 128 traces would draw slowly
         x += rows + [None]
         y += rank[:, pos].tolist() + [None]
-        names += [f"{pos}:{plain(run.labels[pos])}"] * len(rows) + [None]
+        names += [f"{pos}:{plain(render(run.labels[pos], lang))}"] * len(rows) + [None]
     layout = dict(title=top_title(t("heads.rank_title", lang)), height=340, showlegend=False,
                   yaxis=dict(type="log", title=dict(text=t("heads.rank", lang)), autorange="reversed"),
                   xaxis=dict(type="category"), margin=dict(l=60, r=20, t=60, b=40))
@@ -159,7 +160,7 @@ def roles_grid(run, lang: str = DEFAULT) -> go.Figure:
     x, y = _head_axes(n_layer, n_head, groups if len(groups) > 1 else None)
     marks = np.array([["".join(ROLE_MARKS[r] for r, s in scores.items() if s[i, j] >= run.threshold)
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
-    hover = np.array([["<br>".join(f"{r}: {s[i, j]:.2f}" for r, s in scores.items())
+    hover = np.array([["<br>".join(f"{t(f'heads.role.{r}', lang)}: {s[i, j]:.2f}" for r, s in scores.items())
                        for j in range(best.shape[1])] for i in range(best.shape[0])], dtype=object)
     legend = dict(text=t("heads.roles_legend", lang), x=0, y=-0.02, xref="paper", yref="paper", xanchor="left",
                   yanchor="top", showarrow=False)

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.colors import sequential
 
-from i18n import t
+from i18n import render, t
 from views.figure import Figure
 
 GAMMA = 2.0  # colour position = weight ** (1 / GAMMA): low weights get a visible share of the scale
@@ -96,22 +96,23 @@ def weights(x) -> np.ndarray:
     return np.round(array.astype(np.float64 if array.size > TEXT_CELLS else np.float32), DECIMALS)
 
 
-def axis_text(labels: list[str]) -> np.ndarray:
-    return np.array([plain(t) for t in labels], dtype=object)
+def axis_text(labels: list[str], lang: str = "en") -> np.ndarray:
+    """Token labels as tick text in `lang` (a split character's label is a message: "这 (3 字节)")."""
+    return np.array([plain(render(t, lang)) for t in labels], dtype=object)
 
 
-def position_labels(labels: list[str]) -> np.ndarray:
+def position_labels(labels: list[str], lang: str = "en") -> np.ndarray:
     """Unique axis categories "i:token", so repeated tokens keep their own column.
 
     A numpy array: the figure writes it as a list in one go.
     """
-    return np.array([f"{i}:{plain(t)}" for i, t in enumerate(labels)], dtype=object)
+    return np.array([f"{i}:{plain(render(t, lang))}" for i, t in enumerate(labels)], dtype=object)
 
 
 def head_heatmap(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> Figure:
     """One head's weights (Tq, Tk): rows are queries, columns the keys they read; axis names and hover in `lang`."""
-    x, y = position_labels(k_labels), position_labels(q_labels)
-    return matrix_figure(attn, x, y, axis_text(k_labels), axis_text(q_labels), t("figure.key", lang),
+    x, y = position_labels(k_labels, lang), position_labels(q_labels, lang)
+    return matrix_figure(attn, x, y, axis_text(k_labels, lang), axis_text(q_labels, lang), t("figure.key", lang),
                          t("figure.query", lang), title, t("figure.head_hover", lang))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import render, t
-from views.kit import grid_axes, plain, position_labels, unchecked_figure
+from views.kit import axis_text, grid_axes, plain, position_labels, unchecked_figure
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
@@ -55,8 +55,8 @@ def mask_gallery(panels: list[MaskPanel], lang: str = "en") -> go.Figure:
         i, j = divmod(n, n_col)
         suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j, gap=0.04)
         traces.append(dict(
-            type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels),
-            y=position_labels(panel.q_labels), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
+            type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels, lang),
+            y=position_labels(panel.q_labels, lang), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
             zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
             hovertemplate=f"{panel.title}<br>" + t("masking.gallery_hover", lang),
         ))
@@ -72,7 +72,7 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str], lang: str = "e
 
     Point t is the loss of predicting token t+1, so the x axis names the token being predicted.
     """
-    x = position_labels(labels)[1:]
+    x = position_labels(labels, lang)[1:]
     traces = []
     for name, loss in losses.items():
         loss = np.asarray(loss, dtype=np.float32)
@@ -83,7 +83,7 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str], lang: str = "e
         title=dict(text=t("masking.loss_title", lang)), height=340, margin=dict(l=10, r=10, t=50, b=10),
         legend=dict(orientation="h", y=1.02, yanchor="bottom"),
         xaxis=dict(title=dict(text=t("masking.loss_x", lang)), tickmode="array", tickvals=x,
-                   ticktext=np.array([plain(t) for t in labels[1:]], dtype=object)),
+                   ticktext=axis_text(labels[1:], lang)),
         yaxis=dict(title=dict(text=t("masking.loss_y", lang)), rangemode="tozero"),
     )
     return unchecked_figure(traces, layout)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from i18n import t
+from i18n import render, t
 from views.figure import Figure
 from views.kit import position_labels, top_title, unchecked_figure
 from views.tokens import visible
@@ -42,7 +42,7 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str
         spans.append(f'<span title="{html.escape(f"{raw:+.4f}", quote=True)}" style="background: rgba({rgb},'
                      f'{abs(weight):.2f}); border-radius: 3px; padding: 1px 2px; margin: 1px; white-space: pre; '
                      f'display: inline-block; '
-                     f'font-family: monospace; line-height: 2;">{html.escape(visible(label), quote=True)}</span>')
+                     f'font-family: monospace; line-height: 2;">{html.escape(visible(render(label, lang)), quote=True)}</span>')
     legend = t("sentiment.legend_signed" if signed else "sentiment.legend_read", lang)
     # "model-text": the tokens are the person's own text, shown as typed in either language
     return (f'<div class="model-text" style="direction: ltr;">{"".join(spans)}</div>'
@@ -51,6 +51,7 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str
 
 def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> Figure:
     """One bar per token, in reading order: scores (T,). Written as plotly's JSON (see views/figure.py)."""
+    labels = [render(t, lang) for t in labels]
     x = position_labels([visible(t) for t in labels])
     values = np.asarray(scores, dtype=np.float32)
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values.tolist()]

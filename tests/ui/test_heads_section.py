@@ -71,4 +71,4 @@ def test_every_heads_handler_draws_in_either_language(lang):
                *section.ablate(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
     titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
     assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
-    assert any("逻辑透镜" in title for title in titles) == (lang == "zh-CN")
+    assert any("logit 透镜" in title for title in titles) == (lang == "zh-CN")
