@@ -33,6 +33,8 @@ FINAL_CHECK_SIZE = 200  # held-out sources scored after a live run (1,000 would 
 GOAL = 0.99  # exact match on held-out sources at which a live run has learned the task
 CHECK_EVERY = 50  # steps between the goal checks
 GOAL_CHECK_SIZE = 100  # held-out sources per goal check: about 0.1 s for a small model
+MIN_SECONDS = 1e-3  # a run whose start-up used its whole budget still takes one step, then sends its model
+SEND_BACK_S = 10.0  # after its budget, a run has this long to send its model back before it is stopped
 THREADS = 1  # a loaded 2-core CPU ran a step ~15x slower with two threads fighting (5.8 s vs 0.35 s)
 
 
@@ -48,8 +50,10 @@ class Progress:
     reached_goal: bool = False
 
 
-def _train(task_name: str, preset: str, steps: int, seconds: float, out: mp.Queue) -> None:
-    """The child process: train, report every step, send the weights back (or the error's message)."""
+def _train(task_name: str, preset: str, steps: int, deadline: float, out: mp.Queue) -> None:
+    """The child process: train until `deadline` (time.time()), report every step, send the weights back (or
+    the error's message). The budget counts from the request, not from here: starting a process and importing
+    torch took 30-40 s on a busy machine, and a 10 s run held the slot for 38-50 s."""
     # training code only here, in the child: serving the app imports none of it
     from transformer_core.training.translation import LIVE_BATCH, build_model, fit, live_config
 
@@ -69,6 +73,7 @@ def _train(task_name: str, preset: str, steps: int, seconds: float, out: mp.Queu
             out.put(("check", step + 1, score))
             return score >= GOAL
 
+        seconds = max(deadline - time.time(), MIN_SECONDS)  # what start-up left of the budget (a step at least)
         fit(model, codec, task, live_config(steps, seconds), LIVE_BATCH, on_step=on_step, progress=False)
         # plain bytes: torch's shared-memory tensors would vanish with this process
         out.put(("done", model.config, safetensors.torch.save({k: v.contiguous() for k, v in model.state_dict().items()})))
@@ -86,10 +91,15 @@ class LiveTraining:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._ends = 0.0  # time.monotonic() by which the running run is over, sent back or stopped
 
     @property
     def busy(self) -> bool:
         return self._lock.locked()
+
+    def seconds_left(self) -> float:
+        """How long until the slot is free at the latest (0 when it is free now)."""
+        return max(self._ends - time.monotonic(), 0.0) if self.busy else 0.0
 
     def run(self, task_name: str, preset: str, steps: int, seconds: float, poll: float = 0.5) -> Iterator[Progress]:
         """Train in a child process, yielding the progress every `poll` seconds and once at the end.
@@ -102,9 +112,11 @@ class LiveTraining:
             raise InputError(Message("translate.live_tasks", tasks=", ".join(TOY_TASKS)))
         if not self._lock.acquire(blocking=False):
             raise InputError(BUSY)
+        self._ends = time.monotonic() + seconds + SEND_BACK_S
+        deadline = time.time() + seconds
         context = mp.get_context("spawn")  # a fork of a threaded server could inherit held locks
         messages = context.Queue()
-        child = context.Process(target=_train, args=(task.name, preset, steps, seconds, messages), daemon=True)
+        child = context.Process(target=_train, args=(task.name, preset, steps, deadline, messages), daemon=True)
         state = Progress()
         t0 = shown = time.perf_counter()
         finished = False
@@ -114,7 +126,7 @@ class LiveTraining:
                 try:
                     message = messages.get(timeout=poll)
                 except queue.Empty:
-                    if not child.is_alive():
+                    if not child.is_alive() or time.monotonic() > self._ends:  # gone, or over budget and silent
                         raise InputError(Message("translate.no_result")) from None
                     message = ("wait",)
                 if time.perf_counter() - shown >= poll:

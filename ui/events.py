@@ -19,8 +19,11 @@ from dataclasses import dataclass
 
 import gradio as gr
 from gradio import caching
+from gradio.i18n import I18nData
 
+from i18n import DEFAULT as DEFAULT_LANGUAGE
 from ui.common import log
+from ui.i18n import translated
 
 
 @dataclass(frozen=True)
@@ -171,28 +174,57 @@ class _NotCached(caching.CacheMissError, gr.Error):
 def _guard(component) -> None:
     """A value a component cannot take (a list for a dropdown, 1e400 for a slider) answers with a clear
     message, and while Gradio's queue only asks for a cached answer it means "not cached" (the request
-    is then queued and answered with that message), never an HTTP 500."""
-    if getattr(component, "_guarded", False) or not hasattr(component, "preprocess"):
+    is then queued and answered with that message), never an HTTP 500.
+
+    The guard is put on the component's class, not on the one component: once an event has updated a
+    component's properties (a slider's maximum when a model is picked, a table's headers in the page's
+    language), Gradio keeps the session's own copy of it, built anew with `block.__class__(**kwargs)`,
+    and preprocesses the session's inputs with that copy. A guard on the app's instance was lost there:
+    a session that had run the page-load event got HTTP 500 where a fresh one got a message."""
+    if not hasattr(component, "preprocess"):
         return
     if isinstance(component, (gr.Dropdown, gr.Radio)):
         integer_choices(component)
-    preprocess = component.preprocess
+    cls = type(component)
+    if "_guarded_preprocess" in vars(cls):
+        return
+    preprocess = cls.preprocess
 
     @functools.wraps(preprocess)
-    def checked(payload):
-        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(component, (gr.Slider, gr.Number)):
+    def checked(self, payload):
+        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(self, (gr.Slider, gr.Number)):
             error: Exception = ValueError(f"{payload} is not a finite number")
         else:
             try:
-                return preprocess(payload)
+                return preprocess(self, payload)
             except Exception as e:  # noqa: BLE001 -- any refusal of a component is the client's input
                 error = e
         if caching._probe_mode_active.get():
             raise _NotCached("not cached")
-        name = component.label or type(component).__name__
-        shown = str(error) if len(str(error)) < 300 else str(error)[:300] + "…"
+        name = label_of(self)
+        shown = _shortened(error)
         log.warning("input refused by %s: %s", name, shown.encode("unicode_escape", "backslashreplace").decode("ascii"))
         raise gr.Error(html.escape(f"{name}: this value cannot be used ({shown}).", quote=False), print_exception=False)
 
-    component.preprocess = checked
-    component._guarded = True
+    cls.preprocess = checked
+    cls._guarded_preprocess = True
+
+
+SHOWN_CHARS = 300  # of a refusal's reason: it may quote the refused value, which can be megabytes
+
+
+def _shortened(error: Exception) -> str:
+    try:
+        shown = str(error)
+    except ValueError:  # str() of an int over 4,300 digits, quoted in the reason
+        return type(error).__name__
+    return shown if len(shown) < SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
+
+
+def label_of(component) -> str:
+    """The name a person knows a component by: its label in English (a label from the catalogue is an
+    I18nData, whose str() is a marker, not a name), else its kind."""
+    label = component.label
+    if isinstance(label, I18nData):
+        label = translated(label, DEFAULT_LANGUAGE)
+    return str(label) if label else type(component).__name__

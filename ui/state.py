@@ -25,6 +25,7 @@ from lab.sentiment import REVIEW
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
 TRUE_WORDS = {"1", "true", "yes", "on"}
+JSON_SAFE = float(2**53)  # the largest whole number a browser's JSON reads exactly
 
 # A lecture, step by step: each preset is the link a lecturer would otherwise post.
 # Keys a tab does not have are ignored (and "focus" is the step's part of the page, see
@@ -191,8 +192,13 @@ def coerce(component, raw: str):
         if not math.isfinite(value):
             return None
         low, high = getattr(component, "minimum", None), getattr(component, "maximum", None)
-        value = min(max(value, low if low is not None else value), high if high is not None else value)
-        return int(value) if value.is_integer() and float(getattr(component, "step", 1) or 1).is_integer() else value
+        # float(): a bound is often an int, and int has no is_integer() before Python 3.12 (the Space runs 3.11)
+        value = float(min(max(value, low if low is not None else value), high if high is not None else value))
+        # a link's number stays one JSON can carry (seed=1e30 was an int too large for the encoder): the handler
+        # then clamps it to its own range, with the notice a slider's value out of range gets
+        value = min(max(value, -JSON_SAFE), JSON_SAFE)
+        whole = float(getattr(component, "step", 1) or 1).is_integer() or getattr(component, "precision", None) == 0
+        return int(value) if value.is_integer() and whole else value
     if isinstance(component, (gr.Dropdown, gr.Radio)):
         if getattr(component, "multiselect", False):
             return None

@@ -41,13 +41,48 @@ def test_live_training_stops_at_the_first_check_that_reaches_99_percent(monkeypa
     monkeypatch.setattr(live, "exact_match", lambda *args: score)  # the held-out score each check sees
     messages, threads = _Messages(), torch.get_num_threads()
     try:
-        live._train("copy", "tiny", steps, 60, messages)
+        live._train("copy", "tiny", steps, time.time() + 60, messages)
     finally:
         torch.set_num_threads(threads)  # _train sets the child's thread count
     kinds = [m[0] for m in messages]
     assert kinds[-1] == "done" and "error" not in kinds
     assert max(m[1] for m in messages if m[0] == "loss") == stops_at
     assert [m[1] for m in messages if m[0] == "check"] == checks
+
+
+def test_a_live_runs_time_budget_counts_its_start_up(monkeypatch):
+    """A 10 s run held the slot 38-50 s: its budget began only once the child had started and built its model."""
+    from transformer_core.training import translation
+
+    build = translation.build_model
+
+    def slow_start(*args):  # a busy machine's process start-up and imports, compressed into 2 s
+        time.sleep(2.0)
+        return build(*args)
+
+    monkeypatch.setattr(translation, "build_model", slow_start)
+    messages, threads, t0 = _Messages(), torch.get_num_threads(), time.time()
+    try:
+        live._train("sort", "tiny", 3000, t0 + 2.0, messages)  # the budget is used up by the start-up
+    finally:
+        torch.set_num_threads(threads)
+    assert messages[-1][0] == "done"
+    assert max(m[1] for m in messages if m[0] == "loss") == 1  # one step, then the model goes back
+
+
+def test_a_busy_slot_says_how_long_until_it_is_free():
+    slot = LiveTraining()
+    assert slot.seconds_left() == 0
+    running = slot.run("copy", "tiny", 100_000, 30, poll=0.1)
+    next(running)
+    try:
+        assert 25 < slot.seconds_left() <= 30 + live.SEND_BACK_S
+    finally:
+        running.close()
+    deadline = time.time() + 10
+    while slot.busy and time.time() < deadline:
+        time.sleep(0.1)
+    assert slot.seconds_left() == 0
 
 
 def test_a_live_run_that_cannot_start_frees_the_slot_and_says_why(monkeypatch):
