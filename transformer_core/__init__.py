@@ -57,6 +57,7 @@ from .model.models import (
 from .model.trace import Trace, editing, recording
 from .weights.hub import CheckpointError, load_model, save_checkpoint
 from .weights.gpt2 import GPT2ImportError, load_gpt2
+from .weights.e5 import E5FormatError, load_e5
 
 # 6. decode and sample: a language model writes on; an encoder-decoder translates a toy task
 from .decoding.generation import generate, next_token_logits, stream
@@ -125,7 +126,7 @@ __all__ = [
     # 5. models, trace, checkpoints
     "ConfigError", "DecoderLM", "DecoderLMConfig", "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder",
     "EncoderDecoderConfig", "TransformerConfig", "Trace", "editing", "recording",
-    "CheckpointError", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2",
+    "CheckpointError", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2", "E5FormatError", "load_e5",
     # 6. decode and sample
     "generate", "next_token_logits", "stream", "Sampler", "SamplingConfig", "SamplingError", "StepRecord",
     "BeamResult", "beam_search_lm", "Codec", "DecodingError", "Translation", "exact_match", "translate",

