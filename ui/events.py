@@ -70,6 +70,11 @@ ENDPOINTS: dict[str, Serving] = {
     "translate_train": TRAINING,
     "translate_fresh": NEEDS_SESSION,
     "translate_lengths": Serving(4),
+    # a stage re-slices the walk a text's first stage ran once (lab/forward.py)
+    "forward_stage": Serving(8),
+    # a dictionary read or write each, outside the queue (ui/questions.py): no model, no GPU
+    "question_join": Serving(gpu=False, agents=False),
+    "question_answer": Serving(gpu=False, agents=False),
     **{name: Serving(4) for name in ("concepts_weighted_average", "concepts_scaling", "concepts_order",
                                      "concepts_positions", "concepts_parameters", "concepts_trace")},
 }

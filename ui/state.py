@@ -136,6 +136,10 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                  "source_ids": ("concepts_trace", 0), "target_ids": ("concepts_trace", 1),
                  "label_smoothing": ("concepts_trace", 2), "model_seed": ("concepts_trace", 3),
                  "follow_batch_row": ("concepts_trace", 4), "follow_target_position": ("concepts_trace", 5)},
+    "forward": {"model": ("forward_stage", 0), "text": ("forward_stage", 1), "stage": ("forward_stage", 2),
+                "layer": ("forward_stage", 3), "head": ("forward_stage", 4), "stack": ("forward_stage", 5),
+                "cross": ("forward_stage", 6), "follow": ("forward_stage", 7)},
+    "questions": {"code": ("question_join", 0)},
 }
 
 
