@@ -184,3 +184,15 @@ def test_a_review_is_split_into_sentences_once_and_its_sentences_numbered_from_1
     assert splits == [sentiment.REVIEW]  # once, by the use case; read_document reads the split it is given
     assert run.number == 2 and run.document.sentences[run.sentence].text == run.read_text
     assert sentiment.classify("A moving film.", "sentiment").number is None  # a short text has no sentences
+
+
+def test_a_checkpoint_written_again_keeps_what_it_reads_and_a_new_one_can_say_it(tmp_path):
+    from transformer_core import load_model, save_checkpoint
+
+    model = store.model("tang-poems-char")
+    folder = tmp_path / "poems"
+    save_checkpoint(model, folder, reads={"languages": ["zh"], "script": "simplified"})
+    save_checkpoint(model, folder)  # retrained in place: save_pretrained writes a fresh config.json
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["languages"] == ["zh"] and config["script"] == "simplified" and config["arch"] == "DecoderLM"
+    assert load_model(folder).config == model.config  # the model's own config ignores what it reads
