@@ -196,3 +196,8 @@ def test_a_checkpoint_written_again_keeps_what_it_reads_and_a_new_one_can_say_it
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert config["languages"] == ["zh"] and config["script"] == "simplified" and config["arch"] == "DecoderLM"
     assert load_model(folder).config == model.config  # the model's own config ignores what it reads
+
+
+def test_attention_while_generating_reads_the_prompt_as_the_attention_tab_does():
+    run = lab.while_generating_run("tang-poems-char", TRADITIONAL, 2)
+    assert "".join(run.labels[:run.n_prompt]) == SIMPLIFIED and "converted to simplified" in run.notice
