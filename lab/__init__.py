@@ -12,7 +12,8 @@ from .masking import CheatResult, MaskingRun, cheating, masking_run
 from .policy import MAX_CHARS, InputError, Tokens, clamp, fit_tokens, notice, truncate
 
 __all__ = [
-    "models", "reading", "store", "InputError", "MAX_CHARS", "Tokens", "clamp", "fit_tokens", "notice", "truncate", "RunCache",
+    "models", "reading", "store", "InputError", "MAX_CHARS", "Tokens", "clamp", "fit_tokens", "notice", "truncate",
+    "RunCache",
     "AttentionRun", "WhileGeneratingRun", "attention_run", "while_generating_run",
     "CheatResult", "MaskingRun", "cheating", "masking_run",
 ]

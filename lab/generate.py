@@ -142,7 +142,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
     if mode == "beam" and length_penalty != 1.0:
         notices.append(NO_END_TOKEN)
-    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(n for n in notices if n))
+    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty,
+                   tuple(n for n in notices if n))
 
 
 @dataclass

@@ -241,8 +241,8 @@ def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) ->
     codec = Codec(tokenizer)
     if reference is None:  # every head on: the translation the Translate and Attention tabs show, run once
         run = translated(read.name, read.text)
-        return Outcome([], None, {}, run.output, float(np.log(run.probs[range(len(run.written)), run.written]).sum())), \
-            [codec.bos, *run.written]
+        logp = float(np.log(run.probs[range(len(run.written)), run.written]).sum())
+        return Outcome([], None, {}, run.output, logp), [codec.bos, *run.written]
     written = translate(net, codec, read.text).ids  # with heads off, the model writes its own translation
     target = reference
     src, lengths = codec.sources([read.text])

@@ -2,7 +2,7 @@
 
 Every checkpoint folder of the model folder is in it, found by its config.json, which also says
 what the checkpoint reads: `languages` (["en"], ["zh"], or both) and, for Chinese, the `script`
-it learned ("simplified"). So a new checkpoint is added by dropping its folder in the model folder:
+it learned ("simplified"); a translator's config names its `task`. So a new checkpoint is added by dropping its folder in the model folder:
 it appears in every picker of its kind, and texts in its languages are routed to it.
 
 `resolve` turns a picker label or a checkpoint name into the name, `load` gives the model and
@@ -37,6 +37,7 @@ class Checkpoint:
     label: str
     languages: tuple[str, ...] = ("en",)
     script: str | None = None
+    task: str | None = None  # a translator's task ("reverse"): the Translate tab offers it for that task
 
     def reads(self, language: str) -> bool:
         return language in self.languages
@@ -62,7 +63,7 @@ def _checkpoint(name: str, label: str) -> Checkpoint:
     config = store.config(name)
     languages = tuple(lang for lang in config.get("languages", ("en",)) if lang in LANGUAGES) or ("en",)
     script = config.get("script") if config.get("script") in SCRIPTS else None
-    return Checkpoint(name, config["arch"], label, languages, script)
+    return Checkpoint(name, config["arch"], label, languages, script, config.get("task"))
 
 
 def checkpoint(name: str) -> Checkpoint:

@@ -78,6 +78,9 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
     assert masking.lm_for("床前明月光") == "poems" and masking.lm_for("To be") == "shakespeare-lm"
     run = lab.attention_run("poems", TRADITIONAL)  # its script is read as declared: converted, with a notice
     assert "".join(run.q_labels) == SIMPLIFIED and "converted to simplified" in run.notice
+    _drop(model_dir, "my-reverser", "translate-reverse", task="reverse")  # a translator says its task
+    assert translate.checkpoint_of("reverse") == "my-reverser"
+    assert translate.translation("reverse", "1234").output == "4321"
 
 
 def test_chinese_typed_into_sentiment_with_no_classifier_chosen_is_read_by_a_chinese_one():
