@@ -145,7 +145,8 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
     model, tokenizer = models.load(name)
     if store.arch(name) == "EncoderDecoder":
         return _translator_run(name, model, tokenizer, text, group)
-    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len),
+                        offered=models.choices())
     attn = _traced(models.key(name), read.ids)  # shares a pass with texts asked at the same time
     return _labelled(name, group, attn, read.labels, read.labels, read.notice)
 

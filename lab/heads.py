@@ -186,7 +186,7 @@ def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
         return net, tokenizer, _Read(name, kind, codec.source_ids(text), list(text) + ["</s>"], text,
                                      notice(cut, cut2))
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
-                        min_tokens=2 if kind == "DecoderLM" else 1)
+                        min_tokens=2 if kind == "DecoderLM" else 1, offered=models.choices())
     return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice))
 
 

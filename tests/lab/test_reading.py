@@ -95,7 +95,8 @@ def test_a_classifier_chosen_by_hand_that_cannot_read_the_text_says_so_and_propo
     with pytest.raises(InputError, match="cannot read this text") as error:
         sentiment.classify(CHINESE_REVIEW, "sentiment-pretrained")
     said = str(error.value)
-    assert "Pick one that reads Chinese" in said and "sentiment-zh (classifier)" in said and "\n" not in said
+    assert "Pick one that reads Chinese" in said and "Chinese reviews, trained from scratch (1.5M)" in said
+    assert "\n" not in said
 
 
 @pytest.mark.parametrize("text", ["质量 very good 👍", "good quality, 很好"])
@@ -114,10 +115,11 @@ def test_models_that_cannot_read_the_text_say_so_where_they_show_it_anyway():
     """Issue 48 row 10: the English WordPiece in Attention with most tokens [UNK], Shakespeare's LM on a poem."""
     run = lab.attention_run("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好")
     assert "cannot read this text" in run.notice and "English" in run.notice
+    assert "Pick one that reads Chinese: tang-poems-char (language model), sentiment-zh (classifier)" in run.notice
     model, tokenizer, _ = generate.load(generate.SHIPPED)
     request = generate.check(generate.SHIPPED, tokenizer, model.config.max_len, "床前明月光，疑是地上霜。", "greedy",
                              1.0, 0, 1.0, 0.0, 1.0, 5, 0)
-    assert any("cannot read this text" in n for n in request.notices)
+    assert any("cannot read this text" in n and "Tang poems" in n for n in request.notices), request.notices
     with pytest.raises(InputError, match="cannot represent"):  # the Tang LM knows no Latin letter, no emoji
         generate.check(generate.TANG, store.tokenizer("tang-poems-char"), 128, "hello 😀", "greedy", 1.0, 0, 1.0,
                        0.0, 1.0, 5, 0)
