@@ -50,13 +50,14 @@ def registry(include_cheats: bool = False) -> list[Checkpoint]:
     """Every checkpoint in picker order (language models, classifiers, translators; by name), then GPT-2.
     Read again only when the model folder changes."""
     signature = store.folder_signature()
-    if _read.get("signature") != signature:
-        _read.update(signature=signature, found=[_checkpoint(name, label)
-                                                 for label, name in store.checkpoints(include_cheats=True).items()])
-    return [c for c in _read["found"] if include_cheats or not c.name.startswith("cheat-")] + [GPT2]
+    read_at, found = _read.get("listing", ((), []))
+    if read_at != signature:
+        found = [_checkpoint(name, label) for label, name in store.checkpoints(include_cheats=True).items()]
+        _read["listing"] = (signature, found)  # one assignment: a request running beside it sees old or new, whole
+    return [c for c in found if include_cheats or not c.name.startswith("cheat-")] + [GPT2]
 
 
-_read: dict = {}  # the last listing, with the model folder signature it was read at
+_read: dict = {}  # "listing": (the model folder signature, its checkpoints read at it)
 
 
 def _checkpoint(name: str, label: str) -> Checkpoint:
