@@ -5,14 +5,15 @@ Every tab calls these functions, and so can any Python client; each raises Input
 a message for the person when the input cannot be used.
 """
 
-from . import models, store
+from . import models, reading, store
 from .attention import AttentionRun, WhileGeneratingRun, attention_run, while_generating_run
 from .cache import RunCache
 from .masking import CheatResult, MaskingRun, cheating, masking_run
 from .policy import MAX_CHARS, InputError, Tokens, clamp, fit_tokens, notice, truncate
 
 __all__ = [
-    "models", "store", "InputError", "MAX_CHARS", "Tokens", "clamp", "fit_tokens", "notice", "truncate", "RunCache",
+    "models", "reading", "store", "InputError", "MAX_CHARS", "Tokens", "clamp", "fit_tokens", "notice", "truncate",
+    "RunCache",
     "AttentionRun", "WhileGeneratingRun", "attention_run", "while_generating_run",
     "CheatResult", "MaskingRun", "cheating", "masking_run",
 ]

@@ -21,7 +21,7 @@ from . import models, reading, store, translate
 from .batching import Batcher
 from .cache import RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, prompt_tokens, source_text
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
 
 MAX_NEW_TOKENS = 40
 # which attention a model has: encoder self-attention sees both ways, decoder self-attention
@@ -145,7 +145,8 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
     model, tokenizer = models.load(name)
     if store.arch(name) == "EncoderDecoder":
         return _translator_run(name, model, tokenizer, text, group)
-    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len))
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len),
+                        offered=models.choices())
     attn = _traced(models.key(name), read.ids)  # shares a pass with texts asked at the same time
     return _labelled(name, group, attn, read.labels, read.labels, read.notice)
 
@@ -184,17 +185,16 @@ class WhileGeneratingRun:
 def while_generating_run(model: str, text: str | None, n_new) -> WhileGeneratingRun:
     """Generate greedily with the KV cache and keep each new token's attention row."""
     name = resolve(model)
-    if not (text or "").strip():
-        raise InputError(Message("attention.type_prompt"))
+    text, cut = reading.prepare(name, text, Message("attention.type_prompt"), keep="last")  # it continues the end
     if store.arch(name) != "DecoderLM":
         raise InputError(Message("attention.needs_lm"))
     notices: list[str] = []
     n_new = clamp(n_new, 1, MAX_NEW_TOKENS, Message("setting.new_tokens"), notices)
     model, tokenizer = models.load(name)
-    tokens = prompt_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new)
-    run = _runs.get(models.key(name, tuple(tokens.ids), "generate", n_new),
-                    lambda: _generate(model, tokenizer, tokens.ids, n_new))
-    return replace(run, notice=notice(tokens.notice, *notices))
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new, keep="last")
+    run = _runs.get(models.key(name, tuple(read.ids), "generate", n_new),
+                    lambda: _generate(model, tokenizer, read.ids, n_new))
+    return replace(run, notice=notice(cut, read.notice, *notices))
 
 
 def _generate(model, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:

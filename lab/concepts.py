@@ -13,7 +13,7 @@ from transformer_core import CheckpointError, EncoderClassifier
 from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
 
-from . import store
+from . import models, store
 from .markdown import literal
 from .policy import InputError, truncate
 
@@ -50,9 +50,8 @@ def whole(value, name: str, lo: int, hi: int) -> int:
 
 
 def shipped_models() -> list[str]:
-    """Checkpoint folders (those with a config.json) in the model directory."""
-    folder = store.model_dir()
-    return sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.is_dir() else []
+    """The checkpoints of the one registry (lab/models.py), by name; GPT-2, which is downloaded, is not shipped."""
+    return sorted(c.name for c in models.registry(include_cheats=True) if c is not models.GPT2)
 
 
 def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled):

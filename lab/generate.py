@@ -123,7 +123,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     room = max_len - max_new if mode == "beam" else max_len
     spans = tokenizer.tokens(text)
     tokens = fit_tokens(tokenizer, text, room, keep="last", spans=spans)
-    notices.append(reading.unreadable(checkpoint(label), tokenizer, text, spans))  # Shakespeare's LM given Chinese
+    # Shakespeare's LM given a Chinese poem continues in English: it says so, and names the LM that reads it
+    notices.append(reading.unreadable(checkpoint(label), tokenizer, text, spans, choices()))
     ids = tokens.ids
     if tokens.notice:
         notices.append(Message("generate.prompt_cut", n=len(tokenizer.encode(text)), room=room, max_len=max_len))
@@ -142,7 +143,8 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
     if mode == "beam" and length_penalty != 1.0:
         notices.append(NO_END_TOKEN)
-    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty, tuple(n for n in notices if n))
+    return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty,
+                   tuple(n for n in notices if n))
 
 
 @dataclass

@@ -184,7 +184,7 @@ def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
         return net, tokenizer, _Read(name, kind, codec.source_ids(text), list(text) + ["</s>"], text,
                                      notice(cut, cut2))
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
-                        min_tokens=2 if kind == "DecoderLM" else 1)
+                        min_tokens=2 if kind == "DecoderLM" else 1, offered=models.choices())
     return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice))
 
 
@@ -239,8 +239,8 @@ def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) ->
     codec = Codec(tokenizer)
     if reference is None:  # every head on: the translation the Translate and Attention tabs show, run once
         run = translated(read.name, read.text)
-        return Outcome([], None, {}, run.output, float(np.log(run.probs[range(len(run.written)), run.written]).sum())), \
-            [codec.bos, *run.written]
+        logp = float(np.log(run.probs[range(len(run.written)), run.written]).sum())
+        return Outcome([], None, {}, run.output, logp), [codec.bos, *run.written]
     written = translate(net, codec, read.text).ids  # with heads off, the model writes its own translation
     target = reference
     src, lengths = codec.sources([read.text])

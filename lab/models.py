@@ -2,7 +2,7 @@
 
 Every checkpoint folder of the model folder is in it, found by its config.json, which also says
 what the checkpoint reads: `languages` (["en"], ["zh"], or both) and, for Chinese, the `script`
-it learned ("simplified"). So a new checkpoint is added by dropping its folder in the model folder:
+it learned ("simplified"); a translator's config names its `task`. So a new checkpoint is added by dropping its folder in the model folder:
 it appears in every picker of its kind, and texts in its languages are routed to it.
 
 `resolve` turns a picker label or a checkpoint name into the name, `load` gives the model and
@@ -37,6 +37,7 @@ class Checkpoint:
     label: str
     languages: tuple[str, ...] = ("en",)
     script: str | None = None
+    task: str | None = None  # a translator's task ("reverse"): the Translate tab offers it for that task
 
     def reads(self, language: str) -> bool:
         return language in self.languages
@@ -49,20 +50,21 @@ def registry(include_cheats: bool = False) -> list[Checkpoint]:
     """Every checkpoint in picker order (language models, classifiers, translators; by name), then GPT-2.
     Read again only when the model folder changes."""
     signature = store.folder_signature()
-    if _read.get("signature") != signature:
-        _read.update(signature=signature, found=[_checkpoint(name, label)
-                                                 for label, name in store.checkpoints(include_cheats=True).items()])
-    return [c for c in _read["found"] if include_cheats or not c.name.startswith("cheat-")] + [GPT2]
+    read_at, found = _read.get("listing", ((), []))
+    if read_at != signature:
+        found = [_checkpoint(name, label) for label, name in store.checkpoints(include_cheats=True).items()]
+        _read["listing"] = (signature, found)  # one assignment: a request running beside it sees old or new, whole
+    return [c for c in found if include_cheats or not c.name.startswith("cheat-")] + [GPT2]
 
 
-_read: dict = {}  # the last listing, with the model folder signature it was read at
+_read: dict = {}  # "listing": (the model folder signature, its checkpoints read at it)
 
 
 def _checkpoint(name: str, label: str) -> Checkpoint:
     config = store.config(name)
     languages = tuple(lang for lang in config.get("languages", ("en",)) if lang in LANGUAGES) or ("en",)
     script = config.get("script") if config.get("script") in SCRIPTS else None
-    return Checkpoint(name, config["arch"], label, languages, script)
+    return Checkpoint(name, config["arch"], label, languages, script, config.get("task"))
 
 
 def checkpoint(name: str) -> Checkpoint:

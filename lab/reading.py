@@ -47,13 +47,15 @@ def prepare(name: str, text: str | None, empty: str, limit: int = MAX_CHARS, kee
     return text, notice(cut, simplified)
 
 
-def read(name: str, tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str = "first") -> Reading:
+def read(name: str, tokenizer, text: str, limit: int, min_tokens: int = 1, keep: str = "first",
+         offered: dict[str, str] | None = None) -> Reading:
     """A prepared text's ids and labels, at most `limit` tokens, tokenized once; a text the model cannot
-    read (see `unreadable`) is said in the notice, and one it cannot represent at all is an InputError."""
+    read (see `unreadable`) is said in the notice, which proposes the models of `offered` (the tab's picker,
+    label -> name) that can, and one it cannot represent at all is an InputError."""
     spans = tokenizer.tokens(text)
     tokens = fit_tokens(tokenizer, text, limit, min_tokens, keep, spans=spans)
-    return Reading(name, text, tokens.ids, tokens.labels, notice(unreadable(name, tokenizer, text, spans),
-                                                                 tokens.notice, tokens.split))
+    said = unreadable(name, tokenizer, text, spans, offered)
+    return Reading(name, text, tokens.ids, tokens.labels, notice(said, tokens.notice, tokens.split))
 
 
 def language(c: str) -> str | None:
@@ -88,26 +90,30 @@ def languages_name(languages) -> Message:
     return Message(f"reading.languages.{'_'.join(languages)}")
 
 
-def unreadable(name: str, tokenizer, text: str, spans) -> str:
+def unreadable(name: str, tokenizer, text: str, spans, offered: dict[str, str] | None = None) -> str:
     """One line when checkpoint `name` cannot read some of the text (its verdict or continuation would be a
-    guess), else "": more than UNREADABLE of the word tokens "cannot read this text", fewer "reads partly"."""
+    guess), else "": more than UNREADABLE of the word tokens "cannot read this text", and the models of
+    `offered` (label -> name) that read the text's language; fewer "reads partly"."""
     n_foreign, n = foreign(name, tokenizer, text, spans)
     if not n_foreign:
         return ""
     said = dict(model=name, n_foreign=n_foreign, n=n, languages=languages_name(models.checkpoint(name).languages))
-    return Message("reading.cannot_read" if n_foreign / n > UNREADABLE else "reading.partly", **said)
+    if n_foreign / n <= UNREADABLE:
+        return Message("reading.partly", **said)
+    language = models.language_of(text)
+    readers = [label for label, other in (offered or {}).items()
+               if other != name and models.checkpoint(other).reads(language)]
+    return notice(Message("reading.cannot_read", **said),
+                  Message("reading.try", language=languages_name([language]), models=Joined(readers, ", "))
+                  if readers else "")
 
 
-def check(name: str, tokenizer, text: str, spans, arch: str) -> str:
-    """InputError in one line when checkpoint `name` cannot read the text: a verdict on it would be a guess.
-    It proposes the models of kind `arch` that read the text's language, when there are any. A text it
-    reads in part gets a notice to show beside the verdict ("" when it reads all of it)."""
+def check(name: str, tokenizer, text: str, spans, offered: dict[str, str]) -> str:
+    """InputError in one line when checkpoint `name` cannot read the text, proposing the models of `offered`
+    that can: a verdict on it would be a guess. A text it reads in part gets a notice to show beside the
+    verdict ("" when it reads all of it)."""
     check_readable(tokenizer, spans)  # not one token it knows: "cannot represent" says more
-    said = unreadable(name, tokenizer, text, spans)
-    if said and said.key == "reading.cannot_read":
-        other = models.language_of(text)
-        readers = [c.label for c in models.registry() if c.arch == arch and c.reads(other) and c.name != name]
-        proposal = Message("reading.try", language=languages_name([other]), models=Joined(readers, ", ")) \
-            if readers else ""
-        raise InputError(notice(said, proposal))
+    said = unreadable(name, tokenizer, text, spans, offered)
+    if isinstance(said, Joined):
+        raise InputError(said)
     return said

@@ -145,7 +145,7 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     model, tokenizer = models.load(name)
     # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
     spans = tokenizer.tokens(text)
-    partly = reading.check(name, tokenizer, text, spans, "EncoderClassifier")
+    partly = reading.check(name, tokenizer, text, spans, classifiers())
     sentences = split_sentences(text)
     if len(spans) <= LONG_TEXT_TOKENS or len(sentences.spans) < 2:
         run = _explained(name, text)

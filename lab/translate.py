@@ -20,8 +20,7 @@ from . import live, models
 from .cache import RunCache
 from .policy import InputError, clamp, notice, source_text
 
-CHECKPOINTS = {"copy": "translate-copy", "reverse": "translate-reverse", "sort": "translate-sort",
-               "pig_latin": "translate-pig-latin"}
+TASKS = ("copy", "reverse", "sort", "pig_latin")  # transformer_core.tasks; each translator's config names its task
 # what each task's alphabet takes, said in one line (Chinese, say, is in none of them)
 TAKES = {"copy": "translate.takes_digits", "reverse": "translate.takes_digits", "sort": "translate.takes_digits",
          "pig_latin": "translate.takes_latin"}
@@ -102,22 +101,29 @@ def run_translation(model, codec: Codec, text: str, width: int = 1, task: str = 
 
 
 _runs: RunCache[TranslationRun] = RunCache(size=64)
-TASK_OF = {name: task for task, name in CHECKPOINTS.items()}
+
+
+def checkpoint_of(task: str) -> str:
+    """The translator of `task`, from the one registry: the first whose config names that task (when none is
+    installed, the shipped folder's name, which loading then reports missing)."""
+    if task not in TASKS:
+        raise InputError(Message("translate.bad_task", tasks=", ".join(TASKS), task=repr(task)))
+    found = (c.name for c in models.registry() if c.arch == "EncoderDecoder" and c.task == task)
+    return next(found, "translate-" + task.replace("_", "-"))
 
 
 def translated(name: str, source: str) -> TranslationRun:
     """Checkpoint `name`'s greedy translation of a source already read (`source_text`), traced once: the
     Translate tab, the Attention tab and the heads section share this one run per text."""
     model, codec = _load(name)
-    return _runs.get(models.key(name, source, 1), lambda: run_translation(model, codec, source, 1, TASK_OF.get(name, "")))
+    return _runs.get(models.key(name, source, 1),
+                     lambda: run_translation(model, codec, source, 1, models.checkpoint(name).task or ""))
 
 
 def _read_source(task: str, source: str | None):
     """(model, codec, source as it reads it, notice) for the shipped model of `task`; a source it cannot
     read is an InputError that says which alphabet the task takes."""
-    if task not in CHECKPOINTS:
-        raise InputError(Message("translate.bad_task", tasks=", ".join(CHECKPOINTS), task=repr(task)))
-    model, codec = _load(CHECKPOINTS[task])
+    model, codec = _load(checkpoint_of(task))
     try:
         text, cut = source_text(codec, model.config.max_len, source)
     except InputError as e:
@@ -132,7 +138,7 @@ def translation(task: str, source: str | None, width=1) -> TranslationRun:
     notices: list[str] = []
     width = clamp(width, 1, 8, Message("setting.beam_width"), notices)
     model, codec, text, cut = _read_source(task, source)
-    run = _runs.get(models.key(CHECKPOINTS[task], text, width),
+    run = _runs.get(models.key(checkpoint_of(task), text, width),
                     lambda: run_translation(model, codec, text, width, task))
     return replace(run, notice=notice(cut, *notices, run.notice))
 

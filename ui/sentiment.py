@@ -153,9 +153,10 @@ def build(lang: gr.State | None = None) -> Action:
             with gr.Column(scale=2):
                 text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
                                   info=_("sentiment.long_text", **use.LIMITS))
-                # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's first screen;
-                # first "by the text's language" (""): the text picks the classifier, so a Chinese review is read by a
-                # Chinese one on either page, while a classifier chosen by hand is kept (and says when it cannot read)
+                # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's
+                # first screen; first "by the text's language" (""): the text picks the classifier, so a Chinese
+                # review is read by a Chinese one on either page, while a classifier chosen by hand is kept (and
+                # says when it cannot read the text)
                 model = gr.Dropdown([(_("reading.auto"), AUTO), *(choice(c) for c in installed)], value=AUTO,
                                  label=_("sentiment.classifier"),
                                  elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)

@@ -50,7 +50,8 @@ def tokenize(text: str | None, lang: str = "en") -> tuple[str, str]:
     if not text:
         return render(notice, lang), views.hint(t("tokens.empty_hint", lang))
     return render(notice, lang), views.panels([
-        views.tokenizer_panel(render(k.label, lang), k.text, k.spans, render(k.problem, lang), lang) for k in tokenized])
+        views.tokenizer_panel(render(k.label, lang), k.text, k.spans, render(k.problem, lang), lang)
+        for k in tokenized])
 
 
 @cached

@@ -175,7 +175,7 @@ def build(lang: gr.State | None = None) -> Action:
                 source = gr.Textbox(label=_("translate.source"), value="3 1 4 1 5 9 2 6",
                                     placeholder=_("translate.source_placeholder"), elem_id="source")
                 with gr.Row(equal_height=True):
-                    task = gr.Radio([(_(f"translate.task.{k}"), k) for k in use.CHECKPOINTS], value="copy",
+                    task = gr.Radio([(_(f"translate.task.{k}"), k) for k in use.TASKS], value="copy",
                                     label=_("translate.task"), scale=3, elem_id="task")
                     button = gr.Button(_("translate.run"), variant="primary", elem_id="translate-run", scale=1)
             with gr.Column(scale=2):

@@ -78,6 +78,9 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
     assert masking.lm_for("床前明月光") == "poems" and masking.lm_for("To be") == "shakespeare-lm"
     run = lab.attention_run("poems", TRADITIONAL)  # its script is read as declared: converted, with a notice
     assert "".join(run.q_labels) == SIMPLIFIED and "converted to simplified" in run.notice
+    _drop(model_dir, "my-reverser", "translate-reverse", task="reverse")  # a translator says its task
+    assert translate.checkpoint_of("reverse") == "my-reverser"
+    assert translate.translation("reverse", "1234").output == "4321"
 
 
 def test_chinese_typed_into_sentiment_with_no_classifier_chosen_is_read_by_a_chinese_one():
@@ -92,7 +95,8 @@ def test_a_classifier_chosen_by_hand_that_cannot_read_the_text_says_so_and_propo
     with pytest.raises(InputError, match="cannot read this text") as error:
         sentiment.classify(CHINESE_REVIEW, "sentiment-pretrained")
     said = str(error.value)
-    assert "Pick one that reads Chinese" in said and "sentiment-zh (classifier)" in said and "\n" not in said
+    assert "Pick one that reads Chinese" in said and "Chinese reviews, trained from scratch (1.5M)" in said
+    assert "\n" not in said
 
 
 @pytest.mark.parametrize("text", ["质量 very good 👍", "good quality, 很好"])
@@ -111,10 +115,11 @@ def test_models_that_cannot_read_the_text_say_so_where_they_show_it_anyway():
     """Issue 48 row 10: the English WordPiece in Attention with most tokens [UNK], Shakespeare's LM on a poem."""
     run = lab.attention_run("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好")
     assert "cannot read this text" in run.notice and "English" in run.notice
+    assert "Pick one that reads Chinese: tang-poems-char (language model), sentiment-zh (classifier)" in run.notice
     model, tokenizer, _ = generate.load(generate.SHIPPED)
     request = generate.check(generate.SHIPPED, tokenizer, model.config.max_len, "床前明月光，疑是地上霜。", "greedy",
                              1.0, 0, 1.0, 0.0, 1.0, 5, 0)
-    assert any("cannot read this text" in n for n in request.notices)
+    assert any("cannot read this text" in n and "Tang poems" in n for n in request.notices), request.notices
     with pytest.raises(InputError, match="cannot represent"):  # the Tang LM knows no Latin letter, no emoji
         generate.check(generate.TANG, store.tokenizer("tang-poems-char"), 128, "hello 😀", "greedy", 1.0, 0, 1.0,
                        0.0, 1.0, 5, 0)
@@ -184,3 +189,20 @@ def test_a_review_is_split_into_sentences_once_and_its_sentences_numbered_from_1
     assert splits == [sentiment.REVIEW]  # once, by the use case; read_document reads the split it is given
     assert run.number == 2 and run.document.sentences[run.sentence].text == run.read_text
     assert sentiment.classify("A moving film.", "sentiment").number is None  # a short text has no sentences
+
+
+def test_a_checkpoint_written_again_keeps_what_it_reads_and_a_new_one_can_say_it(tmp_path):
+    from transformer_core import load_model, save_checkpoint
+
+    model = store.model("tang-poems-char")
+    folder = tmp_path / "poems"
+    save_checkpoint(model, folder, reads={"languages": ["zh"], "script": "simplified"})
+    save_checkpoint(model, folder)  # retrained in place: save_pretrained writes a fresh config.json
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["languages"] == ["zh"] and config["script"] == "simplified" and config["arch"] == "DecoderLM"
+    assert load_model(folder).config == model.config  # the model's own config ignores what it reads
+
+
+def test_attention_while_generating_reads_the_prompt_as_the_attention_tab_does():
+    run = lab.while_generating_run("tang-poems-char", TRADITIONAL, 2)
+    assert "".join(run.labels[:run.n_prompt]) == SIMPLIFIED and "converted to simplified" in run.notice

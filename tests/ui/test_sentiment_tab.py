@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
+from i18n import t
 from transformer_core.analysis.sentiment import LABELS
 from figures import figures
 from lab import store
@@ -81,3 +82,15 @@ def test_compare_on_chinese_text_shows_the_chinese_twins_under_their_names():
     from i18n import t
     assert t("sentiment.model.zh_scratch", "zh-CN") in parts[0] and t("sentiment.model.zh_pretrained", "zh-CN") in parts[4]
     assert "质" in parts[2] and "质" in parts[6]  # each column's tokens are the Chinese text's characters
+
+
+def test_with_no_classifier_chosen_a_chinese_review_is_read_by_a_chinese_classifier_on_the_chinese_page():
+    """Issue 48 row 8: Sentiment defaulted to the English classifier, asked for English text, had no Chinese
+    example, and the English classifiers' Chinese names did not say they read English."""
+    probs, _, notices, tokens_html, *_ = figures(tab.classify("这本书写得很好，值得一读，推荐！", tab.METHODS[0],
+                                                              tab.AUTO, "zh-CN"))
+    assert max(probs, key=probs.get) == t("sentiment.label.positive", "zh-CN") and "书" in tokens_html
+    assert "它读的是中文" in notices
+    assert any("这本书" in example[0] for example in tab.EXAMPLES)
+    assert "英文" not in t("sentiment.placeholder", "zh-CN").replace("中文或英文", "")
+    assert "英文" in t("sentiment.model.scratch", "zh-CN") and "英文" in t("sentiment.model.pretrained", "zh-CN")

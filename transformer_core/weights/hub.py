@@ -1,8 +1,9 @@
 """Checkpoints: save and load models (safetensors + config.json) with the tokenizer beside.
 
 A checkpoint folder holds `model.safetensors`, `config.json` (the model's frozen
-config, with `arch` naming its class), `tokenizer.json` and a `README.md` model
-card. Loading goes through huggingface_hub's `PyTorchModelHubMixin`, so the same
+config, with `arch` naming its class, and what the checkpoint reads: `languages`, `script`,
+which the app routes texts by and the model itself ignores), `tokenizer.json` and a `README.md`
+model card. Loading goes through huggingface_hub's `PyTorchModelHubMixin`, so the same
 call takes a local folder or a Hub repo, written `hf://namespace/name`: any other
 name is a local path, because "assets/sentiment" is also a valid repo id and a
 folder missing here must be reported missing, not looked up online. No pickle anywhere.
@@ -22,6 +23,7 @@ from ..model.models import MODEL_CLASSES
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 HUB_PREFIX = "hf://"  # as huggingface_hub's file system writes Hub paths
+READS = ("languages", "script")  # what a checkpoint reads ({"languages": ["zh"], "script": "simplified"})
 
 
 class CheckpointError(Exception):
@@ -29,13 +31,23 @@ class CheckpointError(Exception):
 
 
 def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: str | None = None,
-                    dtype: torch.dtype | None = None) -> Path:
+                    dtype: torch.dtype | None = None, reads: dict | None = None) -> Path:
     """Write model weights + config (+ tokenizer.json, + model card) into `folder`.
 
     With `dtype` (e.g. torch.float16, half the file) the weights are stored in it; `load_model`
-    reads them back into the model's own float32 parameters. `model` itself is not changed."""
+    reads them back into the model's own float32 parameters. `model` itself is not changed.
+    `reads` ({"languages": ["en", "zh"]}) goes into config.json; a checkpoint written again over one
+    keeps what the old config said it reads (a model retrained in a copy of assets/ still reads Chinese)."""
     folder = Path(folder)
+    try:
+        kept = {k: v for k, v in json.loads((folder / "config.json").read_text(encoding="utf-8")).items() if k in READS}
+    except (OSError, ValueError):
+        kept = {}
     (copy.deepcopy(model).to(dtype) if dtype is not None else model).save_pretrained(folder)
+    if kept or reads:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config.update({**kept, **{k: v for k, v in (reads or {}).items() if k in READS}})
+        (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if tokenizer is not None:
         tokenizer.save(str(folder / "tokenizer.json"))
     if card is not None:
