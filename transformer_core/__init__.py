@@ -65,8 +65,8 @@ from .decoding.beam import BeamResult, beam_search_lm
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .tasks import TASKS, TOY_TASKS, Task, TaskError, get_task
 
-# 7. look inside: probes, what a head does, why a classifier decides, whole documents sentence by sentence
-from .analysis.probes import (
+# 7. look inside: readouts (losses, predictions, attention rollout), what a head does, why a classifier decides, whole documents sentence by sentence
+from .analysis.readouts import (
     GenerationAttention,
     attention_of_each,
     attention_rollout,
