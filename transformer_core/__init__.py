@@ -77,6 +77,7 @@ from .analysis.readouts import (
     top_predictions,
 )
 from .analysis.heads import (
+    HEAD_NAME,
     ROLE_THRESHOLD,
     ROLES,
     SWITCH_OFF_MODES,
@@ -133,7 +134,7 @@ __all__ = [
     # 7. look inside
     "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
-    "ROLE_THRESHOLD", "ROLES", "SWITCH_OFF_MODES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
+    "HEAD_NAME", "ROLE_THRESHOLD", "ROLES", "SWITCH_OFF_MODES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
     "LogitLens", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
     "logit_lens", "rank_attention", "rank_heads", "repeated_random_tokens", "switch_off",
     "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
