@@ -3,7 +3,7 @@
 The model maths is transformer_core.analysis.heads; here a text becomes the runs it reads:
 * find_head re-slices the Attention tab's cached AttentionRun (no forward pass): every head
   ranked by the weight from a query token to a key token, named by word or by position;
-* ablation runs the text with chosen heads switched off and says what changed, per kind of
+* switch_off runs the text with chosen heads switched off and says what changed, per kind of
   model (a language model's next-token guesses and per-token loss, a classifier's verdict,
   a translator's output and log-probability); importance switches each head off alone;
 * lens reads a language model's layers through its unembedding (the logit lens);
@@ -23,8 +23,10 @@ import torch
 from i18n import Message
 
 from transformer_core import (
+    HEAD_NAME,
     ROLE_THRESHOLD,
     ROLES,
+    SWITCH_OFF_MODES,
     Head,
     HeadError,
     all_heads,
@@ -35,8 +37,8 @@ from transformer_core import (
     logit_lens,
     rank_attention,
     repeated_random_tokens,
-    switch_off,
 )
+from transformer_core.analysis import heads as core  # its switch_off runs a model; this module's reads a text first
 from transformer_core.analysis.sentiment import LABELS
 from transformer_core.decoding.seq2seq import Codec, translate
 
@@ -47,7 +49,7 @@ from .markdown import literal
 from .policy import MAX_DRAWN_TOKENS, InputError, notice, source_text
 from .translate import translated
 
-TOP_K = 5  # next-token guesses shown before and after an ablation
+TOP_K = 5  # next-token guesses shown before and after heads are switched off
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
 ROLE_BATCH = 4
 
@@ -100,15 +102,15 @@ def positions(labels: list[str], token) -> list[int]:
 
 
 def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
-    """Heads written as "L5 H11, cross L1 H0" (the group defaults to the model's first)."""
+    """Heads named as the core names them, "L5 H11, cross L1 H0" (the group defaults to the model's first)."""
     heads = []
     for part in (spec or "").replace(";", ",").split(","):
         if not part.strip():
             continue
-        m = re.fullmatch(r"\s*(?:(encoder|decoder|cross)\s+)?L\s*(\d+)\s*H\s*(\d+)\s*", part, re.IGNORECASE)
-        if m is None:
-            raise InputError(say("heads.bad_spec", part=part.strip()))
-        heads.append(Head((m.group(1) or groups[0]).lower(), int(m.group(2)), int(m.group(3))))
+        try:
+            heads.append(Head.parse(part, groups[0]))
+        except HeadError:
+            raise InputError(say("heads.bad_spec", part=part.strip())) from None
     return sorted(set(heads))
 
 
@@ -118,13 +120,12 @@ def head_names(model: str) -> list[str] | None:
         net, _ = models.load(models.resolve(model))
     except InputError:
         return None
+    return _names(net)
+
+
+def _names(net) -> list[str]:
     groups = _groups(net)
-    return [head_name(h, groups) for h in all_heads(net)]
-
-
-def head_name(head: Head, groups: list[str]) -> str:
-    """A head as parse_heads reads it back: "L5 H11", with the group only when the model has several."""
-    return (f"{head.group} " if len(groups) > 1 else "") + f"L{head.layer} H{head.head}"
+    return [h.name(groups) for h in all_heads(net)]
 
 
 # --- which head links A to B ---------------------------------------------------------------
@@ -142,6 +143,11 @@ class FoundHeads:
     mean: float
     summary: str
 
+    @property
+    def names(self) -> list[str]:
+        """The ranked heads' names: all of one group (the run's), so without it ("L5 H11")."""
+        return [head.name([self.run.group]) for head, _ in self.ranked]
+
 
 def find_head(model: str, text: str | None, query, key, group: str | None = None) -> FoundHeads:
     """Rank every head by query -> key weight, re-slicing the Attention tab's cached run (no forward pass)."""
@@ -151,7 +157,7 @@ def find_head(model: str, text: str | None, query, key, group: str | None = None
     ranking = rank_attention(torch.from_numpy(run.attn), q, keys, run.group)
     top, weight = ranking.ranked[0]
     key_text = "".join(run.k_labels[k] for k in keys)
-    summary = notice(run.notice, say("heads.found", head=f"L{top.layer} H{top.head}", weight=weight,
+    summary = notice(run.notice, say("heads.found", head=top.name([run.group]), weight=weight,
                                      query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
                                      mean=ranking.mean))
     return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
@@ -211,7 +217,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class AblationRun:
+class SwitchOffRun:
     model: str
     kind: str
     labels: list[str]
@@ -255,33 +261,36 @@ _runs: RunCache = RunCache(size=64)
 
 def _mode(mode: str | None) -> str:
     mode = (mode or "zero").strip().lower()
-    if mode not in ("zero", "mean"):
-        raise InputError(say("heads.ablation_mode", mode=mode))
+    if mode not in SWITCH_OFF_MODES:
+        raise InputError(say("heads.switch_off_mode", mode=mode))
     return mode
 
 
-def ablation(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> AblationRun:
+def switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffRun:
     """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
-    groups = _groups(net)
-    chosen = parse_heads(heads, groups)
+    return _switch_off(net, tokenizer, read, parse_heads(heads, _groups(net)), mode)
+
+
+def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str) -> SwitchOffRun:
     if not chosen:
         raise InputError(say("heads.none_off"))
+    groups = _groups(net)
 
-    def compute() -> AblationRun:
+    def compute() -> SwitchOffRun:
         before, reference = _outcome(net, tokenizer, read)
         inputs = _inputs(net, read, reference)
         means = head_means(net, **inputs) if mode == "mean" else None
         try:
-            with switch_off(net, chosen, mode, means):
+            with core.switch_off(net, chosen, mode, means):
                 after, _ = _outcome(net, tokenizer, read, reference)
         except HeadError as e:
             raise InputError(say("heads.model_refused", error=str(e))) from e
-        return AblationRun(read.name, read.kind, read.labels, [head_name(h, groups) for h in chosen], mode,
-                           before, after, read.cut)
+        return SwitchOffRun(read.name, read.kind, read.labels, [h.name(groups) for h in chosen], mode,
+                            before, after, read.cut)
 
-    return _runs.get(models.key(read.name, "ablate", read.text, tuple(chosen), mode), compute)
+    return _runs.get(models.key(read.name, "switch_off", read.text, tuple(chosen), mode), compute)
 
 
 def _inputs(net, read: _Read, reference: list[int]) -> dict:
@@ -307,6 +316,10 @@ def importance(model: str, text: str | None, mode: str | None = "zero") -> Impor
     """Every head switched off alone on this text, batched: the damage each one does."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
+    return _importance(net, tokenizer, read, mode)
+
+
+def _importance(net, tokenizer, read: _Read, mode: str) -> ImportanceRun:
     groups = _groups(net)
 
     def compute() -> ImportanceRun:
@@ -315,10 +328,32 @@ def importance(model: str, text: str | None, mode: str | None = "zero") -> Impor
             target = [Codec(tokenizer).bos, *translated(read.name, read.text).written]
         found = importance_map(net, read.ids, target, mode)
         return ImportanceRun(read.name, read.kind, {g: d.numpy() for g, d in found.damage.items()},
-                             [(head_name(h, groups), d) for h, d in found.ranked()], found.measure,
+                             [(h.name(groups), d) for h, d in found.ranked()], found.measure,
                              found.baseline, mode, read.cut)
 
     return _runs.get(models.key(read.name, "importance", read.text, mode), compute)
+
+
+@dataclass(frozen=True)
+class SwitchOffView:
+    """The switch-off section as it opens, from one reading of the text: the importance map, the heads
+    switched off (by default the one that matters most here), what changed, and every head's name."""
+
+    importance: ImportanceRun
+    run: SwitchOffRun
+    heads: str  # the heads switched off, as the text box shows them
+    names: list[str]  # every head of the model, for the toggles
+
+
+def open_switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffView:
+    """The importance map and `heads` switched off, or the head that matters most when none is named."""
+    mode = _mode(mode)
+    net, tokenizer, read = _read(model, text)
+    found = _importance(net, tokenizer, read, mode)
+    groups = _groups(net)
+    heads = heads if (heads or "").strip() else found.ranked[0][0]
+    run = _switch_off(net, tokenizer, read, parse_heads(heads, groups), mode)
+    return SwitchOffView(found, run, heads, _names(net))
 
 
 # --- the logit lens ------------------------------------------------------------------------
@@ -383,7 +418,7 @@ def roles(model: str) -> RolesRun:
             else config.vocab_size
         n = min(ROLE_HALF, config.max_len // 2)
         found = head_roles(net, repeated_random_tokens(n, range(4, vocab), ROLE_BATCH))
-        labels = [(head_name(h, groups), role, s) for h, role, s in found.labels()]
+        labels = [(h.name(groups), role, s) for h, role, s in found.labels()]
         losses = None if found.losses is None else found.losses.numpy()
         induction = [h for h, role, _ in labels if role == "induction"]
         summary = say("heads.roles_found", n=len({h for h, _, _ in labels}), threshold=ROLE_THRESHOLD) if labels \
@@ -399,5 +434,6 @@ def roles(model: str) -> RolesRun:
     return _runs.get(models.key(name, "roles"), compute)
 
 
-__all__ = ["ROLES", "AblationRun", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "ablation", "find_head",
-           "head_names", "importance", "lens", "parse_heads", "positions", "roles"]
+__all__ = ["HEAD_NAME", "ROLES", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "SwitchOffRun", "SwitchOffView",
+           "find_head", "head_names", "importance", "lens", "open_switch_off", "parse_heads", "positions", "roles",
+           "switch_off"]

@@ -66,8 +66,9 @@ from .decoding.beam import BeamResult, beam_search_lm
 from .decoding.seq2seq import Codec, DecodingError, Translation, exact_match, translate
 from .tasks import TASKS, TOY_TASKS, Task, TaskError, get_task
 
-# 7. look inside: probes, what a head does, why a classifier decides, whole documents sentence by sentence
-from .analysis.probes import (
+# 7. look inside: readouts (losses, predictions, attention rollout), what a head does, why a classifier decides,
+# whole documents sentence by sentence
+from .analysis.readouts import (
     GenerationAttention,
     attention_of_each,
     attention_rollout,
@@ -78,6 +79,7 @@ from .analysis.probes import (
     top_predictions,
 )
 from .analysis.heads import (
+    HEAD_NAME,
     ROLE_THRESHOLD,
     ROLES,
     SWITCH_OFF_MODES,
@@ -134,7 +136,8 @@ __all__ = [
     # 7. look inside
     "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
-    "ROLE_THRESHOLD", "ROLES", "SWITCH_OFF_MODES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
+    "HEAD_NAME", "ROLE_THRESHOLD", "ROLES", "SWITCH_OFF_MODES", "Head", "HeadError", "HeadRanking", "HeadRoles",
+    "ImportanceMap",
     "LogitLens", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
     "logit_lens", "rank_attention", "rank_heads", "repeated_random_tokens", "switch_off",
     "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",

@@ -1,5 +1,8 @@
 """Where the models run: cuda > mps > cpu, unless TRANSFORMER_CORE_DEVICE says otherwise.
 
+Under torchrun each process takes its own GPU; the process layout is read here from the variables
+torchrun sets, so serving never imports the training code that runs DDP (distributed.py).
+
 On CUDA the forward pass runs under bf16 autocast: matrix products in bfloat16
 (twice the tensor-core throughput, the same exponent range as fp32, so no loss
 scaling), reductions such as softmax and LayerNorm kept in fp32 by autocast.
@@ -9,12 +12,50 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 
-from .distributed import hardware, local
-
 ENV_VAR = "TRANSFORMER_CORE_DEVICE"
+
+
+@dataclass(frozen=True)
+class World:
+    """Where this process stands among those torchrun started (one process: rank 0 of 1)."""
+
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0  # the rank on this machine, which picks its GPU
+    machines: int = 1
+
+    @property
+    def main(self) -> bool:
+        """Rank 0 alone logs, evaluates and writes checkpoints."""
+        return self.rank == 0
+
+
+def world() -> World:
+    """This process's World, from the variables torchrun sets (RANK, WORLD_SIZE, ...)."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    return World(rank=int(os.environ.get("RANK", "0")), size=size, local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+                 machines=max(1, size // int(os.environ.get("LOCAL_WORLD_SIZE", str(size)))))
+
+
+def local(device: torch.device) -> torch.device:
+    """Under torchrun each process on a machine takes its own GPU: `cuda` becomes `cuda:LOCAL_RANK`."""
+    w = world()
+    if device.type == "cuda" and device.index is None and w.size > 1:
+        return torch.device("cuda", w.local_rank)
+    return device
+
+
+def hardware(one: str, device: torch.device) -> str:
+    """A model card's "trained on": `one` (what a process ran on `device`) and, under torchrun, how many did."""
+    w = world()
+    if w.size == 1:
+        return one
+    backend = "NCCL" if device.type == "cuda" else "gloo"
+    return f"{w.size} processes on {w.machines} machine(s) (torchrun, DDP over {backend}), each on {one}"
 
 
 class DeviceError(ValueError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
@@ -24,6 +23,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
+
+from .device import World, device_of, world
 
 
 # How long a collective waits for a rank before it fails. torchrun stops every rank as soon as one
@@ -37,38 +38,8 @@ class DistributedError(RuntimeError):
     """A batch cannot be split across the ranks; the message says what to change."""
 
 
-@dataclass(frozen=True)
-class World:
-    """Where this process stands among those torchrun started (one process: rank 0 of 1)."""
-
-    rank: int = 0
-    size: int = 1
-    local_rank: int = 0  # the rank on this machine, which picks its GPU
-    machines: int = 1
-
-    @property
-    def main(self) -> bool:
-        """Rank 0 alone logs, evaluates and writes checkpoints."""
-        return self.rank == 0
-
-
-def world() -> World:
-    """This process's World, from the variables torchrun sets (RANK, WORLD_SIZE, ...)."""
-    size = int(os.environ.get("WORLD_SIZE", "1"))
-    return World(rank=int(os.environ.get("RANK", "0")), size=size, local_rank=int(os.environ.get("LOCAL_RANK", "0")),
-                 machines=max(1, size // int(os.environ.get("LOCAL_WORLD_SIZE", str(size)))))
-
-
 def is_main() -> bool:
     return world().main
-
-
-def local(device: torch.device) -> torch.device:
-    """Under torchrun each process on a machine takes its own GPU: `cuda` becomes `cuda:LOCAL_RANK`."""
-    w = world()
-    if device.type == "cuda" and device.index is None and w.size > 1:
-        return torch.device("cuda", w.local_rank)
-    return device
 
 
 def setup(device: torch.device | None = None) -> World:
@@ -104,15 +75,6 @@ def run(main: Callable[[], None]) -> None:
         return
     record(main)()
     dist.destroy_process_group()
-
-
-def hardware(one: str, device: torch.device) -> str:
-    """A model card's "trained on": `one` (what a process ran on `device`) and, under torchrun, how many did."""
-    w = world()
-    if w.size == 1:
-        return one
-    backend = "NCCL" if device.type == "cuda" else "gloo"
-    return f"{w.size} processes on {w.machines} machine(s) (torchrun, DDP over {backend}), each on {one}"
 
 
 def from_main(obj):
@@ -173,8 +135,6 @@ class DataParallel:
     def __init__(self, model: nn.Module, loss_fn: Callable[[nn.Module, object], torch.Tensor],
                  terms: TermsFn | None = None):
         self.world = world()
-        from .device import device_of  # device.py imports this module for its process layout
-
         self.device = device_of(model)
         # buffers are not synced at every forward: ours are constants (position tables, masks), and a sync is a collective;
         # static_graph: the same weights take part every step, some never (a pre-training head while fine-tuning)

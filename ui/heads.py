@@ -8,7 +8,7 @@ Handlers are thin: lab/heads.py computes, views/heads.py draws, in the page's la
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,20 +28,18 @@ CSS = ("#heads-toggles .wrap { display: grid; grid-template-columns: repeat(6, m
        f"#click-to-find, #heads .{CLOSED} {{ display: none !important; }}\n")
 
 
-def _ranked_names(found: use.FoundHeads) -> list[str]:
-    return [f"L{h.layer} H{h.head}" for h, _ in found.ranked]
-
-
 @cached
 @handler
 def _ranking(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
-    """find_head's answer, with the heads' names in ranked order (a plain list, which the cache keeps)."""
+    """find_head's answer, with the heads' names in ranked order (a plain list, which the cache keeps) and the
+    top head's (layer, head)."""
     found = use.find_head(label, text, query, key, group)
-    names = _ranked_names(found)
+    names = found.names
     key_text = "".join(found.run.k_labels[k] for k in found.keys)
     bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
     ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
-    return render(found.summary, lang), ranking, bars, names
+    top = found.ranked[0][0]
+    return render(found.summary, lang), ranking, bars, names, (top.layer, top.head)
 
 
 def find_head(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
@@ -55,7 +53,7 @@ def find_head(label: str, text: str, group: str, query: str, key: str, lang: str
         query: the query token: a word of the text ("it") or a position ("10")
         key: the key token: a word ("animal", several tokens summed when the word is cut) or a position
     """
-    note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
+    note, ranking, bars, names, _ = _ranking(label, text, group, query, key, lang)
     return note, ranking, bars, gr.Dropdown(choices=names, value=names[0])
 
 
@@ -81,8 +79,7 @@ def find_and_open(draw: Callable):
     click to all of it drawn: find, then open in the browser, then draw cost two (0.4 s of a loaded machine's
     0.9 s click-to-drawn). Answered outside the queue when both parts are cached."""
     def run(label: str, text: str, group: str, query: str, key: str, query_row: float, lang: str = "en"):
-        note, ranking, bars, names = _ranking(label, text, group, query, key, lang)
-        layer, head = (int(n) for n in re.fullmatch(r"L(\d+) H(\d+)", names[0]).groups())
+        note, ranking, bars, names, (layer, head) = _ranking(label, text, group, query, key, lang)
         return (note, ranking, bars, gr.Dropdown(choices=names, value=names[0]), layer, head,
                 *draw(label, text, group, layer, head, query_row, lang))
     run.cache = _ranking.cache  # Gradio's queue then asks for a cached answer first (see ui/common.cached)
@@ -94,9 +91,12 @@ def find_and_open(draw: Callable):
 # the pickers as the axes name them ("10: it"), the find view opens, and the heads are ranked. The query-rows
 # figure has a head per row: its query is the query slider's (clamped to the text, as the server draws it).
 # gr.Plot has no click event: plotly's own is listened to on each figure, as it is drawn. Hover is untouched.
+# A head's name is read with the core's own pattern (transformer_core.analysis.heads.HEAD_NAME).
+_HEAD = f"new RegExp({json.dumps('^' + use.HEAD_NAME + '$')}, 'i')"
 CLICK_TO_FIND = """(() => {
   if (window.clickToFind) return;  // one listener per page, however often the component mounts
   window.clickToFind = true;
+  const HEAD = %s;
   const FIGURES = ['attention-head', 'attention-rows', 'attention-average', 'attention-grid', 'attention-rollout'];
   // an axis category: "3: soft", or a grid's "H1 3: soft" (its block first); plotly reads labels as HTML
   const position = (label) => /(?:^|\\s)(\\d+):/.exec(String(label ?? ''));
@@ -116,7 +116,7 @@ CLICK_TO_FIND = """(() => {
     return queries.length ? token(queries[q]) : String(q);
   };
   const find = (point) => {
-    const heads = /^L\\d+ H\\d+$/.test(String(point.y));  // the query-rows figure
+    const heads = HEAD.test(String(point.y).trim());  // the query-rows figure: a row per head
     const query = heads ? queryOfRows() : token(point.y), key = token(point.x);
     if (query === null || key === null) return;
     fill('find-query', query);
@@ -139,19 +139,29 @@ CLICK_TO_FIND = """(() => {
     requestAnimationFrame(() => { pending = false; listen(); });
   }).observe(document.documentElement, {childList: true, subtree: true});
   listen();
-})();"""
+})();""" % _HEAD
 
 
 # The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
 # a server round trip here cost a loaded machine a second of the click-to-drawn time.
 # Only while the find section shows: the radio's change runs this chain for every section.
-OPEN_HEAD = """(name, layer, head, section) => { const m = /L(\\d+)\\s*H(\\d+)/.exec(name || '');
-  return m && section === 'find' ? [parseInt(m[1]), parseInt(m[2])] : [layer, head]; }"""
+OPEN_HEAD = """(name, layer, head, section) => { const m = %s.exec(String(name || '').trim());
+  return m && section === 'find' ? [parseInt(m[2]), parseInt(m[3])] : [layer, head]; }""" % _HEAD
+
+
+def _switched_off(run: use.SwitchOffRun, lang: str) -> tuple:
+    return render(run.notice, lang), figures.switch_off_outcome(run, lang), figures.loss_change(run, lang)
+
+
+def _importance_shown(run: use.ImportanceRun, lang: str) -> tuple:
+    top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
+    summary = t("heads.matter_most", lang, heads=top, measure=run.measure, baseline=run.baseline)
+    return render(notice(run.notice, summary), lang), figures.importance_figure(run, lang)
 
 
 @cached
 @handler
-def ablate(label: str, text: str, heads: str, mode: str, lang: str = "en"):
+def switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
     """Switch heads off and show what changed: a language model's next-token guesses and per-token loss, a
     classifier's verdict, a translator's output and log-probability. Returns (notice, before/after, loss change).
 
@@ -161,8 +171,7 @@ def ablate(label: str, text: str, heads: str, mode: str, lang: str = "en"):
         heads: the heads to switch off, e.g. "L5 H11, L4 H11" (translators: "cross L1 H0")
         mode: "zero" (the head's output is 0) or "mean" (its mean output over the text)
     """
-    run = use.ablation(label, text, heads, mode)
-    return render(run.notice, lang), figures.ablation_outcome(run, lang), figures.loss_change(run, lang)
+    return _switched_off(use.switch_off(label, text, heads, mode), lang)
 
 
 @cached
@@ -174,12 +183,9 @@ def importance(label: str, text: str, mode: str, lang: str = "en"):
     Args:
         label: the model, as the picker names it
         text: the text (a translator's source; its own translation is the target)
-        mode: "zero" or "mean" ablation
+        mode: "zero" (a head switched off writes 0) or "mean" (its mean output over the text)
     """
-    run = use.importance(label, text, mode)
-    top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
-    summary = t("heads.matter_most", lang, heads=top, measure=run.measure, baseline=run.baseline)
-    return render(notice(run.notice, summary), lang), figures.importance_figure(run, lang)
+    return _importance_shown(use.importance(label, text, mode), lang)
 
 
 @cached
@@ -209,23 +215,30 @@ def head_roles(label: str, lang: str = "en"):
     return render(run.summary, lang), figures.roles_grid(run, lang), figures.induction_curve(run, lang)
 
 
-def switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
-    """The "switch heads off" view as it opens: the importance map, and the heads named (by default the
-    one that matters most here, read from the map) switched off."""
-    note, importance_map = importance(label, text, mode, lang)
-    if not (heads or "").strip():
-        heads = use.importance(label, text, mode).ranked[0][0]
-    return (note, importance_map, heads, *ablate(label, text, heads, mode, lang))
+@cached
+@handler
+def _opened(label: str, text: str, heads: str, mode: str, lang: str = "en"):
+    view = use.open_switch_off(label, text, heads, mode)
+    return (*_importance_shown(view.importance, lang), view.heads, *_switched_off(view.run, lang), view.names)
+
+
+def open_switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
+    """The "switch heads off" view as it opens, from one call to the core: the importance map, the heads named
+    (by default the one that matters most here) switched off, and the grid of toggles with them ticked."""
+    *shown, names = _opened(label, text, heads, mode, lang)
+    return (*shown, _toggles(names, shown[2]))
+
+
+def _toggles(names: list[str], heads: str):
+    ticked = [h.strip() for h in (heads or "").split(",")]
+    return gr.CheckboxGroup(choices=names, value=[name for name in names if name in ticked])
 
 
 def toggles_for(label: str, heads: str):
     """The switch-off grid for a model: one toggle per head ("L0 H0" ...; translators' with their group),
     the heads named in the text box ticked."""
     names = use.head_names(label)
-    if names is None:
-        return gr.CheckboxGroup()
-    ticked = [h.strip() for h in (heads or "").split(",")]
-    return gr.CheckboxGroup(choices=names, value=[name for name in names if name in ticked])
+    return gr.CheckboxGroup() if names is None else _toggles(names, heads)
 
 
 def _when(section: str, fn, n_out: int):
@@ -261,13 +274,13 @@ def build(model, text, group, lang, focus: Focus):
                 bars = gr.Plot(show_label=False, elem_id="find-bars")
             opened = gr.Dropdown([], value=None, label=_("heads.open_head"), elem_id="find-open")
         with gr.Column(visible=False) as ablate_box:
-            gr.Markdown(_("heads.ablate_help"))
+            gr.Markdown(_("heads.switch_off_help"))
             with gr.Row(equal_height=True):
                 spec = gr.Textbox("", label=_("heads.spec"), elem_id="heads-off", scale=3)
                 mode = gr.Radio([(_("heads.mode.zero"), "zero"), (_("heads.mode.mean"), "mean")], value="zero", label=_("heads.mode"),
                                 elem_id="ablation-mode",
                                 scale=1)
-                ablate_button = gr.Button(_("heads.ablate_button"), variant="primary", scale=1,
+                ablate_button = gr.Button(_("heads.switch_off_button"), variant="primary", scale=1,
                                           elem_id="ablate-button")
                 importance_button = gr.Button(_("heads.importance_button"), scale=1, elem_id="importance-button")
             ablate_note = gr.Markdown()
@@ -307,19 +320,20 @@ def build(model, text, group, lang, focus: Focus):
               [model, text, group, query, key, focus.query, lang],
               [*find_out, focus.layer, focus.head, *focus.figures], api_name=False,
               **events.queue_settings("find_head", "find-and-open"))
-    events.on(ablate_button.click, ablate, ablate_in, ablate_out, api_name="ablate")
+    # "ablate": the endpoint's name since links, MCP clients and notes first used it
+    events.on(ablate_button.click, switch_off, ablate_in, ablate_out, api_name="ablate")
     events.on(importance_button.click, importance, importance_in, importance_out, api_name="importance")
     events.on(lens_button.click, logit_lens, lens_in, lens_out, api_name="logit_lens")
     events.on(roles_button.click, head_roles, roles_in, roles_out, api_name="head_roles")
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     private = dict(api_visibility="private")
     picked = [events.on(section.change, _when("find", find_head, 4), [section, *find_in], find_out, **private),
-              events.on(section.change, _when("ablate", switch_off, 6), [section, *ablate_in],
-                        [*importance_out, spec, *ablate_out], **private),
+              events.on(section.change, _when("ablate", open_switch_off, 7), [section, *ablate_in],
+                        [*importance_out, spec, *ablate_out, toggles], **private),
               events.on(section.change, _when("lens", logit_lens, 3), [section, *lens_in], lens_out, **private),
               events.on(section.change, _when("roles", head_roles, 3), [section, *roles_in], roles_out, **private)]
-    # the grid follows the model and the text box (set by a link, the map's top head, typing or ticking)
-    for changed in (model.change, spec.change):
+    # the grid follows the model and what is typed in the text box; the view's opening sets both at once
+    for changed in (model.change, spec.input):
         events.on(changed, toggles_for, [model, spec], toggles, **shell)
     events.on(toggles.input, lambda ticked: ", ".join(ticked), toggles, spec, **shell)
     return picked[0], opened, section

@@ -1,4 +1,4 @@
-"""What a head does, drawn: the head ranking, an ablation's before and after, the importance map,
+"""What a head does, drawn: the head ranking, what changes when heads are switched off, the importance map,
 the logit lens and the heads' roles.
 
 Lesson: a layer x head map is the grid of the Attention tab with one number per head, so
@@ -62,8 +62,8 @@ def _before_after_bars(categories: list[str], before: list[float], after: list[f
     return unchecked_figure(traces, layout)
 
 
-def ablation_outcome(run, lang: str = DEFAULT) -> go.Figure:
-    """What the model says with every head on and with the chosen heads off (lab.heads.AblationRun)."""
+def switch_off_outcome(run, lang: str = DEFAULT) -> go.Figure:
+    """What the model says with every head on and with the chosen heads off (lab.heads.SwitchOffRun)."""
     heads = ", ".join(run.heads)
     before, after = run.before, run.after
     if run.kind == "DecoderLM":

@@ -52,3 +52,12 @@ def test_serving_the_app_imports_no_training_code():
     code = "import app, sys; print(sorted(m for m in sys.modules if m.startswith('transformer_core.training')))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_serving_the_app_imports_no_ddp_code():
+    """DistributedDataParallel training (transformer_core.distributed, torch's elastic launcher) is for torchrun;
+    where a model runs (device.py) reads the process layout without it."""
+    code = ("import app, sys; print(sorted(m for m in sys.modules if m == 'transformer_core.distributed'"
+            " or m.startswith('torch.distributed.elastic')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -232,3 +232,27 @@ def test_a_random_model_has_no_induction_head():
 def test_head_roles_refuse_sequences_that_are_not_a_repeat(tokens, message):
     with pytest.raises(HeadError, match=message):
         head_roles(random_models.lm(), tokens)
+
+
+@pytest.mark.parametrize("text, group, expected", [
+    ("L5 H11", "decoder", Head("decoder", 5, 11)),
+    ("  l5h11 ", "encoder", Head("encoder", 5, 11)),  # any case, spaces optional
+    ("cross L1 H0", "encoder", Head("cross", 1, 0)),  # a written group wins over the model's first
+    ("Decoder L0 H2", "encoder", Head("decoder", 0, 2)),
+])
+def test_a_head_is_read_from_its_name_short_or_full(text, group, expected):
+    assert Head.parse(text, group) == expected
+
+
+@pytest.mark.parametrize("groups", [["decoder"], ["encoder"], ["encoder", "decoder", "cross"]])
+def test_every_head_reads_back_from_the_name_it_prints(groups):
+    heads = [Head(g, layer, h) for g in groups for layer in (0, 11) for h in (0, 7)]
+    assert all(Head.parse(head.name(groups), groups[0]) == head for head in heads)
+    assert all(Head.parse(str(head), "cross") == head for head in heads)  # the full name, whatever the default
+    assert Head("decoder", 5, 11).name(["decoder"]) == "L5 H11" and str(Head("decoder", 5, 11)) == "decoder L5 H11"
+
+
+@pytest.mark.parametrize("text", ["head five", "L5", "H11 L5", "L5 H11 H2", "middle L1 H0", "L-1 H0", ""])
+def test_a_name_that_is_no_head_is_a_head_error(text):
+    with pytest.raises(HeadError, match="not a head's name"):
+        Head.parse(text, "decoder")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from transformer_core import attention_of_each, explain_each, gradient_x_input, load_model
-from transformer_core.analysis.probes import attention_rollout
+from transformer_core.analysis.readouts import attention_rollout
 from transformer_core.tokenization import TextTokenizer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"

@@ -14,7 +14,7 @@ import torch
 
 import transformer_core as tc
 from transformer_core import distributed
-from transformer_core.device import describe
+from transformer_core.device import World, describe, local, world
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "assets"
@@ -146,11 +146,11 @@ def test_a_batch_splits_into_rows_per_rank_and_nothing_else_splits():
 def test_one_process_is_the_whole_world(monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)
-    assert distributed.world() == distributed.World() and distributed.is_main()
+    assert world() == World() and distributed.is_main()
     assert describe("cpu").endswith("CPU thread(s) of a shared machine")
-    assert distributed.local(torch.device("cuda")) == torch.device("cuda")
+    assert local(torch.device("cuda")) == torch.device("cuda")
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    assert distributed.local(torch.device("cuda")) == torch.device("cuda", 1)  # each process on its own GPU
-    assert distributed.world().machines == 2
+    assert local(torch.device("cuda")) == torch.device("cuda", 1)  # each process on its own GPU
+    assert world().machines == 2

@@ -51,7 +51,8 @@ def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_t
         assert torch.allclose(model.head(model.norm(hidden[-1])), logits, atol=1e-5)
         assert torch.allclose(hidden[1], model.layers[0](hidden[0], tc.causal_mask(7)), atol=1e-5)
     assert torch.equal(trace.logits, logits) and trace.groups == ["decoder"]
-    assert list(trace.shapes)[:4] == ["embed.tok", "embed.pos", "embed.out", "layers.0.norm_self.out"]  # in the order computed, named by module path
+    # in the order computed, named by module path
+    assert list(trace.shapes)[:4] == ["embed.tok", "embed.pos", "embed.out", "layers.0.norm_self.out"]
 
 
 def test_trace_records_per_head_shapes():

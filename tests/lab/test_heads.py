@@ -53,31 +53,31 @@ def test_heads_are_read_as_written_and_a_head_the_model_lacks_is_refused():
     with pytest.raises(InputError, match="L5 H11"):
         heads.parse_heads("head five", ["encoder"])
     with pytest.raises(InputError):
-        heads.ablation("shakespeare-lm", LINE, "L9 H0")
+        heads.switch_off("shakespeare-lm", LINE, "L9 H0")
     with pytest.raises(InputError):
-        heads.ablation("shakespeare-lm", LINE, "  ")
+        heads.switch_off("shakespeare-lm", LINE, "  ")
     with pytest.raises(InputError):
-        heads.ablation("shakespeare-lm", LINE, "L0 H0", "half")
+        heads.switch_off("shakespeare-lm", LINE, "L0 H0", "half")
 
 
 def test_switching_off_the_head_that_matters_most_costs_what_the_importance_map_says():
     found = heads.importance("shakespeare-lm", LINE)
     name, damage = found.ranked[0]
     assert damage > 0.05 and found.damage["decoder"].shape == (6, 6)
-    run = heads.ablation("shakespeare-lm", LINE, name)
+    run = heads.switch_off("shakespeare-lm", LINE, name)
     assert run.before.losses.mean() == pytest.approx(found.baseline, abs=1e-4)
     assert run.after.losses.mean() - run.before.losses.mean() == pytest.approx(damage, abs=1e-4)
     assert len(run.before.top) == heads.TOP_K and run.before.top[0][1] >= run.before.top[-1][1]
 
 
 def test_each_kind_of_model_says_what_changed_when_heads_are_off():
-    classifier = heads.ablation("sentiment-pretrained", ANIMAL, "L0 H0, L0 H1, L0 H2, L0 H3", "mean")
+    classifier = heads.switch_off("sentiment-pretrained", ANIMAL, "L0 H0, L0 H1, L0 H2, L0 H3", "mean")
     assert sum(classifier.before.probs.values()) == pytest.approx(1)
     assert classifier.before.probs != classifier.after.probs
     importance = heads.importance("translate-reverse", "123456789")
     worst = importance.ranked[0][0]
     assert worst.split()[0] in ("encoder", "decoder", "cross")  # a translator's heads say their group
-    translator = heads.ablation("translate-reverse", "123456789", worst)
+    translator = heads.switch_off("translate-reverse", "123456789", worst)
     assert translator.before.output == "987654321" and translator.after.logp < translator.before.logp - 1
 
 
@@ -100,3 +100,15 @@ def test_roles_say_plainly_that_the_small_lm_has_no_induction_head():
     encoder = heads.roles("sentiment-pretrained")
     assert ("L0 H2", "previous-token") in [(h, r) for h, r, _ in encoder.labels]
     assert encoder.losses is None
+
+
+def test_opening_the_switch_off_view_reads_the_text_once_and_names_the_top_head(monkeypatch):
+    reads = []
+    real = heads._read
+    monkeypatch.setattr(heads, "_read", lambda *a: reads.append(a) or real(*a))
+    view = heads.open_switch_off("shakespeare-lm", LINE, "", "zero")
+    assert len(reads) == 1  # one trip through the core: the map, the top head switched off and the names
+    assert view.heads == view.importance.ranked[0][0] == view.run.heads[0]
+    assert view.names == heads.head_names("shakespeare-lm") and view.heads in view.names
+    named = heads.open_switch_off("shakespeare-lm", LINE, "L0 H1, L2 H3", "mean")
+    assert named.run.heads == ["L0 H1", "L2 H3"] and named.run.mode == "mean"

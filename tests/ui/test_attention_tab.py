@@ -19,7 +19,7 @@ from transformer_core import (
     generate,
     save_checkpoint,
 )
-from transformer_core.analysis.probes import attention_rollout, attention_while_generating
+from transformer_core.analysis.readouts import attention_rollout, attention_while_generating
 from transformer_core.decoding.seq2seq import Translation, char_tokenizer
 from transformer_core.tokenization import TextTokenizer
 from lab import attention as use

@@ -1,6 +1,9 @@
 """The Attention tab's "What does a head do?" section: its figures draw the runs' numbers, its handlers
 answer a bad input with a message, and the role grid marks exactly the heads that pass the threshold."""
 
+import json
+import re
+
 import gradio as gr
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from views import heads as views
 
 ANIMAL = "The animal didn't cross the street because it was too tired"
 ENCODER = "sentiment-pretrained (classifier)"
+LINE = "ROMEO: But soft, what light through yonder window breaks?"
 
 
 def test_find_head_draws_the_ranking_and_offers_the_top_head_first():
@@ -30,9 +34,9 @@ def test_a_word_the_text_lacks_is_a_message_with_the_text_escaped():
         section.logit_lens(ENCODER, ANIMAL)
 
 
-def test_the_ablation_figure_compares_the_same_tokens_before_and_after():
-    run = use.ablation("shakespeare-lm", "ROMEO: But soft, what light", "L3 H0")
-    outcome, losses = figure(views.ablation_outcome(run)), figure(views.loss_change(run))
+def test_the_switch_off_figure_compares_the_same_tokens_before_and_after():
+    run = use.switch_off("shakespeare-lm", "ROMEO: But soft, what light", "L3 H0")
+    outcome, losses = figure(views.switch_off_outcome(run)), figure(views.loss_change(run))
     before, after = outcome.data
     assert list(before.x) == list(after.x) and after.name == "L3 H0 off (zero)"
     np.testing.assert_allclose(losses.data[0].y, run.after.losses - run.before.losses, rtol=1e-5)
@@ -68,7 +72,20 @@ def test_every_heads_handler_draws_in_either_language(lang):
     lm = "shakespeare-lm (language model)"
     outputs = [*section.logit_lens(lm, "ROMEO: But soft", lang), *section.head_roles(lm, lang),
                *section.importance("translate-reverse (translator)", "123456789", "zero", lang),
-               *section.ablate(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
+               *section.switch_off(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
     titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
     assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
     assert any("logit 透镜" in title for title in titles) == (lang == "zh-CN")
+
+
+def test_the_page_reads_head_names_with_the_cores_pattern():
+    pattern = json.dumps("^" + use.HEAD_NAME + "$")
+    assert f"new RegExp({pattern}, 'i')" in section.CLICK_TO_FIND and pattern in section.OPEN_HEAD
+    assert not re.search(r"/\^?L\\+d|L\(\\+d", section.CLICK_TO_FIND + section.OPEN_HEAD)  # no pattern of its own
+
+
+def test_opening_switch_off_answers_every_output_with_the_top_head_ticked():
+    lm = "shakespeare-lm (language model)"
+    *shown, toggles = section.open_switch_off(lm, LINE, "", "zero")
+    top = use.importance(lm, LINE, "zero").ranked[0][0]
+    assert len(shown) == 6 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36

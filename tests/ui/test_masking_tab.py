@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from transformer_core import DecoderLM, DecoderLMConfig, build_mask, load_model, save_checkpoint
-from transformer_core.analysis.probes import mean_loss, token_losses
+from transformer_core.analysis.readouts import mean_loss, token_losses
 from transformer_core.tokenization import TextTokenizer
 from lab import masking as use
 from lab import store

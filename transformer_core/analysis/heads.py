@@ -21,6 +21,7 @@ A head is named (group, layer, head) with the trace's groups: "encoder", "decode
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +47,11 @@ class HeadError(ValueError):
     """A head, position or option that the model or the run does not have."""
 
 
+# A head's name: "L5 H11", or with its group, "cross L1 H0". The JavaScript that reads a clicked
+# label uses this same pattern (ui/heads.py), so the page and the core parse one form.
+HEAD_NAME = r"(?:(encoder|decoder|cross)\s+)?L\s*(\d+)\s*H\s*(\d+)"
+
+
 @dataclass(frozen=True, order=True)
 class Head:
     group: str  # "encoder", "decoder" (self-attention) or "cross"
@@ -53,7 +59,21 @@ class Head:
     head: int
 
     def __str__(self) -> str:
+        """The full name, "decoder L5 H11": says the group whatever the model."""
         return f"{self.group} L{self.layer} H{self.head}"
+
+    def name(self, groups: Sequence[str]) -> str:
+        """The name in a model whose attention groups are `groups`: the group is written only where the
+        model has several ("L5 H11" in a language model, "cross L1 H0" in a translator)."""
+        return str(self) if len(groups) > 1 else f"L{self.layer} H{self.head}"
+
+    @classmethod
+    def parse(cls, text: str, group: str) -> Head:
+        """A head from its name, short or full (any case, spaces optional); `group` where the name has none."""
+        m = re.fullmatch(HEAD_NAME, str(text).strip(), re.IGNORECASE)
+        if m is None:
+            raise HeadError(f"{str(text).strip()!r} is not a head's name; write it as \"L5 H11\" or \"cross L1 H0\"")
+        return cls((m.group(1) or group).lower(), int(m.group(2)), int(m.group(3)))
 
 
 def attention_layers(model) -> dict[str, list[str]]:

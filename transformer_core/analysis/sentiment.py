@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .probes import attention_rollout
+from .readouts import attention_rollout, pad_batch
 from ..model.trace import editing, recording
 from ..tokenization import MASK, PAD, TextTokenizer
 from ..device import device_of
@@ -29,15 +29,6 @@ LABELS = ("negative", "positive")  # class index -> name; the classifier's n_cla
 
 class EmptyTextError(ValueError):
     """A text with nothing to classify (no tokens)."""
-
-
-def pad_batch(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad token id lists: -> ids (B, T_max), lengths (B,)."""
-    lengths = torch.tensor([len(s) for s in sequences])
-    ids = torch.full((len(sequences), int(lengths.max())), pad_id, dtype=torch.long)
-    for row, s in enumerate(sequences):
-        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return ids, lengths
 
 
 def special_ids(tokenizer: TextTokenizer) -> tuple[int, int]:

@@ -204,7 +204,8 @@ class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
         _init(self, config)
         # the decoder's cross-attention reads the encoder: its weights are a group of their own
         cross = {f"decoder.{i}.cross_attn": "cross" for i in range(config.n_layer)}
-        trace.name_trace_points(self, {"": "encoder", "tgt_embed": "decoder", "decoder": "decoder", "decoder_norm": "decoder", **cross})
+        stacks = {"": "encoder", "tgt_embed": "decoder", "decoder": "decoder", "decoder_norm": "decoder"}
+        trace.name_trace_points(self, {**stacks, **cross})
 
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layer)

@@ -163,7 +163,7 @@ def recording(names: Names = None):
 def editing(edits: dict[str, Edit]):
     """Run the forward passes inside the block with `edits[name]` applied to the tensor at point `name`
     (e.g. "layers.0.self_attn.weighted", where a head is switched off). A name no module passes changes
-    nothing: callers that take names from people (`analysis.heads.switched_off`) check them first."""
+    nothing: callers that take names from people (`analysis.heads.switch_off`) check them first."""
     now = _NOW.get()
     token = _NOW.set(_Now(None if now is None else now.trace, {**(now.edits if now else {}), **edits}))
     try:

@@ -1,4 +1,4 @@
-"""Numbers computed *from* a model's outputs, shared by the tabs that draw them.
+"""Readouts: numbers computed *from* a model's outputs, shared by the tabs that draw them.
 
 Lesson: attention weights of one layer say where a token reads from in that
 layer only; information then flows on through the residual stream and later
@@ -8,7 +8,8 @@ the layers' matrices. The per-token loss says, token by token, how surprised a
 language model is; a mask that lets it read the answer drives it to zero, a mask
 it was never trained with drives it up.
 
-Everything here is model maths, not drawing: views receive these tensors.
+Everything here is model maths, not drawing: views receive these tensors. `pad_batch` is the
+one right-padding helper the batched readings (here, sentiment, documents) share.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ from ..decoding.generation import Chooser, context_window, greedy_choice, next_t
 from ..model.masks import build_mask
 from ..model.trace import recording
 from ..device import device_of
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists: -> ids (B, T_max), lengths (B,)."""
+    lengths = torch.tensor([len(s) for s in sequences])
+    ids = torch.full((len(sequences), int(lengths.max())), pad_id, dtype=torch.long)
+    for row, s in enumerate(sequences):
+        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, lengths
 
 
 def attention_rollout(attn: torch.Tensor) -> torch.Tensor:
@@ -132,8 +142,6 @@ def attention_of_each(model, sequences: list[list[int]], pad_id: int = 0) -> lis
     tokens never read the padding after it; a classifier is told each length, and its padding mask
     hides the padding. So each sequence's weights are those it gets alone, to float rounding.
     """
-    from .sentiment import pad_batch  # the one right-padding helper (sentiment imports this module)
-
     arch = model.config.arch
     if arch not in ("DecoderLM", "EncoderClassifier"):
         raise ValueError(f"one padded pass reads a language model or a classifier, not a {arch}")
