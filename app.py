@@ -19,14 +19,16 @@ import gradio as gr
 
 from lab import store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
+from ui import about, admission, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, concepts, about]
 
-QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
+# Beyond this, new requests are told the queue is full instead of piling up. No one group fills it: each holds at
+# most ui/admission.GROUP_JOBS, a session and a client address a few of those (see ui/admission.py).
+QUEUE_MAX_SIZE = 1024
 # A waiting student's place in the queue, sent once a second. Gradio's default ("auto") sends it to every
 # waiting client each time any job starts: 100 students asking for attention at once meant 3,683 such
 # messages (now 167) through the one Python thread, a fifth of the app's CPU (2.37 -> 1.84 s; p95 2.02 -> 1.54 s).
@@ -228,6 +230,14 @@ def build_app() -> gr.Blocks:
     return demo
 
 
+def serve_queue(demo: gr.Blocks) -> gr.Blocks:
+    """`demo` with its queue, and at the queue's door the caps Gradio lacks (ui/admission.py)."""
+    demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S)
+    admission.Admission(demo._queue, events.admits, events.seconds_until_free)
+    sessions.sweep_forever(demo)  # state only for open pages, briefly for the rest (ui/sessions.py)
+    return demo
+
+
 def hub_model_dir(repo_id: str) -> Path:
     """Download a Hub model repo holding one checkpoint folder per model (like assets/)."""
     from huggingface_hub import snapshot_download
@@ -280,9 +290,10 @@ def main(argv=None) -> None:
     # run_history off: Gradio's history page kept every run's outputs in the browser's storage (300 kB an
     # Attention click) and rewrote it all at each click, so a click drawn in 0.35 s took 0.8 s by the 15th.
     # The app's links and lecture steps already bring a view back.
-    demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S).launch(
+    serve_queue(demo).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
-        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False)
+        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False,
+        max_threads=events.threads_needed(demo), state_session_capacity=sessions.CAPACITY)
 
 
 if __name__ == "__main__":
