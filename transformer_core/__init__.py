@@ -55,7 +55,7 @@ from .model.models import (
     TransformerConfig,
 )
 from .model.trace import Trace, intervening, recording
-from .weights.hub import CheckpointError, load_model, save_checkpoint
+from .weights.hub import CheckpointError, CheckpointTooLarge, load_model, save_checkpoint
 from .weights.gpt2 import GPT2ImportError, load_gpt2
 
 # 6. decode and sample: a language model writes on; an encoder-decoder translates a toy task
@@ -124,7 +124,7 @@ __all__ = [
     # 5. models, trace, checkpoints
     "ConfigError", "DecoderLM", "DecoderLMConfig", "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder",
     "EncoderDecoderConfig", "TransformerConfig", "Trace", "intervening", "recording",
-    "CheckpointError", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2",
+    "CheckpointError", "CheckpointTooLarge", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2",
     # 6. decode and sample
     "generate", "next_token_logits", "stream", "Sampler", "SamplingConfig", "SamplingError", "StepRecord",
     "BeamResult", "beam_search_lm", "Codec", "DecodingError", "Translation", "exact_match", "translate",
