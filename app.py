@@ -17,7 +17,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab import store
+from lab import cache, store
 from transformer_core import DeviceError, default_device
 from ui import about, admission, attention, concepts, events, generate, masking, sentiment, sessions, state, tokens, translate
 from ui import i18n
@@ -262,6 +262,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=os.environ.get("TRANSFORMER_LAB_THREADS",
                                                                       str(store.SERVING_THREADS)),
                         help="CPU threads per model call (default 1: requests run side by side, a core each)")
+    parser.add_argument("--cache-mb", type=int, default=os.environ.get("TRANSFORMER_LAB_CACHE_MB",
+                                                                       str(cache.BUDGET_BYTES // 2**20)),
+                        help="MiB that all cached runs together may hold (default 1024: fits a free CPU Space)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
     source.add_argument("--hub-repo", default=None, help="Hub model repo with one checkpoint folder per model")
@@ -277,6 +280,9 @@ def main(argv=None) -> None:
     if args.threads < 1:
         sys.exit(f"--threads {args.threads}: must be at least 1")
     store.set_threads(args.threads)
+    if args.cache_mb < 0:
+        sys.exit(f"--cache-mb {args.cache_mb}: cannot be negative")
+    cache.set_budget(args.cache_mb * 2**20)
     if args.model_dir:
         if not Path(args.model_dir).is_dir():
             sys.exit(f"--model-dir {args.model_dir}: no such folder")

@@ -179,3 +179,13 @@ def test_the_page_tracker_counts_a_heartbeat_stream_while_it_is_open():
     asyncio.run(tracker({"type": "http", "path": "/gradio_api/heartbeat/abc123"}, None, None))
     assert seen == [{"abc123": 1}] and "abc123" not in sessions._open_pages and "abc123" in sessions._paged
     sessions._paged.discard("abc123")
+
+
+def test_the_cache_budget_is_a_flag_and_an_environment_variable(monkeypatch):
+    import app
+    from lab import cache
+
+    assert app.parse_args([]).cache_mb * 2**20 == cache.BUDGET_BYTES <= 2 * 2**30  # fits a free 16 GB Space
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE_MB", "300")
+    assert app.parse_args([]).cache_mb == 300
+    assert app.parse_args(["--cache-mb", "50"]).cache_mb == 50
