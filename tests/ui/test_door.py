@@ -189,3 +189,13 @@ def test_the_cache_budget_is_a_flag_and_an_environment_variable(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE_MB", "300")
     assert app.parse_args([]).cache_mb == 300
     assert app.parse_args(["--cache-mb", "50"]).cache_mb == 50
+
+
+def test_a_5000_character_text_sends_the_chips_drawn_not_megabytes():
+    from ui import tokens
+    from views.tokens import CHIPS_SHOWN
+
+    text = ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]
+    _notice, chips = tokens.tokenize(text, "en")
+    assert len(chips.encode()) < 1_500_000  # 4.0 MB of chips on main
+    assert f"The first {CHIPS_SHOWN:,} of" in chips  # and the panels say they are cut
