@@ -45,7 +45,7 @@ from . import models, store
 from .attention import AttentionRun, attention_run
 from .cache import RunCache
 from .markdown import literal
-from .policy import MAX_DRAWN_TOKENS, InputError, fit_tokens, notice, source_text, truncate
+from .policy import MAX_DRAWN_TOKENS, InputError, fit_tokens, notice, quoted, source_text, truncate
 
 TOP_K = 5  # next-token guesses shown before and after an ablation
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
@@ -107,7 +107,7 @@ def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
             continue
         m = re.fullmatch(r"\s*(?:(encoder|decoder|cross)\s+)?L\s*(\d+)\s*H\s*(\d+)\s*", part, re.IGNORECASE)
         if m is None:
-            raise InputError(say("heads.bad_spec", part=part.strip()))
+            raise InputError(say("heads.bad_spec", part=quoted(part.strip())))
         heads.append(Head((m.group(1) or groups[0]).lower(), int(m.group(2)), int(m.group(3))))
     return sorted(set(heads))
 
