@@ -199,3 +199,14 @@ def test_a_5000_character_text_sends_the_chips_drawn_not_megabytes():
     _notice, chips = tokens.tokenize(text, "en")
     assert len(chips.encode()) < 1_500_000  # 4.0 MB of chips on main
     assert f"The first {CHIPS_SHOWN:,} of" in chips  # and the panels say they are cut
+
+
+def test_a_right_to_left_override_stays_inside_its_sentence_and_its_words():
+    from ui import concepts
+    from views import sentiment
+
+    rlo = "\u202egood film"
+    strip = sentiment.sentence_strip([rlo, "A fine ending."], [0.9, 0.8])
+    assert strip.count("unicode-bidi: isolate") == 2  # each sentence is its own bidi island
+    shown, *_ = concepts.order(f"{rlo} is here", 0)
+    assert "<bdi" in shown and "\u202e" in shown.split("<bdi", 1)[1].split("</bdi>", 1)[0]
