@@ -210,3 +210,12 @@ def test_a_right_to_left_override_stays_inside_its_sentence_and_its_words():
     assert strip.count("unicode-bidi: isolate") == 2  # each sentence is its own bidi island
     shown, *_ = concepts.order(f"{rlo} is here", 0)
     assert "<bdi" in shown and "\u202e" in shown.split("<bdi", 1)[1].split("</bdi>", 1)[0]
+
+
+def test_the_real_app_admits_through_the_door_and_gives_every_group_its_threads():
+    import app
+
+    demo = app.serve_queue(app.build_app())
+    assert getattr(demo._queue.push, "__self__", None).__class__ is admission.Admission
+    assert events.admits("training") == 2 and events.admits("generation") is None
+    assert events.threads_needed(demo) > 40  # Gradio's default, shared by every group
