@@ -28,7 +28,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 _ALL: list[RunCache] = []  # every cache, so tests (and a new model folder) can start from nothing
 MAX_BYTES = 64 * 2**20  # per cache: no one view takes the whole budget
-# All caches together. 1 GiB on a free CPU Space (16 GB): beside it the app's own ~1.5 GB, the models,
+# All caches together. 1 GiB on a free CPU Space (16 GB): beside it the app at rest (0.7 GB, models loaded)
 # and the sessions' state (ui/sessions.py, ~1 GB at most) leave most of the 16 GB free.
 BUDGET_BYTES = 1 * 2**30
 _LOCK = threading.Lock()  # one lock for every cache: evicting across caches takes one lock, never two
