@@ -17,17 +17,19 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab import store
+from lab import cache, store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, events, generate, masking, questions, sentiment, sessions, state, tokens
-from ui import translate
+from ui import about, admission, attention, concepts, events, generate, masking, questions, sentiment, sessions
+from ui import state, tokens, translate
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
 TABS = [tokens, attention, masking, generate, sentiment, translate, questions, concepts, about]
 
-QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
+# Beyond this, new requests are told the queue is full instead of piling up. No one group fills it: each holds at
+# most ui/admission.GROUP_JOBS, a session and a client address a few of those (see ui/admission.py).
+QUEUE_MAX_SIZE = 1024
 # A waiting student's place in the queue, sent once a second. Gradio's default ("auto") sends it to every
 # waiting client each time any job starts: 100 students asking for attention at once meant 3,683 such
 # messages (now 167) through the one Python thread, a fifth of the app's CPU (2.37 -> 1.84 s; p95 2.02 -> 1.54 s).
@@ -255,6 +257,14 @@ def build_app() -> gr.Blocks:
     return demo
 
 
+def serve_queue(demo: gr.Blocks) -> gr.Blocks:
+    """`demo` with its queue, and at the queue's door the caps Gradio lacks (ui/admission.py)."""
+    demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S)
+    admission.Admission(demo._queue, events.admits, events.seconds_until_free)
+    sessions.sweep_forever(demo)  # state only for open pages, briefly for the rest (ui/sessions.py)
+    return demo
+
+
 def hub_model_dir(repo_id: str) -> Path:
     """Download a Hub model repo holding one checkpoint folder per model (like assets/)."""
     from huggingface_hub import snapshot_download
@@ -279,6 +289,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=os.environ.get("TRANSFORMER_LAB_THREADS",
                                                                       str(store.SERVING_THREADS)),
                         help="CPU threads per model call (default 1: requests run side by side, a core each)")
+    parser.add_argument("--cache-mb", type=int, default=os.environ.get("TRANSFORMER_LAB_CACHE_MB",
+                                                                       str(cache.BUDGET_BYTES // 2**20)),
+                        help="MiB that all cached runs together may hold (default 1024: fits a free CPU Space)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
     source.add_argument("--hub-repo", default=None, help="Hub model repo with one checkpoint folder per model")
@@ -294,6 +307,9 @@ def main(argv=None) -> None:
     if args.threads < 1:
         sys.exit(f"--threads {args.threads}: must be at least 1")
     store.set_threads(args.threads)
+    if args.cache_mb < 0:
+        sys.exit(f"--cache-mb {args.cache_mb}: cannot be negative")
+    cache.set_budget(args.cache_mb * 2**20)
     if args.model_dir:
         if not Path(args.model_dir).is_dir():
             sys.exit(f"--model-dir {args.model_dir}: no such folder")
@@ -307,9 +323,10 @@ def main(argv=None) -> None:
     # run_history off: Gradio's history page kept every run's outputs in the browser's storage (300 kB an
     # Attention click) and rewrote it all at each click, so a click drawn in 0.35 s took 0.8 s by the 15th.
     # The app's links and lecture steps already bring a view back.
-    demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S).launch(
+    serve_queue(demo).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
-        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False)
+        i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False,
+        max_threads=events.threads_needed(demo), state_session_capacity=sessions.CAPACITY)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ without a seed is never cached, because two people asking for a sample expect tw
 
 The bound is in bytes, not entries: an anonymous client could otherwise pin gigabytes
 with a few dozen large results. A result larger than the whole cache is answered, not kept.
+All caches together share one budget (`set_budget`, app.py --cache-mb, TRANSFORMER_LAB_CACHE_MB):
+29 caches of 64 MB each had a 1.9 GB ceiling; now the least recently used result of any cache goes
+first once they hold BUDGET_BYTES together.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections import OrderedDict
@@ -23,7 +27,40 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 _ALL: list[RunCache] = []  # every cache, so tests (and a new model folder) can start from nothing
-MAX_BYTES = 64 * 2**20  # per cache: a dozen caches stay well under a Space's memory
+MAX_BYTES = 64 * 2**20  # per cache: no one view takes the whole budget
+# All caches together. 1 GiB on a free CPU Space (16 GB): beside it the app at rest (0.7 GB, models loaded)
+# and the sessions' state (ui/sessions.py, ~1 GB at most) leave most of the 16 GB free.
+BUDGET_BYTES = 1 * 2**30
+_LOCK = threading.Lock()  # one lock for every cache: evicting across caches takes one lock, never two
+_budget = BUDGET_BYTES
+_stamp = itertools.count()  # the order results were last used in, across caches
+
+
+def set_budget(n_bytes: int) -> None:
+    """The bytes every cache together may hold (app.py --cache-mb); what is over it is evicted now."""
+    global _budget
+    if n_bytes < 0:
+        raise ValueError(f"a cache budget cannot be negative ({n_bytes})")
+    with _LOCK:
+        _budget = n_bytes
+        _evict_over_budget()
+
+
+def total_bytes() -> int:
+    with _LOCK:
+        return sum(cache.bytes for cache in _ALL)
+
+
+def _evict_over_budget() -> None:
+    """Evict the least recently used results of all caches until they fit the budget (caller holds _LOCK)."""
+    total = sum(cache.bytes for cache in _ALL)
+    while total > _budget:
+        oldest = min((c for c in _ALL if c._done), key=lambda c: next(iter(c._done.values()))[2], default=None)
+        if oldest is None:
+            return
+        _, (_, evicted, _) = oldest._done.popitem(last=False)
+        oldest.bytes -= evicted
+        total -= evicted
 
 
 class _Abandoned(Exception):
@@ -60,8 +97,9 @@ class RunCache(Generic[T]):
 
     def __init__(self, size: int = 64, max_bytes: int = MAX_BYTES):
         self.size, self.max_bytes = size, max_bytes
-        self._lock = threading.Lock()
-        self._done: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()  # key -> (result, its bytes)
+        self._lock = _LOCK
+        # key -> (result, its bytes, when last used), least recently used first
+        self._done: OrderedDict[Hashable, tuple[T, int, int]] = OrderedDict()
         self._running: dict[Hashable, Future] = {}
         self.hits = self.misses = self.bytes = 0
         _ALL.append(self)
@@ -70,9 +108,11 @@ class RunCache(Generic[T]):
         """("done", result) | ("wait", the running Future) | ("own", a new Future this caller must fulfil)."""
         with self._lock:
             if key in self._done:
+                result, size, _ = self._done[key]
+                self._done[key] = (result, size, next(_stamp))
                 self._done.move_to_end(key)
                 self.hits += 1
-                return "done", self._done[key][0]
+                return "done", result
             if key in self._running:
                 self.hits += 1
                 return "wait", self._running[key]
@@ -146,12 +186,13 @@ class RunCache(Generic[T]):
         size = nbytes(result)
         with self._lock:
             del self._running[key]
-            if size <= self.max_bytes:
-                self._done[key] = (result, size)
+            if size <= min(self.max_bytes, _budget):
+                self._done[key] = (result, size, next(_stamp))
                 self.bytes += size
             while len(self._done) > self.size or self.bytes > self.max_bytes:
-                _, (_, evicted) = self._done.popitem(last=False)
+                _, (_, evicted, _) = self._done.popitem(last=False)
                 self.bytes -= evicted
+            _evict_over_budget()
         running.set_result(result)
 
     def clear(self) -> None:

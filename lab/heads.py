@@ -46,7 +46,7 @@ from . import models, reading, store
 from .attention import AttentionRun, attention_run
 from .cache import RunCache
 from .markdown import literal
-from .policy import MAX_DRAWN_TOKENS, InputError, notice, source_text
+from .policy import MAX_DRAWN_TOKENS, InputError, notice, quoted, source_text
 from .translate import translated
 
 TOP_K = 5  # next-token guesses shown before and after heads are switched off
@@ -110,7 +110,7 @@ def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
         try:
             heads.append(Head.parse(part, groups[0]))
         except HeadError:
-            raise InputError(say("heads.bad_spec", part=part.strip())) from None
+            raise InputError(say("heads.bad_spec", part=quoted(part.strip()))) from None
     return sorted(set(heads))
 
 

@@ -12,6 +12,7 @@ import multiprocessing as mp
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -86,10 +87,19 @@ def held_out_score(model: EncoderDecoder, codec: Codec, task_name: str, n: int) 
     return exact_match(model, codec, examples(task_name, "test", n))
 
 
+_SLOTS: weakref.WeakSet = weakref.WeakSet()  # the app has one slot; tests make their own
+
+
+def seconds_until_free() -> float:
+    """How long until every training slot is free at the latest (0 when all are)."""
+    return max((slot.seconds_left() for slot in list(_SLOTS)), default=0.0)
+
+
 class LiveTraining:
     """The app's one training slot."""
 
     def __init__(self):
+        _SLOTS.add(self)
         self._lock = threading.Lock()
         self._ends = 0.0  # time.monotonic() by which the running run is over, sent back or stopped
 

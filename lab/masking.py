@@ -28,7 +28,7 @@ from transformer_core import (
 
 from . import models, reading, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, notice, prompt_tokens, quoted, truncate
 
 LM = "shakespeare-lm"  # the lesson's language model, for a text no other reads
 POETRY_LM = "tang-poems-char"  # Chinese text is read by the Tang-poetry LM: the Shakespeare LM reads it as bytes
@@ -95,12 +95,18 @@ def lm_for(text: str) -> str:
     return models.route("DecoderLM", text) or LM
 
 
+GLOBAL_CHARS = 1000  # positions typed by hand: more than a text's tokens could ever need
+
+
 def global_positions(text: str | None) -> tuple[int, ...]:
     """ "0, 5" -> (0, 5); anything else is an InputError (its text is shown escaped by the UI)."""
+    text = text or ""
     try:
-        return tuple(int(g) for g in (text or "").replace(",", " ").split())
+        if len(text) > GLOBAL_CHARS:  # a 4 MB list of positions made a 66 MB answer
+            raise ValueError(text)
+        return tuple(int(g) for g in text.replace(",", " ").split())
     except ValueError:
-        raise InputError(Message("masking.bad_global", text=repr(text))) from None
+        raise InputError(Message("masking.bad_global", text=repr(quoted(text)))) from None
 
 
 def settings(kind: str, n: int, w, dilation, global_text: str | None, causal: bool,

@@ -47,6 +47,14 @@ def truncate(text: str | None, limit: int = MAX_CHARS, keep: str = "first") -> t
     return kept, notice(fixed, Message(f"policy.cut_chars_{which}", n=len(text), limit=limit))
 
 
+QUOTED_CHARS = 80  # of a refused text, quoted back in its message: a 10 MB input must not come back whole
+
+
+def quoted(text: str) -> str:
+    """The start of `text` for a message about it: a refusal names what it refused, not all of it."""
+    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+
+
 def clamp(value, low: int, high: int, name: str, notices: list[str] | None = None) -> int:
     """A whole number from a slider or an API client, moved into [low, high].
 

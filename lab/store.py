@@ -6,6 +6,7 @@ needs a model loads it (a few hundred ms) and later requests reuse it.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -15,21 +16,30 @@ from urllib.parse import urlparse
 import torch
 
 from i18n import Message
-from transformer_core import CheckpointError, default_device, load_gpt2, load_model
-from transformer_core.weights.hub import read_config
+from transformer_core import CheckpointError, CheckpointTooLarge, default_device, load_gpt2, load_model
+from transformer_core.weights.hub import check_size, read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
 
 from . import cache
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
+log = logging.getLogger("transformer_lab")
 KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
 
+# _lock guards the dicts below for an instant, never a load: loading one model (seconds, for a large one) must
+# not hold up requests for another, so each name has its own lock, held while that one loads.
 _lock = threading.Lock()
+_loading: dict[str, threading.Lock] = {}  # name -> the lock its load holds
 _models: dict[str, object] = {}
 _tokenizers: dict[str, TextTokenizer] = {}
+# name -> (its identity(), why it cannot be used): a checkpoint fails once, until its files change
+_failed: dict[str, tuple[tuple, CheckpointError]] = {}
 _listing: dict = {}  # the model folder's checkpoints, with the folder signature they were read at
 _model_dir = DEFAULT_MODEL_DIR
+# A checkpoint asking for more float32 parameter bytes than this is refused from its config alone, before any
+# tensor is made: GPT-2 small (124M parameters, 0.5 GB) fits; a config of d_model 2048 x 12 layers (2.4 GB) does not.
+MAX_MODEL_BYTES = 2**30
 
 
 SERVING_THREADS = 1
@@ -55,6 +65,7 @@ def set_model_dir(path: str | Path) -> None:
         _model_dir = Path(path)
         _models.clear()
         _tokenizers.clear()
+        _failed.clear()
         _listing.clear()
     cache.clear_all()  # runs of the old folder's models must not answer for the new one's
 
@@ -67,7 +78,6 @@ def folder(name: str) -> Path:
         raise CheckpointError(f"no checkpoint named {name!r} (looked in {_model_dir / name}): a checkpoint is one "
                               "folder of the model folder, holding config.json, model.safetensors, tokenizer.json")
     return _model_dir / name
-    return path
 
 
 def identity(name: str) -> tuple:
@@ -85,27 +95,57 @@ def model_dir() -> Path:
     return _model_dir
 
 
+def _once(name: str, done: dict, build):
+    """`done[name]`, built by `build()` the first time under `name`'s own lock; a CheckpointError is
+    remembered and raised again at once until the checkpoint's files change."""
+    with _lock:
+        if name in done:
+            return done[name]
+        if name in _failed and _failed[name][0] == identity(name):
+            raise _failed[name][1]
+        lock = _loading.setdefault(name, threading.Lock())
+    with lock:
+        if name in done:
+            return done[name]
+        try:
+            built = build()
+        except CheckpointError as e:
+            with _lock:
+                _failed[name] = (identity(name), e)
+            raise
+        with _lock:
+            done[name] = built
+            _failed.pop(name, None)
+        return built
+
+
+def _load_model(name: str):
+    path = folder(name)
+    if not path.is_dir():
+        raise CheckpointError(f"no checkpoint named {name!r} (looked in {path})")
+    return load_model(path, default_device(), limit_bytes=MAX_MODEL_BYTES)
+
+
 def model(name: str):
     """The checkpoint `<model dir>/<name>/` (or GPT-2) as an eval-mode model on the default device."""
     if name == GPT2:
         return _gpt2()[0]
-    with _lock:
-        if name not in _models:
-            path = folder(name)
-            if not path.is_dir():
-                raise CheckpointError(f"no checkpoint named {name!r} (looked in {path})")
-            _models[name] = load_model(path, default_device())
-        return _models[name]
+    return _once(name, _models, lambda: _load_model(name))
 
 
 def tokenizer(name: str) -> TextTokenizer:
     """The tokenizer.json shipped beside checkpoint `name` (or GPT-2's)."""
     if name == GPT2:
         return _gpt2()[1]
+    return _once(f"{name}/tokenizer", _tokenizers, lambda: TextTokenizer.load(folder(name) / "tokenizer.json"))
+
+
+def unavailable() -> dict[str, str]:
+    """Checkpoints of the model folder that failed to load or are too large: name -> why, briefly."""
     with _lock:
-        if name not in _tokenizers:
-            _tokenizers[name] = TextTokenizer.load(folder(name) / "tokenizer.json")
-        return _tokenizers[name]
+        failed = {name: error for name, (_, error) in _failed.items() if "/" not in name}
+    return {name: Message("store.too_large", gib=e.parameters * 4 / 2**30, limit=e.limit_bytes / 2**30)
+            if isinstance(e, CheckpointTooLarge) else str(e) for name, e in failed.items()}
 
 
 def config(name: str) -> dict:
@@ -132,7 +172,9 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
         if _listing.get("signature") != signature:
             _listing.update(signature=signature, found=_read_checkpoints())
         found = _listing["found"]
-    return {label: name for _, name, label in sorted(found) if include_cheats or not name.startswith("cheat-")}
+    broken = unavailable()
+    return {Message("store.unavailable_label", label=label, reason=broken[name]) if name in broken else label: name
+            for _, name, label in sorted(found) if include_cheats or not name.startswith("cheat-")}
 
 
 def folder_signature() -> tuple:
@@ -153,6 +195,11 @@ def _read_checkpoints() -> list[tuple[int, str, str]]:
             kind = read_config(path)["arch"] if path.is_dir() else None
         except CheckpointError:
             continue
+        if kind is not None and path.name not in _failed:
+            try:  # too large for this server: listed, marked unavailable with the reason, never loaded
+                check_size(path, MAX_MODEL_BYTES)
+            except CheckpointError as e:
+                _failed[path.name] = (identity(path.name), e)
         if kind is not None:
             found.append((list(KIND_NAMES).index(kind), path.name,
                           Message("store.model_label", name=path.name, kind=Message(f"store.kind.{kind}"))))
@@ -174,14 +221,13 @@ def load(name: str) -> tuple[object, TextTokenizer]:
 
 def warm() -> None:
     """Load every shipped checkpoint now, before the app serves, so the first student to click a tab does not
-    wait for its model: loading the pre-trained classifier took seconds under load, holding the store's lock,
-    so everyone else's requests waited too. (In a background thread it competed with the first requests.)
-    A checkpoint that fails to load is left for its first request to report."""
+    wait for its model (loading the pre-trained classifier took seconds under load). A checkpoint that fails
+    is named on stderr now, and marked unavailable in the pickers with the reason."""
     for name in checkpoints(include_cheats=True).values():
         try:
             load(name)
-        except Exception:  # noqa: BLE001 -- its first request loads it again and reports what is wrong
-            continue
+        except CheckpointError as e:
+            log.warning("checkpoint %r is unavailable: %s", name, e)
 
 
 # ---------------------------------------------------------------- GPT-2 from the Hub

@@ -55,7 +55,7 @@ from .model.models import (
     TransformerConfig,
 )
 from .model.trace import Trace, editing, recording
-from .weights.hub import CheckpointError, load_model, save_checkpoint
+from .weights.hub import CheckpointError, CheckpointTooLarge, load_model, save_checkpoint
 from .weights.gpt2 import GPT2ImportError, load_gpt2
 from .weights.e5 import E5FormatError, load_e5
 
@@ -128,7 +128,7 @@ __all__ = [
     # 5. models, trace, checkpoints
     "ConfigError", "DecoderLM", "DecoderLMConfig", "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder",
     "EncoderDecoderConfig", "TransformerConfig", "Trace", "editing", "recording",
-    "CheckpointError", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2", "E5FormatError", "load_e5",
+    "CheckpointError", "CheckpointTooLarge", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2", "E5FormatError", "load_e5",
     # 6. decode and sample
     "generate", "next_token_logits", "stream", "Sampler", "SamplingConfig", "SamplingError", "StepRecord",
     "BeamResult", "beam_search_lm", "Codec", "DecodingError", "Translation", "exact_match", "translate",

@@ -57,8 +57,10 @@ SENTENCE_DEFAULT = "the plot was dull but the acting was wonderful"
 @handler
 def order(sentence, seed, lang="en"):
     summary, variants, labels, names = use.order(sentence, seed)
-    shown = t(summary.key, lang, **{**summary.params,  # the shuffled words are the person's own: marked as such
-                                    "shuffled": f'<span class="model-text">{summary.params["shuffled"]}</span>'})
+    # the shuffled words are the person's own: marked as such, and isolated (<bdi>): a right-to-left override
+    # (U+202E) typed in them cannot reverse the sentence around them
+    shown = t(summary.key, lang, **{**summary.params,
+                                    "shuffled": f'<bdi class="model-text">{summary.params["shuffled"]}</bdi>'})
     return (shown, views.order_figure(variants, labels, lang),
             _table(views.verdict_rows(variants, names, lang), views.verdict_headers(names, lang)))
 

@@ -22,6 +22,7 @@ from gradio import caching
 from gradio.i18n import I18nData
 
 from i18n import DEFAULT as DEFAULT_LANGUAGE
+from lab import live
 from ui.common import log
 from ui.i18n import translated
 
@@ -34,10 +35,12 @@ class Serving:
     group: str | None = None  # events of a group share its limit, app-wide; None: the endpoint's own
     gpu: bool = True  # lent a GPU per call on a ZeroGPU Space (a model runs in it)
     agents: bool = True  # listed as an MCP tool
+    admits: int | None = None  # jobs the group holds at once, running and waiting (None: ui/admission.GROUP_JOBS)
 
 
 GENERATION = Serving(2, "generation")  # token-by-token decoding: the slowest model calls
-TRAINING = Serving(1, "training", agents=False)  # the machine to itself; one app-wide slot
+# the machine to itself; one app-wide slot, and one run waiting for it: the next hears "busy, try again in N s"
+TRAINING = Serving(1, "training", agents=False, admits=2)
 NEEDS_SESSION = Serving(agents=False)  # reads a gr.State an agent cannot hold
 DEFAULT = Serving()  # events no endpoint names: examples, model pickers, re-slicing sliders
 
@@ -84,6 +87,29 @@ def queue_settings(endpoint: str | None, event_id: str) -> dict:
     """The `concurrency_limit` / `concurrency_id` keywords of an event that runs `endpoint`'s function."""
     serving = ENDPOINTS.get(endpoint or "", DEFAULT)
     return dict(concurrency_limit=serving.limit, concurrency_id=serving.group or event_id)
+
+
+def admits(group: str) -> int | None:
+    """The jobs concurrency group `group` holds at once (ui/admission.py), None for the default."""
+    return next((s.admits for s in ENDPOINTS.values() if s.group == group and s.admits is not None), None)
+
+
+def seconds_until_free(group: str) -> float:
+    """At most how long until a full group `group` takes a job again: for live training, what the running
+    run has left plus the whole budget of the one waiting."""
+    if group == TRAINING.group:
+        return live.seconds_until_free() + live.SECONDS[1] + live.SEND_BACK_S
+    return 0.0
+
+
+def threads_needed(demo: gr.Blocks) -> int:
+    """Threads for every queued group of `demo` to run its whole limit at once (Blocks.launch's max_threads):
+    Gradio's default of 40, shared by all groups, let reviews and attention fill it and tokenize wait."""
+    limits: dict[str, int] = {}
+    for fn in demo.fns.values():
+        if fn.queue is not False and isinstance(fn.concurrency_limit, int):
+            limits[fn.concurrency_id] = max(limits.get(fn.concurrency_id, 0), fn.concurrency_limit)
+    return max(sum(limits.values()), 40)
 
 
 def gpu_decorator():

@@ -14,6 +14,8 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ui.sessions import PageTracker
+
 STREAMS = ("/gradio_api/queue/data", "/gradio_api/call/")  # the queue's event stream, and the HTTP API's
 LEVEL = 6  # zlib's default: level 9 costs twice the CPU for 2% fewer bytes
 
@@ -34,5 +36,6 @@ class CompressedStreams:
 
 
 def app_kwargs() -> dict:
-    """What `Blocks.launch(app_kwargs=...)` needs to serve the compressed streams."""
-    return {"middleware": [Middleware(CompressedStreams)]}
+    """What `Blocks.launch(app_kwargs=...)` needs to serve the compressed streams, and to know which sessions
+    have a page open (ui/sessions.py keeps state only for those, and briefly for the rest)."""
+    return {"middleware": [Middleware(CompressedStreams), Middleware(PageTracker)]}

@@ -80,7 +80,7 @@ def sentence_strip(texts: list[str], p_positive: list[float], selected: int | No
         outline = "outline: 2px solid #111; " if i == selected else ""
         spans.append(f'<span class="sentence" data-sentence="{i + 1}" title="{html.escape(title, quote=True)}" '
                      f'style="background: rgba({rgb},{0.12 + 0.6 * strength:.2f}); {outline}border-radius: 3px; '
-                     f'padding: 2px 3px; margin: 1px; cursor: pointer; line-height: 2;">'
+                     f'padding: 2px 3px; margin: 1px; cursor: pointer; line-height: 2; unicode-bidi: isolate;">'
                      f'<sup style="color: #555;">{i + 1}</sup>&#8239;{html.escape(text, quote=True)}</span>')
     return (f'<div class="sentence-strip model-text">{" ".join(spans)}</div>'
             f'<div style="color: #666; font-size: 0.85em;">{t("sentiment.strip_legend", lang)}</div>')

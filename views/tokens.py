@@ -79,10 +79,21 @@ def _chip(label: str, token_id: int | None, key: int, title: str, fragment: bool
             f"{_escape(label)}{sub}</span>")
 
 
+# Chips drawn per panel: about three screens of its scrolling box. Each chip is ~170 bytes of HTML, and a
+# 5,000-character text in 9 tokenizers was 25,000 chips, a 4 MB answer that a visitor need never read.
+CHIPS_SHOWN = 500
+
+
+def _cut(n: int, lang: str) -> str:
+    """The notice under chips cut at CHIPS_SHOWN ("" when all `n` are drawn)."""
+    return hint(t("tokens.chips_cut", lang, shown=CHIPS_SHOWN, n=n)) if n > CHIPS_SHOWN else ""
+
+
 def token_chips(text: str, spans: Sequence[TokenSpan], lang: str = "en") -> str:
-    """One chip per token of `text`: token text, id, and a hover title with its char and byte spans."""
+    """One chip per token of `text` (the first CHIPS_SHOWN, with a notice): token text, id, and a hover title
+    with its char and byte spans."""
     chips = []
-    for span in spans:
+    for span in spans[:CHIPS_SHOWN]:
         title = t("tokens.chip_title", lang, id=span.id, start=span.start, end=span.end,
                   text=repr(text[span.start:span.end]), byte_start=span.byte_start, byte_end=span.byte_end)
         fragment = is_fragment(text, span)
@@ -90,18 +101,18 @@ def token_chips(text: str, spans: Sequence[TokenSpan], lang: str = "en") -> str:
             whole = text[span.start:span.end]
             title += t("tokens.fragment_title", lang, char=repr(whole), n=len(whole.encode("utf-8")))
         chips.append(_chip(span.text, span.id, span.id, title, fragment))
-    return f'<div class="chips">{"".join(chips)}</div>'
+    return f'<div class="chips">{"".join(chips)}</div>{_cut(len(spans), lang)}'
 
 
 def piece_chips(pieces: Sequence[str], lang: str = "en") -> str:
     """Chips for tokens that have no ids (BPE from scratch); the colour comes from the token's text."""
     chips, position = [], 0
-    for piece in pieces:
+    for piece in pieces[:CHIPS_SHOWN]:
         key = zlib.crc32(piece.encode("utf-8", errors="replace"))
         chips.append(_chip(piece, None, key, t("tokens.piece_title", lang, start=position,
                                                 end=position + len(piece), text=repr(piece))))
         position += len(piece)
-    return f'<div class="chips">{"".join(chips)}</div>'
+    return f'<div class="chips">{"".join(chips)}</div>{_cut(len(pieces), lang)}'
 
 
 @dataclass(frozen=True)

@@ -182,3 +182,20 @@ def test_nbytes_counts_what_a_result_holds():
     loop = []
     loop.append(loop)
     assert nbytes(loop) > 0  # a cycle is counted once, not forever
+
+
+def test_every_cache_together_stays_within_one_byte_budget():
+    from lab import cache as caches
+
+    first, second = RunCache(size=100, max_bytes=10 * 2**20), RunCache(size=100, max_bytes=10 * 2**20)
+    try:
+        caches.set_budget(3 * 2**20)
+        for i in range(4):
+            first.get(("a", i), lambda: b"x" * 2**20)
+            second.get(("b", i), lambda: b"y" * 2**20)
+        assert caches.total_bytes() <= 3 * 2**20  # each cache alone was under its own 10 MB
+        assert second.holds(("b", 3)) and not first.holds(("a", 0))  # the least recently used went first
+    finally:
+        caches.set_budget(caches.BUDGET_BYTES)
+        caches._ALL.remove(first)
+        caches._ALL.remove(second)

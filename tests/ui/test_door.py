@@ -59,3 +59,163 @@ def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong()
 
     assert events._shortened(Quoting()) == "Quoting"
     assert len(events._shortened(ValueError("x" * 10_000_000))) <= events.SHOWN_CHARS + 1
+
+
+# ---------------------------------------------------------------- fair admission (ui/admission.py)
+
+import asyncio  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from fastapi import HTTPException  # noqa: E402
+
+from ui import admission  # noqa: E402
+
+
+def _request(host: str, forwarded: str = "", lang: str = "en"):
+    headers = {"accept-language": lang, **({"x-forwarded-for": forwarded} if forwarded else {})}
+    return SimpleNamespace(client=SimpleNamespace(host=host), headers=headers)
+
+
+class _Queue:
+    """What Admission reads of a Gradio queue: its functions, its live events, and `push`."""
+
+    def __init__(self, groups: dict[int, str]):
+        self.blocks = SimpleNamespace(fns={i: SimpleNamespace(concurrency_id=g) for i, g in groups.items()})
+        self.event_ids_to_events = {}
+
+    async def push(self, body, request, username):
+        event_id = f"e{len(self.event_ids_to_events)}"
+        self.event_ids_to_events[event_id] = SimpleNamespace(
+            concurrency_id=self.blocks.fns[body.fn_index].concurrency_id, session_hash=body.session_hash,
+            request=request)
+        return True, event_id, "success"
+
+
+def _join(queue, fn_index, session, request):
+    body = SimpleNamespace(fn_index=fn_index, session_hash=session)
+    try:
+        return asyncio.run(queue.push(body, request, None))[2]
+    except HTTPException as refused:
+        return refused.status_code, refused.detail
+
+
+def _door():
+    queue = _Queue({0: "training", 1: "tokenize"})
+    admission.Admission(queue, lambda g: 2 if g == "training" else None, lambda g: 95.4)
+    return queue
+
+
+def test_live_training_admits_one_waiting_run_and_then_says_busy_with_a_time():
+    queue = _door()
+    answers = [_join(queue, 0, f"s{i}", _request(f"10.0.0.{i}")) for i in range(5)]
+    assert answers[:2] == ["success", "success"]  # the run and the one waiting for the slot
+    assert all(a == (429, "Busy: the live training slot is taken and one run is already waiting for it. "
+                          "Try again in 95 s.") for a in answers[2:])
+    code, said = _join(queue, 0, "s9", _request("10.0.0.9", lang="zh-CN,zh;q=0.9"))
+    assert code == 429 and "95 秒后再试" in said  # in the language the browser asks for
+
+
+def test_one_session_holds_a_few_jobs_of_a_kind_and_other_sessions_still_get_in():
+    queue = _door()
+    flood = [_join(queue, 1, "flooder", _request("93.184.216.34")) for _ in range(300)]
+    assert flood.count("success") == admission.SESSION_JOBS
+    assert flood[-1] == (429, admission.t("door.session_jobs", "en", n=admission.SESSION_JOBS))
+    assert _join(queue, 1, "student", _request("151.101.1.69")) == "success"
+
+
+def test_one_address_with_many_sessions_holds_at_most_its_share():
+    queue = _door()
+    flood = [_join(queue, 1, f"fake-{i}", _request("93.184.216.34")) for i in range(300)]
+    assert flood.count("success") == admission.ADDRESS_JOBS
+    assert flood[-1][0] == 429
+    assert _join(queue, 1, "student", _request("151.101.1.69")) == "success"
+
+
+def test_behind_a_spaces_proxy_the_address_is_the_hop_the_proxy_saw():
+    assert admission.address(_request("10.1.2.3", forwarded="1.2.3.4, 93.184.216.34")) == "93.184.216.34"
+    assert admission.address(_request("151.101.1.69", forwarded="1.2.3.4")) == "151.101.1.69"  # not a proxy
+
+
+# ---------------------------------------------------------------- state only for open sessions (ui/sessions.py)
+
+import datetime  # noqa: E402
+import threading  # noqa: E402
+
+from ui import sessions  # noqa: E402
+
+
+def _holder(ages: dict[str, float], now: datetime.datetime):
+    return SimpleNamespace(lock=threading.Lock(), session_data={s: object() for s in ages},
+                           time_last_used={s: now - datetime.timedelta(seconds=a) for s, a in ages.items()})
+
+
+def test_state_is_kept_for_open_pages_and_briefly_for_sessions_that_never_had_one():
+    now = datetime.datetime.now()
+    holder = _holder({"api-client": sessions.NO_PAGE_S + 1, "open-page": 10 * sessions.CLOSED_S,
+                      "closed-page": sessions.CLOSED_S - 1, "old-closed-page": sessions.CLOSED_S + 1,
+                      "api-client-waiting": 10 * sessions.NO_PAGE_S}, now)
+    queue = SimpleNamespace(event_ids_to_events={"e": SimpleNamespace(session_hash="api-client-waiting")},
+                            pending_messages_per_session={"api-client": ["4 MB nobody reads"]})
+    sessions._open_pages["open-page"] = 1
+    sessions._paged.update({"open-page", "closed-page", "old-closed-page"})
+    try:
+        gone = sessions.expired(holder, queue, now)
+        assert sorted(gone) == ["api-client", "old-closed-page"]
+        sessions.forget(holder, queue, gone)
+    finally:
+        sessions._open_pages.pop("open-page")
+        sessions._paged.difference_update({"open-page", "closed-page"})
+    assert set(holder.session_data) == {"open-page", "closed-page", "api-client-waiting"}
+    assert queue.pending_messages_per_session == {}  # its unread answers went with it
+
+
+def test_the_page_tracker_counts_a_heartbeat_stream_while_it_is_open():
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(dict(sessions._open_pages))
+
+    tracker = sessions.PageTracker(app)
+    asyncio.run(tracker({"type": "http", "path": "/gradio_api/heartbeat/abc123"}, None, None))
+    assert seen == [{"abc123": 1}] and "abc123" not in sessions._open_pages and "abc123" in sessions._paged
+    sessions._paged.discard("abc123")
+
+
+def test_the_cache_budget_is_a_flag_and_an_environment_variable(monkeypatch):
+    import app
+    from lab import cache
+
+    assert app.parse_args([]).cache_mb * 2**20 == cache.BUDGET_BYTES <= 2 * 2**30  # fits a free 16 GB Space
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE_MB", "300")
+    assert app.parse_args([]).cache_mb == 300
+    assert app.parse_args(["--cache-mb", "50"]).cache_mb == 50
+
+
+def test_a_5000_character_text_sends_the_chips_drawn_not_megabytes():
+    from ui import tokens
+    from views.tokens import CHIPS_SHOWN
+
+    text = ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]
+    _notice, chips = tokens.tokenize(text, "en")
+    assert len(chips.encode()) < 1_500_000  # 4.0 MB of chips on main
+    assert f"The first {CHIPS_SHOWN:,} of" in chips  # and the panels say they are cut
+
+
+def test_a_right_to_left_override_stays_inside_its_sentence_and_its_words():
+    from ui import concepts
+    from views import sentiment
+
+    rlo = "\u202egood film"
+    strip = sentiment.sentence_strip([rlo, "A fine ending."], [0.9, 0.8])
+    assert strip.count("unicode-bidi: isolate") == 2  # each sentence is its own bidi island
+    shown, *_ = concepts.order(f"{rlo} is here", 0)
+    assert "<bdi" in shown and "\u202e" in shown.split("<bdi", 1)[1].split("</bdi>", 1)[0]
+
+
+def test_the_real_app_admits_through_the_door_and_gives_every_group_its_threads():
+    import app
+
+    demo = app.serve_queue(app.build_app())
+    assert getattr(demo._queue.push, "__self__", None).__class__ is admission.Admission
+    assert events.admits("training") == 2 and events.admits("generation") is None
+    assert events.threads_needed(demo) > 40  # Gradio's default, shared by every group

@@ -190,7 +190,9 @@ def test_bad_input_gives_a_result_or_a_friendly_message(text):
 def test_long_paste_is_cut_to_the_stated_limit_with_a_notice(bpe):
     notice, html = tab.tokenize(HUNDRED_KB)
     assert "100,000 characters" in notice and "5,000" in notice
-    assert [i for i, _, _ in _panel(html, BPE)] == bpe.encode(HUNDRED_KB[:5000])
+    # the chips drawn are the first CHIPS_SHOWN tokens of the 5,000 characters kept, and say so
+    assert [i for i, _, _ in _panel(html, BPE)] == bpe.encode(HUNDRED_KB[:5000])[:views.CHIPS_SHOWN]
+    assert f"of {len(bpe.encode(HUNDRED_KB[:5000])):,} tokens are drawn" in html
     assert "2,000" in tab.train_scratch(HUNDRED_KB)[0]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import typing
 from pathlib import Path
 
 import torch
@@ -28,6 +29,19 @@ READS = ("languages", "script")  # what a checkpoint reads ({"languages": ["zh"]
 
 class CheckpointError(Exception):
     """A checkpoint is missing, unreachable, corrupted or does not fit its config."""
+
+
+class CheckpointTooLarge(CheckpointError):
+    """A checkpoint whose config asks for more parameter bytes (float32) than the caller allows."""
+
+    def __init__(self, folder, parameters: int, limit_bytes: int):
+        self.parameters, self.limit_bytes = parameters, limit_bytes
+        super().__init__(f"{folder}: its config asks for {parameters:,} parameters, "
+                         f"{parameters * FLOAT32_BYTES / 2**30:.1f} GiB in float32, over the limit of "
+                         f"{limit_bytes / 2**30:.1f} GiB")
+
+
+FLOAT32_BYTES = 4
 
 
 def save_checkpoint(model: nn.Module, folder: str | Path, tokenizer=None, card: str | None = None,
@@ -101,9 +115,34 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-def load_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> nn.Module:
-    """Load a DecoderLM / EncoderClassifier / EncoderDecoder from a folder or `hf://` Hub repo, in eval mode."""
+def parameter_count(config: dict) -> int:
+    """How many parameters the model of `config` (a config.json's dict) has, counted on PyTorch's meta device:
+    the model is built, shapes only, and no tensor's memory is allocated. CheckpointError for a config the
+    model class refuses."""
+    cls = MODEL_CLASSES[config["arch"]]
+    try:
+        with torch.device("meta"):
+            model = cls(typing.get_type_hints(cls.__init__)["config"](**config))
+    except (TypeError, ValueError) as e:  # an unknown field, sizes that do not fit (ConfigError)
+        raise CheckpointError(f"config {config!r:.200} does not describe a {cls.__name__}: {e}") from e
+    return sum(p.numel() for p in model.parameters())
+
+
+def check_size(folder: Path, limit_bytes: int | None) -> int:
+    """The parameter count of the checkpoint in `folder`, read from its config alone; CheckpointTooLarge when
+    its float32 parameters would take more than `limit_bytes` (None: no limit). Before any weight is read: a
+    config of 2.4 GB took 26-34 s to build and fill, only to be refused."""
+    parameters = parameter_count(read_config(folder))
+    if limit_bytes is not None and parameters * FLOAT32_BYTES > limit_bytes:
+        raise CheckpointTooLarge(folder, parameters, limit_bytes)
+    return parameters
+
+
+def load_model(name_or_path: str | Path, device: torch.device | str = "cpu", limit_bytes: int | None = None) -> nn.Module:
+    """Load a DecoderLM / EncoderClassifier / EncoderDecoder from a folder or `hf://` Hub repo, in eval mode;
+    with `limit_bytes`, a checkpoint larger than that in float32 is refused (CheckpointTooLarge) first."""
     folder = resolve(name_or_path)
+    check_size(folder, limit_bytes)
     cls = MODEL_CLASSES[read_config(folder)["arch"]]
     weights = folder / "model.safetensors"
     if not weights.is_file():

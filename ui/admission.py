@@ -1,0 +1,85 @@
+"""Fair admission to the queue: no one visitor can fill it for everyone else.
+
+Gradio gives each event a concurrency group (`concurrency_id`, `concurrency_limit`: how many run at
+once) and the whole queue one `max_size`. That kept one client from nothing: 257 joins for live
+training from one session, never read, filled the queue, and every student's tokenize got HTTP 503
+"Queue is full" for hours. What Gradio lacks, added here at the queue's door (`Queue.push`, the one
+place both the browser's `/queue/join` and the HTTP API's `/call/<endpoint>` go through):
+
+- a session holds at most SESSION_JOBS jobs (waiting or running) of one concurrency group, and a
+  client address at most ADDRESS_JOBS (a lecture hall behind one NAT is a hundred students), and
+  ADDRESS_TOTAL in all groups: half the queue;
+- a group holds at most its `admits` jobs (ui/events.ENDPOINTS): live training admits one waiting run
+  beside the running one, and the next hears "busy, try again in N s";
+- each group holds at most GROUP_JOBS jobs, so a flooded group never fills the queue for the others
+  (tokenize and cached views keep their own groups, as Gradio runs every group side by side).
+
+A refused join is HTTP 429 with the reason as its `detail`, which the page shows in its error toast
+and an API client reads from the response, in the language the browser asks for.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Callable
+
+from fastapi import HTTPException
+
+from i18n import normalise, t
+
+SESSION_JOBS = 4  # per session and concurrency group: a student clicks again before the first answer arrives
+ADDRESS_JOBS = 128  # per client address and group: 100 students of one lecture hall share one address
+GROUP_JOBS = 256  # per group, whoever asks: beyond it, that group is full, the others are not
+ADDRESS_TOTAL = 256  # per client address in all groups: a quarter of app.QUEUE_MAX_SIZE
+TOO_MANY = 429
+
+
+class Admission:
+    """Wraps a Gradio queue's `push` with the caps above. `admits(group)` is a group's own cap (None: GROUP_JOBS),
+    `seconds_left(group)` how long until a full group frees a place (for the "try again in N s")."""
+
+    def __init__(self, queue, admits: Callable[[str], int | None], seconds_left: Callable[[str], float]):
+        self.queue, self.admits, self.seconds_left = queue, admits, seconds_left
+        self._push = queue.push
+        queue.push = self.push
+
+    async def push(self, body, request, username):
+        if (fn_index := getattr(body, "fn_index", None)) is not None and fn_index in self.queue.blocks.fns:
+            group = self.queue.blocks.fns[fn_index].concurrency_id
+            if refusal := self.refusal(group, body.session_hash, address(request)):
+                lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
+                key, params = refusal
+                raise HTTPException(status_code=TOO_MANY, detail=t(key, lang, **params))
+        return await self._push(body, request, username)
+
+    def refusal(self, group: str, session: str | None, client: str) -> tuple[str, dict] | None:
+        """(message id, its parameters) of the reason a job of `group` from `session` at `client` is refused,
+        or None to admit it."""
+        jobs = [e for e in list(self.queue.event_ids_to_events.values()) if e.concurrency_id == group]
+        cap = self.admits(group)
+        if cap is not None and len(jobs) >= cap:
+            return "door.busy", {"seconds": max(1, round(self.seconds_left(group)))}
+        if len(jobs) >= GROUP_JOBS:
+            return "door.group_full", {"n": GROUP_JOBS}
+        if session is not None and sum(e.session_hash == session for e in jobs) >= SESSION_JOBS:
+            return "door.session_jobs", {"n": SESSION_JOBS}
+        if Counter(address(e.request) for e in jobs)[client] >= ADDRESS_JOBS:
+            return "door.address_jobs", {"n": ADDRESS_JOBS}
+        if sum(address(e.request) == client for e in list(self.queue.event_ids_to_events.values())) >= ADDRESS_TOTAL:
+            return "door.address_jobs", {"n": ADDRESS_TOTAL}
+        return None
+
+
+def address(request) -> str:
+    """The client's address. Behind a proxy on a private or loopback address (a Space's), the address that
+    proxy saw: the last hop of X-Forwarded-For, the one the client cannot write itself."""
+    peer = request.client.host if request is not None and request.client else ""
+    forwarded = request.headers.get("x-forwarded-for", "") if request is not None else ""
+    try:
+        behind_proxy = ipaddress.ip_address(peer).is_private
+    except ValueError:
+        behind_proxy = False
+    if behind_proxy and forwarded and (last := forwarded.split(",")[-1].strip()):
+        return last
+    return peer
