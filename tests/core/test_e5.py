@@ -27,6 +27,9 @@ def test_the_normaliser_built_from_a_map_replaces_deletes_and_keeps_what_the_map
     table = {ord("Ａ"): "A", ord("，"): ",", ord("\t"): " ", 0x01: "", ord("㍻"): "平成"}
     normaliser = normalizers.Precompiled(precompiled_charsmap(table))
     assert normaliser.normalize_str("Ａ，\tb\x01㍻～它") == "A, b平成～它"
+    # every byte after every key's prefix is looked up inside the array (tokenizers does not check bounds)
+    every = "".join(chr(c) for c in range(1, 0x3000, 7))
+    assert len(normaliser.normalize_str(every)) > 0
 
 
 def test_a_file_that_is_not_e5s1_is_refused_with_its_reason(tmp_path):
