@@ -34,6 +34,7 @@ from ..tokenization import TextTokenizer
 from .bert import encoder_classifier_from_bert
 
 MAGIC = b"E5S1"
+MASK = "<mask>"  # XLM-R's last piece: the file's header names the other specials, not this one
 BLOCK = 32  # weights per 4-bit block
 _Q4, _F32 = 1, 0  # the directory's dtypes
 
@@ -251,8 +252,8 @@ def e5_tokenizer(e5: E5File) -> TextTokenizer:
     ])
     tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     bos, eos = e5.pieces[e5.specials["bos"]], e5.pieces[e5.specials["eos"]]
-    tokenizer.add_special_tokens([AddedToken(e5.pieces[e5.specials[k]], special=True, normalized=False)
-                                  for k in ("bos", "pad", "eos", "unk")])
+    specials = [e5.pieces[e5.specials[k]] for k in ("bos", "pad", "eos", "unk")] + [MASK] * (MASK in e5.pieces)
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in specials])
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A {eos}", special_tokens=[(bos, e5.specials["bos"]), (eos, e5.specials["eos"])])
     return TextTokenizer(tokenizer)
@@ -273,7 +274,7 @@ def prune_vocabulary(e5: E5File, texts: list[str], size: int) -> E5File:
     removing pieces cannot make another segmentation score higher. So on `texts` the pruned model's ids and
     outputs are the full model's; other texts may fall back to shorter pieces."""
     full = e5_tokenizer(e5)
-    keep = set(e5.specials.values())
+    keep = set(e5.specials.values()) | {i for i, piece in enumerate(e5.pieces) if piece == MASK}
     for text in texts:
         keep.update(full.encode(text))
     keep.update(i for i, piece in enumerate(e5.pieces) if len(piece.removeprefix("▁") or piece) == 1)
