@@ -47,6 +47,11 @@ the 40 of `benchmarks/minimal_pairs_zh_fresh.tsv` (the same kinds, about restaur
 and courses, in other words), written before the construction grammar of `--constructions` (tried, not shipped).
 Last line: {"lang": "zh", "accuracy", "tfidf_lr", ["pretrained_accuracy"], "minimal_pairs": {...},
 "minimal_pairs_fresh": {...}}.
+
+In both languages, `assets/sentiment-multilingual` (multilingual-e5 with a head trained on both corpora) and
+`assets/sentiment-crosslingual` (the same encoder, a head trained on English only: read on Chinese, it measures
+whether pre-training carries across languages) join where present, as "multilingual_accuracy" and
+"crosslingual_accuracy" and in the minimal pairs.
 """
 
 from __future__ import annotations
