@@ -90,7 +90,7 @@ def main(argv=None) -> None:
                    help="torch CPU threads per call (default: as app.py serves)")
     p.add_argument("--zh", action="store_true", help="time the Chinese classifier on a 100-character review instead")
     p.add_argument("--zh-model", default="sentiment-zh",
-                   help="with --zh: which Chinese classifier (sentiment-zh or sentiment-zh-pretrained)")
+                   help="with --zh: which Chinese classifier (sentiment-zh, sentiment-zh-pretrained, sentiment-multilingual)")
     args = p.parse_args(argv)
     if args.threads < 1:
         p.error(f"--threads {args.threads}: must be at least 1")

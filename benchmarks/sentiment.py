@@ -47,6 +47,11 @@ the 40 of `benchmarks/minimal_pairs_zh_fresh.tsv` (the same kinds, about restaur
 and courses, in other words), written before the construction grammar of `--constructions` (tried, not shipped).
 Last line: {"lang": "zh", "accuracy", "tfidf_lr", ["pretrained_accuracy"], "minimal_pairs": {...},
 "minimal_pairs_fresh": {...}}.
+
+In both languages, `assets/sentiment-multilingual` (multilingual-e5 with a head trained on both corpora) and
+`assets/sentiment-crosslingual` (the same encoder, a head trained on English only: read on Chinese, it measures
+whether pre-training carries across languages) join where present, as "multilingual_accuracy" and
+"crosslingual_accuracy" and in the minimal pairs.
 """
 
 from __future__ import annotations
@@ -322,12 +327,21 @@ def pair_accuracy(predictors: dict[str, Predictor], rows: list[dict]) -> dict[st
     return pair_scores
 
 
+def multilingual(args, predictors: dict[str, Predictor]) -> None:
+    """Add the multilingual-e5 heads, where present: the bilingual one and the one trained on English only."""
+    for name in ("multilingual", "crosslingual"):
+        folder = getattr(args, name)
+        if folder and Path(folder).is_dir():
+            predictors[name] = transformer(Path(folder))
+
+
 def chinese(args) -> None:
     """The Chinese reviews: our classifier(s) beside TF-IDF over character 1-2-grams + LR, same split."""
     train, validation, test = (data_zh.chinese_reviews(s) for s in data.SPLITS)
     predictors = {"from_scratch": transformer(Path(args.checkpoint))}
     if args.pretrained and Path(args.pretrained).is_dir():
         predictors["pretrained"] = transformer(Path(args.pretrained))
+    multilingual(args, predictors)
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     # Chinese has no spaces between words: characters and character pairs stand in for words
@@ -340,8 +354,9 @@ def chinese(args) -> None:
     print(f"the second set of pairs, {PAIRS_ZH_FRESH.name}:")
     fresh_scores = pair_accuracy(predictors, minimal_pairs(PAIRS_ZH_FRESH))
     result = {"accuracy": right["from_scratch"], "tfidf_lr": right["tfidf_lr"]}
-    if "pretrained" in right:
-        result["pretrained_accuracy"] = right["pretrained"]
+    for name in ("pretrained", "multilingual", "crosslingual"):
+        if name in right:
+            result[f"{name}_accuracy"] = right[name]
     print(json.dumps({"lang": "zh", **{k: round(float(v.mean()), 4) for k, v in result.items()},
                       "minimal_pairs": pair_scores, "minimal_pairs_fresh": fresh_scores, "test_reviews": len(test),
                       "pairs": len(minimal_pairs(PAIRS_ZH)), "pairs_fresh": len(minimal_pairs(PAIRS_ZH_FRESH))}))
@@ -353,6 +368,10 @@ def main(argv=None) -> None:
     p.add_argument("--checkpoint", default=None, help="the classifier trained from scratch (default: the language's)")
     p.add_argument("--pretrained", default=None, help="the pre-trained + fine-tuned one (default: the language's)")
     p.add_argument("--documents", type=int, default=DOCUMENTS, help="whole documents per split (0: none)")
+    p.add_argument("--multilingual", default="assets/sentiment-multilingual",
+                   help="multilingual-e5 with a head trained on both languages (read where present)")
+    p.add_argument("--crosslingual", default="assets/sentiment-crosslingual",
+                   help="multilingual-e5 with a head trained on English only (read where present)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.lang == "zh":
@@ -365,15 +384,18 @@ def main(argv=None) -> None:
     predictors = {}
     for name, checkpoint in (("from_scratch", args.checkpoint), ("pretrained", args.pretrained)):
         predictors[name] = transformer(Path(checkpoint))
+    multilingual(args, predictors)
     predictors["vader"] = vader()
     predictors["tfidf_lr"], c = tfidf_lr(train, validation)
     print(f"TF-IDF+LR used C={c} (picked on validation)")
-    right = test_accuracy(predictors, test, "tfidf_lr", ("from_scratch", "pretrained"))
+    right = test_accuracy(predictors, test, "tfidf_lr",
+                          tuple(n for n in predictors if n not in ("vader", "tfidf_lr")))
     pair_scores = pair_accuracy(predictors, minimal_pairs())
     whole = whole_documents(args, predictors["vader"], predictors["tfidf_lr"]) if args.documents else None
     written = read_written(args, whole["method"] if whole else METHOD, predictors["vader"], predictors["tfidf_lr"])
     result = {"accuracy": right["from_scratch"], "pretrained_accuracy": right["pretrained"],
-              "vader": right["vader"], "tfidf_lr": right["tfidf_lr"]}
+              "vader": right["vader"], "tfidf_lr": right["tfidf_lr"],
+              **{f"{n}_accuracy": right[n] for n in ("multilingual", "crosslingual") if n in right}}
     print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores,
                       **({"documents": whole} if whole else {}), "written_reviews": written}))
 

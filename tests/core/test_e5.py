@@ -10,7 +10,8 @@ import pytest
 from tokenizers import normalizers
 
 from transformer_core.training import data
-from transformer_core.weights.e5 import E5FormatError, dequantise_q4, load_e5, precompiled_charsmap, read_e5
+from transformer_core.weights.e5 import (E5File, E5FormatError, dequantise_q4, e5_tokenizer, load_e5, precompiled_charsmap,
+                                        prune_vocabulary, read_e5)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import e5_engine  # noqa: E402
@@ -27,6 +28,9 @@ def test_the_normaliser_built_from_a_map_replaces_deletes_and_keeps_what_the_map
     table = {ord("Ａ"): "A", ord("，"): ",", ord("\t"): " ", 0x01: "", ord("㍻"): "平成"}
     normaliser = normalizers.Precompiled(precompiled_charsmap(table))
     assert normaliser.normalize_str("Ａ，\tb\x01㍻～它") == "A, b平成～它"
+    # every byte after every key's prefix is looked up inside the array (tokenizers does not check bounds)
+    every = "".join(chr(c) for c in range(1, 0x3000, 7))
+    assert len(normaliser.normalize_str(every)) > 0
 
 
 def test_a_file_that_is_not_e5s1_is_refused_with_its_reason(tmp_path):
@@ -54,3 +58,24 @@ def test_ids_and_query_embeddings_match_the_wheels_own_engine():
     assert result["ids_identical"] == 1.0, result["mismatches"]
     assert result["cosine_min"] >= 0.99
     assert tokenizer.tokens("因为它太累了")[2].text == "因为它"  # XLM-R's pieces merge 它 into 因为它
+
+
+def _tiny_file() -> E5File:
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁ab", "a", "b", "c", "▁abc", "▁ca", "<mask>"]
+    scores = [0, 0, 0, 0, -3, -2, -4, -4, -4, -1, -2, 0]
+    return E5File({"d_model": 4, "n_layer": 0, "n_head": 1, "d_ff": 4, "max_len": 8, "type_vocab_size": 1}, 1e-12,
+                  pieces, scores, {"bos": 0, "eos": 2, "pad": 1, "unk": 3}, {ord("Ａ"): "a"},
+                  {"emb.word": np.arange(len(pieces) * 4, dtype=np.float32)})
+
+
+def test_pruning_keeps_the_pieces_a_text_uses_and_every_single_character_and_segments_it_the_same():
+    e5 = _tiny_file()
+    pruned = prune_vocabulary(e5, ["ab ab", "Ａb"], size=0)
+    assert pruned.pieces == ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁ab", "a", "b", "c", "<mask>"]
+    full, small = e5_tokenizer(e5), e5_tokenizer(pruned)
+    for text in ("ab ab", "Ａb"):
+        assert [full.id_to_token(i) for i in full.encode(text)] == [small.id_to_token(i) for i in small.encode(text)]
+    assert [small.id_to_token(i) for i in small.encode("abc")] == ["<s>", "▁ab", "c", "</s>"]  # ▁abc is gone
+    rows = pruned.tensors["emb.word"].reshape(-1, 4)
+    assert rows[5].tolist() == e5.tensors["emb.word"].reshape(-1, 4)[5].tolist()  # ▁ab keeps its vector
+    assert rows[9].tolist() == e5.tensors["emb.word"].reshape(-1, 4)[11].tolist()  # <mask> moved, with its vector

@@ -5,7 +5,7 @@ import pytest
 import lab
 from lab import policy, tokens
 
-SPECIAL = {"[CLS]", "[SEP]"}  # what a WordPiece file adds around the text
+SPECIAL = {"[CLS]", "[SEP]", "<s>", "</s>"}  # what a WordPiece or SentencePiece file adds around the text
 
 
 def test_tokens_use_case_says_in_one_line_when_a_tokenizer_cannot_read_the_text():

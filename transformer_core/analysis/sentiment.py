@@ -34,6 +34,8 @@ class EmptyTextError(ValueError):
 def special_ids(tokenizer: TextTokenizer) -> tuple[int, int]:
     """The ([PAD], [MASK]) ids a classifier tokenizer must have."""
     pad, mask = tokenizer.token_to_id(PAD), tokenizer.token_to_id(MASK)
+    if pad is None and mask is None:  # a SentencePiece file (XLM-R's, multilingual-e5) spells them so
+        pad, mask = tokenizer.token_to_id("<pad>"), tokenizer.token_to_id("<mask>")
     if pad is None or mask is None:
         raise ValueError(f"the tokenizer has no {PAD} / {MASK} token; train it with --corpus reviews")
     return pad, mask

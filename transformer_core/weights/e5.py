@@ -34,6 +34,7 @@ from ..tokenization import TextTokenizer
 from .bert import encoder_classifier_from_bert
 
 MAGIC = b"E5S1"
+MASK = "<mask>"  # XLM-R's last piece: the file's header names the other specials, not this one
 BLOCK = 32  # weights per 4-bit block
 _Q4, _F32 = 1, 0  # the directory's dtypes
 
@@ -218,6 +219,8 @@ def precompiled_charsmap(normalisation: dict[int, str]) -> bytes:
             queue.append((node[label], base ^ label))
         while free_from < len(taken) and taken[free_from]:
             free_from += 1
+    # a lookup of any byte at any node reads (node ^ offset) ^ byte without a bounds check: fill the last block
+    units.extend([0] * (-len(units) % 256))
     trie_bytes = np.asarray(units, dtype="<u4").tobytes()
     return struct.pack("<I", len(trie_bytes)) + trie_bytes + bytes(replacements)
 
@@ -249,8 +252,8 @@ def e5_tokenizer(e5: E5File) -> TextTokenizer:
     ])
     tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     bos, eos = e5.pieces[e5.specials["bos"]], e5.pieces[e5.specials["eos"]]
-    tokenizer.add_special_tokens([AddedToken(e5.pieces[e5.specials[k]], special=True, normalized=False)
-                                  for k in ("bos", "pad", "eos", "unk")])
+    specials = [e5.pieces[e5.specials[k]] for k in ("bos", "pad", "eos", "unk")] + [MASK] * (MASK in e5.pieces)
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in specials])
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A {eos}", special_tokens=[(bos, e5.specials["bos"]), (eos, e5.specials["eos"])])
     return TextTokenizer(tokenizer)
@@ -261,3 +264,27 @@ def load_e5(path: str | Path, n_class: int = 2, seed: int = 0) -> tuple[EncoderC
     e5 = read_e5(path)
     state_dict, hf_config = bert_state_dict(e5)
     return encoder_classifier_from_bert(state_dict, hf_config, n_class, seed), e5_tokenizer(e5)
+
+
+def prune_vocabulary(e5: E5File, texts: list[str], size: int) -> E5File:
+    """The same model with fewer pieces: the specials, every piece `texts` use, every single-character piece
+    (so each CJK character the model knows stays readable), then the likeliest other pieces up to `size`.
+
+    A text segments exactly as with the full vocabulary when every piece of its best segmentation is kept:
+    removing pieces cannot make another segmentation score higher. So on `texts` the pruned model's ids and
+    outputs are the full model's; other texts may fall back to shorter pieces."""
+    full = e5_tokenizer(e5)
+    keep = set(e5.specials.values()) | {i for i, piece in enumerate(e5.pieces) if piece == MASK}
+    for text in texts:
+        keep.update(full.encode(text))
+    keep.update(i for i, piece in enumerate(e5.pieces) if len(piece.removeprefix("▁") or piece) == 1)
+    for i in sorted(range(len(e5.pieces)), key=lambda i: -e5.scores[i]):
+        if len(keep) >= size:
+            break
+        keep.add(i)
+    ids = sorted(keep)
+    new_id = {old: new for new, old in enumerate(ids)}
+    rows = e5.tensors["emb.word"].reshape(-1, e5.sizes["d_model"])[ids]
+    return E5File(e5.sizes, e5.layer_norm_eps, [e5.pieces[i] for i in ids], [e5.scores[i] for i in ids],
+                  {k: new_id[v] for k, v in e5.specials.items()}, e5.normalisation,
+                  {**e5.tensors, "emb.word": rows.reshape(-1)})

@@ -148,6 +148,11 @@ def load_model(name_or_path: str | Path, device: torch.device | str = "cpu", lim
     if not weights.is_file():
         raise CheckpointError(f"{folder} has no model.safetensors (looked for {weights})")
     try:
+        config = read_config(folder)
+        if config.get("weights") == "int8":  # int8 matrices with a scale per row (weights/int8.py)
+            from .int8 import load_int8
+
+            return load_int8(cls, folder, config).to(device).eval()
         # strict: a weight missing from or extra to the file is an error, not a silent random init
         model = cls.from_pretrained(str(folder), strict=True, map_location=str(device))
     except Exception as e:
