@@ -5,7 +5,7 @@ Timed (median of --repeats, after one warm-up), on the server side only, engine 
   importance_lm_s     importance map of shakespeare-lm at 128 tokens (36 heads, zero ablation)
   importance_encoder_s  importance map of sentiment-pretrained at 40 tokens (72 heads)
   logit_lens_ms       shakespeare-lm at 128 tokens: traced forward + lens (lens_only_ms: the lens alone)
-  edit_off_ns         one intervention lookup when nothing is ablated (6 per shakespeare-lm forward)
+  edit_off_ns         one trace point passed when nothing records or edits (about 30 per shakespeare-lm forward)
   *_cpu_s, *_cpu_ms   the same work in CPU time of all threads, which a busy shared machine inflates less
 The last line is one JSON object.
 
@@ -82,7 +82,7 @@ def timings(repeats: int) -> dict:
     n_calls = 100_000
     t0 = time.perf_counter()
     for _ in range(n_calls):
-        trace.edit("layers.0.self_attn.weighted", tensor)
+        trace.point("layers.0.self_attn.weighted", tensor)
     edit_off_ns = (time.perf_counter() - t0) / n_calls * 1e9
     with torch.no_grad():
         forward_ms = 1000 * median_of(lambda: lm(lm_ids[None]), repeats)

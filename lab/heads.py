@@ -27,19 +27,18 @@ from transformer_core import (
     ROLES,
     Head,
     HeadError,
-    ablating,
     all_heads,
     device_of,
     head_means,
     head_roles,
     importance_map,
     logit_lens,
-    rank_heads,
+    rank_attention,
     repeated_random_tokens,
+    switch_off,
 )
 from transformer_core.analysis.sentiment import LABELS
 from transformer_core.decoding.seq2seq import Codec, translate
-from transformer_core.model.trace import Trace
 
 from . import models, store
 from .attention import AttentionRun, attention_run
@@ -148,8 +147,7 @@ def find_head(model: str, text: str | None, query, key, group: str | None = None
     run = attention_run(model, text, group)
     q = positions(run.q_labels, query)[0]
     keys = positions(run.k_labels, key)
-    trace = Trace(attn={run.group: [torch.from_numpy(a)[None] for a in run.attn]})
-    ranking = rank_heads(trace, q, keys, run.group)
+    ranking = rank_attention(torch.from_numpy(run.attn), q, keys, run.group)
     top, weight = ranking.ranked[0]
     key_text = "".join(run.k_labels[k] for k in keys)
     summary = notice(run.notice, say("heads.found", head=f"L{top.layer} H{top.head}", weight=weight,
@@ -272,7 +270,7 @@ def ablation(model: str, text: str | None, heads: str | None, mode: str | None =
         inputs = _inputs(net, read, reference)
         means = head_means(net, **inputs) if mode == "mean" else None
         try:
-            with ablating(net, chosen, mode, means):
+            with switch_off(net, chosen, mode, means):
                 after, _ = _outcome(net, tokenizer, read, reference)
         except HeadError as e:
             raise InputError(say("heads.model_refused", error=str(e))) from e

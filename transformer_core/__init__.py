@@ -54,7 +54,7 @@ from .model.models import (
     EncoderDecoderConfig,
     TransformerConfig,
 )
-from .model.trace import Trace, intervening, recording
+from .model.trace import Trace, editing, recording
 from .weights.hub import CheckpointError, load_model, save_checkpoint
 from .weights.gpt2 import GPT2ImportError, load_gpt2
 
@@ -77,24 +77,25 @@ from .analysis.probes import (
     top_predictions,
 )
 from .analysis.heads import (
-    ABLATIONS,
     ROLE_THRESHOLD,
     ROLES,
+    SWITCH_OFF_MODES,
     Head,
     HeadError,
     HeadRanking,
     HeadRoles,
     ImportanceMap,
     LogitLens,
-    ablating,
     all_heads,
     attention_layers,
     head_means,
     head_roles,
     importance_map,
     logit_lens,
+    rank_attention,
     rank_heads,
     repeated_random_tokens,
+    switch_off,
 )
 from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, gradient_x_input, predict_proba
 from .analysis.documents import (
@@ -123,7 +124,7 @@ __all__ = [
     "Block", "FeedForward",
     # 5. models, trace, checkpoints
     "ConfigError", "DecoderLM", "DecoderLMConfig", "EncoderClassifier", "EncoderClassifierConfig", "EncoderDecoder",
-    "EncoderDecoderConfig", "TransformerConfig", "Trace", "intervening", "recording",
+    "EncoderDecoderConfig", "TransformerConfig", "Trace", "editing", "recording",
     "CheckpointError", "load_model", "save_checkpoint", "GPT2ImportError", "load_gpt2",
     # 6. decode and sample
     "generate", "next_token_logits", "stream", "Sampler", "SamplingConfig", "SamplingError", "StepRecord",
@@ -132,9 +133,9 @@ __all__ = [
     # 7. look inside
     "GenerationAttention", "attention_of_each", "attention_rollout", "attention_while_generating", "greedy_with_mask", "mean_loss",
     "token_losses", "top_predictions",
-    "ABLATIONS", "ROLE_THRESHOLD", "ROLES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
-    "LogitLens", "ablating", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
-    "logit_lens", "rank_heads", "repeated_random_tokens",
+    "ROLE_THRESHOLD", "ROLES", "SWITCH_OFF_MODES", "Head", "HeadError", "HeadRanking", "HeadRoles", "ImportanceMap",
+    "LogitLens", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
+    "logit_lens", "rank_attention", "rank_heads", "repeated_random_tokens", "switch_off",
     "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
     "DocumentVerdict", "Notice", "Sentences", "SentenceVerdict", "read_document", "reads_by_sentences",
     "sentence_log_odds", "split_sentences",

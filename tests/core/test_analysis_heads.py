@@ -7,7 +7,7 @@ from torch import nn
 
 import transformer_core as tc
 from transformer_core.analysis.heads import (
-    Head, HeadError, ablating, head_roles, importance_map, logit_lens, rank_heads, repeated_random_tokens,
+    Head, HeadError, switch_off, head_roles, importance_map, logit_lens, rank_heads, repeated_random_tokens,
 )
 
 TEXT = torch.tensor([[3, 17, 5, 29, 11, 2, 38, 7, 19, 23]])
@@ -115,7 +115,7 @@ def test_batched_importance_map_equals_one_ablation_at_a_time(kind, mode):
     clean = score()
     label = int(clean.argmax()) if kind == "classifier" else None
     for head, damage in result.ranked():
-        with ablating(model, [head], mode, means):
+        with switch_off(model, [head], mode, means):
             ablated = score()
         expected = (clean[label] - ablated[label]) if label is not None else clean - ablated
         assert damage == pytest.approx(float(expected), abs=1e-4), head

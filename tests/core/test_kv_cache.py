@@ -1,10 +1,10 @@
-"""The KV cache (model/cache.py): cached decoding equals full recomputation, rows follow a beam's reorder, room grows
+"""The KV cache (model/kv_cache.py): cached decoding equals full recomputation, rows follow a beam's reorder, room grows
 without copying the past every step."""
 
 from core_models import encdec, lm
 import torch
 
-from transformer_core.model.cache import KVCache, LayerCache
+from transformer_core.model.kv_cache import KVCache, LayerCache
 
 
 def test_kv_cache_rows_follow_reorder_in_self_and_cross_attention():

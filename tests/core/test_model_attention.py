@@ -75,15 +75,17 @@ def test_attention_dropout_drops_weights_at_the_rate_asked_for_and_rescales_the_
         assert torch.allclose(dropped[~zero], weights[~zero] / (1 - p), rtol=1e-4, atol=1e-7), need_weights
 
 
-def test_attend_records_its_scores_before_the_mask_under_its_name():
-    from transformer_core.model import trace
-
+def test_attend_passes_its_scores_before_the_mask_through_the_hook_it_is_given():
     q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
-    with trace.recording(keep_values=True) as recorded:
-        attend(q, k, v, tc.causal_mask(4).for_heads(), need_weights=True)
-        attend(q, k, v, need_weights=True, name="mine")
-    assert set(recorded.shapes) == {"attn.scores", "mine.scores"}  # "attn" unless named
-    assert torch.allclose(recorded.values["attn.scores"], q @ k.transpose(-1, -2) / math.sqrt(8), atol=1e-6)
+    recorded = {}
+
+    def hook(part, x):
+        recorded[part] = x
+        return x
+
+    attend(q, k, v, tc.causal_mask(4).for_heads(), need_weights=True, hook=hook)
+    assert set(recorded) == {"scores", "attn"}
+    assert torch.allclose(recorded["scores"], q @ k.transpose(-1, -2) / math.sqrt(8), atol=1e-6)
 
 
 def test_a_multi_head_attention_layer_applies_its_dropout_in_training_only():
@@ -118,8 +120,8 @@ def test_attention_asks_for_the_mask_on_the_device_of_its_queries(device):
 def test_a_traced_attention_records_every_stage_under_its_module_path():
     model = lm()
     x = torch.randint(0, 40, (1, 6))
-    _, recorded = model.run_with_trace(x, keep_values=True)
-    at = {part: recorded.values[f"layers.1.self_attn.{part}"] for part in ("q", "k", "v", "attn", "weighted", "concat")}
+    _, recorded = model.run_with_trace(x, names=all)
+    at = {part: recorded[f"layers.1.self_attn.{part}"] for part in ("q", "k", "v", "attn", "weighted", "concat")}
     assert torch.allclose(at["weighted"], at["attn"] @ at["v"], atol=1e-5)  # attn @ v, per head
     assert torch.equal(at["concat"], at["weighted"].transpose(1, 2).reshape(1, 6, 32))  # the heads side by side
 

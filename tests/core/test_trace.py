@@ -33,7 +33,7 @@ def test_trace_points_of_a_module_traced_on_its_own_are_named_from_its_root_or_b
     block = tc.Block(attention_config())
     trace.name_trace_points(block, {"": "encoder"}, root="solo")
     assert (block.trace_name, block.self_attn.trace_name) == ("solo", "solo.self_attn")
-    assert block.self_attn.point("q") == "solo.self_attn.q"
+    assert block.self_attn.point_name("q") == "solo.self_attn.q"
     unnamed = tc.MultiHeadAttention(attention_config())
     with trace.recording() as recorded:
         unnamed(torch.randn(1, 3, 32))
@@ -51,13 +51,13 @@ def test_the_trace_keeps_every_layers_residual_stream_and_the_logits_come_from_t
         assert torch.allclose(model.head(model.norm(hidden[-1])), logits, atol=1e-5)
         assert torch.allclose(hidden[1], model.layers[0](hidden[0], tc.causal_mask(7)), atol=1e-5)
     assert torch.equal(trace.logits, logits) and trace.groups == ["decoder"]
-    assert list(trace.shapes)[:2] == ["embed", "layers.0.self_attn.q"]  # in the order computed, named by module path
+    assert list(trace.shapes)[:4] == ["embed.tok", "embed.pos", "embed.out", "layers.0.norm_self.out"]  # in the order computed, named by module path
 
 
 def test_trace_records_per_head_shapes():
     model = tc.EncoderDecoder(tc.EncoderDecoderConfig(src_vocab_size=5, tgt_vocab_size=5, d_model=8, n_head=2, n_layer=1, d_ff=32))
     model.eval()
-    _, trace = model.run_with_trace(torch.randint(0, 5, (2, 3)), torch.randint(0, 5, (2, 2)), keep_values=True)
+    _, trace = model.run_with_trace(torch.randint(0, 5, (2, 3)), torch.randint(0, 5, (2, 2)), names=all)
     assert trace.shapes["encoder.0.self_attn.q"] == (2, 2, 3, 4)
     assert trace.shapes["encoder.0.self_attn.scores"] == (2, 2, 3, 3)
     assert trace.shapes["decoder.0.self_attn.scores"] == (2, 2, 2, 2)
@@ -65,26 +65,26 @@ def test_trace_records_per_head_shapes():
     assert trace.shapes["encoder.0.ff.hidden"] == (2, 3, 32)
     assert trace.shapes["logits"] == (2, 2, 5)
     assert set(trace.groups) == {"encoder", "decoder", "cross"}
-    s = trace.values["encoder.0.self_attn.scores"]
-    q, k = trace.values["encoder.0.self_attn.q"], trace.values["encoder.0.self_attn.k"]
+    s = trace["encoder.0.self_attn.scores"]
+    q, k = trace["encoder.0.self_attn.q"], trace["encoder.0.self_attn.k"]
     assert torch.allclose(s, q @ k.transpose(-1, -2) / math.sqrt(4), atol=1e-6)
 
 
-def test_tracing_is_off_by_default_and_keeps_shapes_not_values_unless_asked():
+def test_tracing_is_off_by_default_and_keeps_shapes_of_every_point_but_values_of_the_viewed_ones_unless_asked():
     from transformer_core.model import trace
 
     assert trace.active() is None
     _, recorded = lm().run_with_trace(torch.randint(0, 40, (1, 5)))
-    assert recorded.shapes["logits"] == (1, 5, 40) and recorded.values == {}
+    assert recorded.shapes["logits"] == (1, 5, 40) and "layers.0.self_attn.q" not in recorded
     with pytest.raises(KeyError, match=r"no attention recorded for 'cross'; recorded groups: \['decoder'\]"):
         recorded.attention("cross")
 
 
 def test_trace_points_are_named_by_module_path():
     model = lm().eval()
-    _, trace = model.run_with_trace(torch.tensor([[1, 2, 3]]), keep_values=True)
+    _, trace = model.run_with_trace(torch.tensor([[1, 2, 3]]), names=all)
     paths = {name for name, _ in model.named_modules()}
     for name in trace.shapes:
         assert name == "logits" or name.rsplit(".", 1)[0] in paths or name in paths, name
-    assert "layers.1.self_attn.q" in trace.shapes and "layers.0.ff.hidden" in trace.shapes and "embed" in trace.shapes
+    assert "layers.1.self_attn.q" in trace.shapes and "layers.0.ff.hidden" in trace.shapes and "embed.out" in trace.shapes
     assert len(trace.attention("decoder")) == len(model.layers)

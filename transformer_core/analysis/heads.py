@@ -3,8 +3,8 @@
 Lesson: the attention grid shows where each head looks; four questions go further.
 * Which head links token A to token B? Rank every head by its weight at (A, B),
   read from the run already traced (no new forward pass).
-* Does that head matter? Switch it off (ablation: its output replaced by zero, or by
-  its mean output) and measure the damage; the importance map does it for every
+* Does that head matter? Switch it off (its output replaced by zero, or by its mean
+  output: "ablation" in the papers) and measure the damage; the importance map does it for every
   head, one head per batch row, so a whole map costs a few batched forward passes.
 * What does the model think after each layer? The logit lens (nostalgebraist, 2020)
   reads each layer's residual stream through the final LayerNorm and the
@@ -34,7 +34,7 @@ from ..model.attention import MultiHeadAttention
 from ..model.models import DecoderLM, EncoderClassifier, EncoderDecoder
 from ..model.trace import Trace
 
-ABLATIONS = ("zero", "mean")
+SWITCH_OFF_MODES = ("zero", "mean")  # what a switched-off head writes: 0, or its mean output
 ROLES = ("previous-token", "first-token", "duplicate-token", "induction")
 # A role is named when a head puts at least this share of its attention on the role's
 # key, averaged over the queries the role is defined for. Uniform attention over the
@@ -79,14 +79,13 @@ def head_means(model, **inputs) -> dict[str, torch.Tensor]:
     """Each attention layer's head outputs averaged over batch rows and query positions.
 
     inputs: what the model's forward takes (idx=... or src=..., tgt=...), unpadded.
-    Returns module path -> (H, d_head). Mean ablation replaces a head's output, at every
+    Returns module path -> (H, d_head). Switching off to the mean replaces a head's output, at every
     position, by this one vector: "what the head usually says" on these inputs, without
     what it says at each position. In a causal model the mean includes later positions.
     """
-    with trace.recording(keep_values=True) as run:
-        model(**inputs)
     paths = [p for group in attention_layers(model).values() for p in group]
-    return {p: run.values[f"{p}.weighted"].mean(dim=(0, 2)) for p in paths}
+    _, run = model.run_with_trace(**inputs, names=[f"{p}.weighted" for p in paths])
+    return {p: run[f"{p}.weighted"].mean(dim=(0, 2)) for p in paths}
 
 
 def _switch(keep: torch.Tensor, mean: torch.Tensor | None) -> trace.Edit:
@@ -101,13 +100,13 @@ def _switch(keep: torch.Tensor, mean: torch.Tensor | None) -> trace.Edit:
     return change
 
 
-def _edits(model, rows: list[list[Head]], mode: str, means: dict | None) -> dict[str, trace.Edit]:
-    """Interventions that switch off the heads rows[r] in batch row r; a single row
+def _switch_off_edits(model, rows: list[list[Head]], mode: str, means: dict | None) -> dict[str, trace.Edit]:
+    """The trace edits that switch off the heads rows[r] in batch row r; a single row
     applies to every batch row."""
-    if mode not in ABLATIONS:
-        raise HeadError(f"ablation must be one of {ABLATIONS}, got {mode!r}")
+    if mode not in SWITCH_OFF_MODES:
+        raise HeadError(f"switch-off mode must be one of {SWITCH_OFF_MODES}, got {mode!r}")
     if mode == "mean" and means is None:
-        raise HeadError("mean ablation needs the heads' means: head_means(model, ...) on a reference text")
+        raise HeadError("switching off to the mean needs the heads' means: head_means(model, ...) on a reference text")
     layers, H = attention_layers(model), model.config.n_head
     keep = {p: torch.ones(len(rows), H) for paths in layers.values() for p in paths}
     for r, heads in enumerate(rows):
@@ -116,16 +115,16 @@ def _edits(model, rows: list[list[Head]], mode: str, means: dict | None) -> dict
                 raise HeadError(f"the model has no head {head}; it has groups {sorted(layers)}, "
                                 f"{model.config.n_layer} layers and {H} heads per layer")
             keep[layers[head.group][head.layer]][r, head.head] = 0.0
-    # only layers with a head off are edited: the others run exactly as without ablation
+    # only layers with a head off are edited: the others run exactly as with every head on
     return {f"{p}.weighted": _switch(k, None if mode == "zero" else means[p])
             for p, k in keep.items() if (k == 0).any()}
 
 
 @contextmanager
-def ablating(model, heads: Iterable[Head], mode: str = "zero", means: dict[str, torch.Tensor] | None = None):
+def switch_off(model, heads: Iterable[Head], mode: str = "zero", means: dict[str, torch.Tensor] | None = None):
     """Run `model` with `heads` switched off, on the fast and the inspect path alike, with or
     without a KV cache: zero writes 0 as their output, mean writes `means` (see head_means)."""
-    with trace.intervening(_edits(model, [list(heads)], mode, means)):
+    with trace.editing(_switch_off_edits(model, [list(heads)], mode, means)):
         yield
 
 
@@ -203,7 +202,7 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     drop in log p of the label predicted with every head on; translators: drop in the
     target's log-likelihood. The input is copied along the batch, one head switched off
     per row (row 0: none), so each forward pass measures up to batch_rows heads at once.
-    Mean ablation uses the heads' means over this text's positions.
+    Mode "mean" uses the heads' means over this text's positions.
     """
     inputs, labels = _inputs(model, ids, target)
     means = head_means(model, **inputs) if mode == "mean" else None
@@ -211,7 +210,7 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     scores = []
     for start in range(0, len(rows), batch_rows):
         chunk = rows[start : start + batch_rows]
-        with trace.intervening(_edits(model, chunk, mode, means)):
+        with trace.editing(_switch_off_edits(model, chunk, mode, means)):
             scores.append(_score_rows(model, inputs, labels, len(chunk)))
     score = torch.cat(scores)
     if isinstance(model, EncoderClassifier):  # the label the intact model predicts
@@ -249,7 +248,7 @@ def _group_of(run: Trace, group: str | None) -> str:
         if len(self_groups) != 1:
             raise HeadError(f"say which attention group to rank: {run.groups}")
         return self_groups[0]
-    if group not in run.attn:
+    if group not in run.groups:
         raise HeadError(f"no attention recorded for {group!r}; recorded groups: {run.groups}")
     return group
 
@@ -263,7 +262,11 @@ def rank_heads(run: Trace, query: int, key: int | Sequence[int], group: str | No
     self-attention group; row is the batch row.
     """
     group = _group_of(run, group)
-    attn = run.attention(group)[:, row]  # (n_layer, H, Tq, Tk)
+    return rank_attention(run.attention(group)[:, row], query, key, group)
+
+
+def rank_attention(attn: torch.Tensor, query: int, key: int | Sequence[int], group: str) -> HeadRanking:
+    """`rank_heads` on one group's weights already sliced to one row: attn (n_layer, H, Tq, Tk)."""
     Tq, Tk = attn.shape[-2:]
     keys = [key] if isinstance(key, int) else list(key)
     if not (0 <= query < Tq and keys and all(0 <= k < Tk for k in keys)):

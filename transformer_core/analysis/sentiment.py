@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .probes import attention_rollout
-from ..model.trace import recording
+from ..model.trace import editing, recording
 from ..tokenization import MASK, PAD, TextTokenizer
 from ..device import device_of
 
@@ -98,24 +98,20 @@ def _read_with_gradient(model, idx: torch.Tensor, lengths: torch.Tensor | None) 
     """One forward and one backward pass: (logits (B, n_class), gradient x input (B, T)).
 
     The rows are independent, so one backward pass of the summed margins gives each row's own gradient.
-    The token embedding's output is captured with a forward hook that fires only for this call's
-    own input tensor, so other requests running the same model concurrently are not affected.
+    The token embeddings are taken at the trace point "embed.tok" by an edit that keeps them as they
+    are; edits live in a context variable, so requests running the same model concurrently are not affected.
     """
     captured = {}
 
-    def keep(module, inputs, output):
-        if inputs[0] is idx:
-            captured["e"] = output
+    def keep(e: torch.Tensor) -> torch.Tensor:
+        captured["e"] = e
+        return e
 
-    handle = model.embed.tok.register_forward_hook(keep)
-    try:
-        with torch.enable_grad():
-            logits = model(idx, lengths)
-            e = captured["e"]
-            # autograd.grad, not backward(): the shared model's parameters get no .grad
-            (grad,) = torch.autograd.grad((logits[:, 1] - logits[:, 0]).sum(), e)
-    finally:
-        handle.remove()
+    with torch.enable_grad(), editing({"embed.tok": keep}):
+        logits = model(idx, lengths)
+    e = captured["e"]
+    # autograd.grad, not backward(): the shared model's parameters get no .grad
+    (grad,) = torch.autograd.grad((logits[:, 1] - logits[:, 0]).sum(), e)
     return logits.detach(), (grad * e).sum(-1).detach().float().cpu()
 
 

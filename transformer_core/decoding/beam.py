@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..model.cache import KVCache
+from ..model.kv_cache import KVCache
 from ..device import device_of
 
 StepFn = Callable[[torch.Tensor, KVCache], torch.Tensor]

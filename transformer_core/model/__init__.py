@@ -2,7 +2,7 @@
 
 attention (softmax(q kᵀ/√d) v, heads folded into the batch), layers (positions, feed-forward,
 pre-LN and post-LN blocks), models (the three transformers), masks (what a query may read),
-trace (everything one forward pass computed, named by module path; the same names let an
-intervention change a tensor, e.g. switch a head off) and cache (the keys and
+trace (every tensor one forward pass computed, in one store named by module path; the same
+points let an edit change a tensor, e.g. switch a head off) and kv_cache (the keys and
 values incremental decoding reuses). It imports nothing else from transformer_core.
 """

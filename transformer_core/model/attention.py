@@ -7,10 +7,10 @@ averages side by side on d_head = d_model / n_head slices; the heads are folded
 into the batch dimension so one batched matrix product serves them all.
 
 Two execution paths compute the same thing:
-  * fast path: torch's fused `scaled_dot_product_attention`, used when nobody
-    is recording a trace (training, generation);
+  * fast path: torch's fused `scaled_dot_product_attention`, used when no trace
+    records and no edit changes the weights (training, generation);
   * inspect path: the four lines of the textbook, which keep the weights so the
-    views can draw them.
+    views can draw them (and an edit can change them).
 A test proves they agree to 1e-5.
 """
 
@@ -23,29 +23,33 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import trace
-from .cache import LayerCache
+from .kv_cache import LayerCache
 from .masks import Mask
 
 
-def attend(q, k, v, allowed=None, dropout_p: float = 0.0, need_weights: bool = False, name: str = "attn"):
+def _unseen(part: str, x):
+    return x
+
+
+def attend(q, k, v, allowed=None, dropout_p: float = 0.0, need_weights: bool = False, hook=_unseen):
     """Attention of queries q over keys k and values v.
 
     q: (B, H, Tq, d_head); k, v: (B, H, Tk, d_head); allowed: bool, broadcastable
     to (B, H, Tq, Tk), True where the query may see the key.
     Returns (out (B, H, Tq, d_head), weights (B, H, Tq, Tk) or None).
     A query row with no visible key yields weights 0 and output 0, never NaN.
+    hook(part, x) -> x: the inspect path passes "scores" and "attn" through it (a module's trace points).
     """
     if need_weights:  # the inspect path: the textbook's lines, keeping the weights for the views
         B, H, Tq, d_head = q.shape
         Tk = k.shape[2]
         # heads folded into the batch: one bmm computes every head's scores
         scores = torch.bmm(q.reshape(B * H, Tq, d_head), k.reshape(B * H, Tk, d_head).transpose(1, 2))
-        scores = scores.view(B, H, Tq, Tk) / math.sqrt(d_head)
-        trace.record(f"{name}.scores", scores)
+        scores = hook("scores", scores.view(B, H, Tq, Tk) / math.sqrt(d_head))
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
         # softmax over a row of all -inf is NaN: such a query has nothing to read, so 0
-        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        weights = hook("attn", torch.softmax(scores, dim=-1).nan_to_num(0.0))
         dropped = F.dropout(weights, dropout_p)  # p = 0: the weights themselves, no random draw
         out = torch.bmm(dropped.reshape(B * H, Tq, Tk), v.reshape(B * H, Tk, d_head)).view(B, H, Tq, d_head)
         return out, weights
@@ -77,11 +81,6 @@ class MultiHeadAttention(nn.Module, trace.TracePoint):
         self.w_o = nn.Linear(d_model, d_model, bias=config.bias)
         self.dropout = config.dropout
 
-    @property
-    def trace_group(self) -> str:
-        """Which of the trace's attention groups this module's weights go to."""
-        return "cross" if self.trace_name.endswith("cross_attn") else self.trace_stack
-
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
@@ -100,21 +99,15 @@ class MultiHeadAttention(nn.Module, trace.TracePoint):
             k, v = self._split_heads(self.w_k(source)), self._split_heads(self.w_v(source))
             if cache is not None:
                 cache.k, cache.v = k, v
-        for part, t in (("q", q), ("k", k), ("v", v)):
-            trace.record(self.point(part), t)
-
-        tracing = trace.active() is not None
+        q, k, v = self.hook("q", q), self.hook("k", k), self.hook("v", v)
+        if mask is not None:
+            mask = self.hook("mask", mask)  # a Mask: the trace keeps the object the Masking tab draws
         allowed = None if mask is None else mask.for_heads(q.device)
-        out, weights = attend(
-            q, k, v, allowed, self.dropout if self.training else 0.0, need_weights=tracing, name=self.trace_name
-        )
-        # each head's output (B, H, Tq, d_head), before W_o mixes the heads: the place where
-        # a head can be switched off, on either path, since both compute it alike
-        out = trace.edit(self.point("weighted"), out)
-        if weights is not None:
-            trace.record_attention(self.trace_group, self.point("attn"), weights, mask)
-            trace.record(self.point("weighted"), out)
+        # the weights exist only on the inspect path: taken when a trace records them or an edit changes them
+        out, _ = attend(q, k, v, allowed, self.dropout if self.training else 0.0,
+                        need_weights=self.watched("scores", "attn"), hook=self.hook)
+        # each head's output, before W_o mixes the heads: where a head is switched off, on either path
+        out = self.hook("weighted", out)  # (B, H, Tq, d_head)
         B, H, Tq, d_head = out.shape
-        out = out.transpose(1, 2).reshape(B, Tq, H * d_head)  # concatenate the heads
-        trace.record(self.point("concat"), out)
-        return self.w_o(out)
+        out = self.hook("concat", out.transpose(1, 2).reshape(B, Tq, H * d_head))  # the heads side by side
+        return self.hook("out", self.w_o(out))

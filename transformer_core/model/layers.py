@@ -16,7 +16,7 @@ from torch import nn
 
 from . import trace
 from .attention import MultiHeadAttention
-from .cache import LayerCache
+from .kv_cache import LayerCache
 from .masks import Mask
 
 ACTIVATIONS = {
@@ -46,8 +46,17 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
+class LayerNorm(nn.LayerNorm, trace.TracePoint):
+    """torch's LayerNorm, passing its output through the point "<path>.out"."""
+
+    def forward(self, x):
+        return self.hook("out", super().forward(x))
+
+
 class Embeddings(nn.Module, trace.TracePoint):
     """Token embedding plus position information, then dropout: (B, T) ids -> (B, T, d_model)."""
+
+    writes_stream = True  # "out" starts the residual stream
 
     def __init__(self, vocab_size: int, config):
         super().__init__()
@@ -61,7 +70,7 @@ class Embeddings(nn.Module, trace.TracePoint):
             # where training grows the embeddings (the copy task), harmful where they stay small (the
             # sentiment card measures 0.68-0.70 against 0.77-0.78 with learned positions)
             self.register_buffer("pe", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
-        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embed_norm else nn.Identity()
+        self.norm = LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embed_norm else nn.Identity()
         self.drop = nn.Dropout(config.dropout)
 
     def positions(self, T: int, offset: int = 0) -> torch.Tensor | None:
@@ -75,13 +84,11 @@ class Embeddings(nn.Module, trace.TracePoint):
         return None
 
     def forward(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        x = self.tok(idx)
+        x = self.hook("tok", self.tok(idx))  # (B, T, d_model): the ids' rows
         pos = self.positions(idx.shape[1], offset)
         if pos is not None:
-            x = x + pos
-        x = self.drop(self.norm(x))
-        trace.record_hidden(self.trace_stack, self.trace_name or "embed", x)
-        return x
+            x = x + self.hook("pos", pos)  # (T, d_model), the same for every batch row
+        return self.hook("out", self.drop(self.norm(x)))
 
 
 class FeedForward(nn.Module, trace.TracePoint):
@@ -95,9 +102,8 @@ class FeedForward(nn.Module, trace.TracePoint):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x):
-        h = self.act(self.w_1(x))
-        trace.record(self.point("hidden"), h)
-        return self.w_2(self.drop(h))
+        h = self.hook("hidden", self.act(self.w_1(x)))  # (B, T, d_ff)
+        return self.hook("out", self.w_2(self.drop(h)))
 
 
 class Block(nn.Module, trace.TracePoint):
@@ -107,18 +113,20 @@ class Block(nn.Module, trace.TracePoint):
     `norm(x + dropout(f(x)))` (post-LN).
     """
 
+    writes_stream = True  # "out" is the residual stream after this layer
+
     def __init__(self, config, cross: bool = False):
         super().__init__()
         self.norm_first = config.norm_first
         eps = config.layer_norm_eps
-        self.norm_self = nn.LayerNorm(config.d_model, eps=eps)
+        self.norm_self = LayerNorm(config.d_model, eps=eps)
         self.self_attn = MultiHeadAttention(config)
         if cross:
-            self.norm_cross = nn.LayerNorm(config.d_model, eps=eps)
+            self.norm_cross = LayerNorm(config.d_model, eps=eps)
             self.cross_attn = MultiHeadAttention(config)
         else:
             self.cross_attn = None
-        self.norm_ff = nn.LayerNorm(config.d_model, eps=eps)
+        self.norm_ff = LayerNorm(config.d_model, eps=eps)
         self.ff = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
 
@@ -142,9 +150,9 @@ class Block(nn.Module, trace.TracePoint):
             x = self._sublayer(
                 x, self.norm_cross, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache)
             )
+        x = self.hook("resid_mid", x)  # the residual stream between attention and feed-forward
         x = self._sublayer(x, self.norm_ff, self.ff)
-        trace.record_hidden(self.trace_stack, self.point("out"), x)
-        return x
+        return self.hook("out", x)
 
 
 def init_weights(module: nn.Module) -> None:

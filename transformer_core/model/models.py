@@ -19,8 +19,8 @@ from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from . import trace
-from .cache import KVCache
-from .layers import ACTIVATIONS, POSITIONS, Block, Embeddings, init_weights, scaled_init_residual
+from .kv_cache import KVCache
+from .layers import ACTIVATIONS, POSITIONS, Block, Embeddings, LayerNorm, init_weights, scaled_init_residual
 from .masks import Mask, causal_mask, no_mask, padding_mask
 
 _HUB = dict(library_name="transformer_core", tags=["transformer-lab"])
@@ -106,8 +106,8 @@ class EncoderDecoderConfig(TransformerConfig):
 
 
 def _final_norm(config) -> nn.Module:
-    # pre-LN leaves the residual stream un-normalised after the last block
-    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
+    # pre-LN leaves the residual stream un-normalised after the last block; post-LN's is normalised already
+    return LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else nn.Identity()
 
 
 def _init(model: nn.Module, config) -> None:
@@ -148,9 +148,7 @@ class DecoderLM(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
 
     def forward(self, idx: torch.Tensor, mask: Mask | None = None, cache: KVCache | None = None):
         """(B, T) ids -> (B, T, vocab_size) logits; mask and cache as in `hidden`."""
-        logits = self.head(self.hidden(idx, mask, cache))
-        trace.record_logits(logits)
-        return logits
+        return self.hook("logits", self.head(self.hidden(idx, mask, cache)))
 
 
 class EncoderClassifier(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
@@ -187,11 +185,8 @@ class EncoderClassifier(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB
         return (h * real[..., None]).sum(1) / real.sum(1, keepdim=True)
 
     def forward(self, idx, lengths: torch.Tensor | None = None, mask: Mask | None = None):
-        pooled = self.pool(self.encode(idx, lengths, mask), lengths)
-        trace.record("pooled", pooled)
-        logits = self.head(self.drop(pooled))
-        trace.record_logits(logits)
-        return logits
+        pooled = self.hook("pooled", self.pool(self.encode(idx, lengths, mask), lengths))  # (B, d_model)
+        return self.hook("logits", self.head(self.drop(pooled)))
 
 
 class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
@@ -207,7 +202,9 @@ class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
         self.encoder_norm, self.decoder_norm = _final_norm(config), _final_norm(config)
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         _init(self, config)
-        trace.name_trace_points(self, {"": "encoder", "tgt_embed": "decoder", "decoder": "decoder"})
+        # the decoder's cross-attention reads the encoder: its weights are a group of their own
+        cross = {f"decoder.{i}.cross_attn": "cross" for i in range(config.n_layer)}
+        trace.name_trace_points(self, {"": "encoder", "tgt_embed": "decoder", "decoder": "decoder", "decoder_norm": "decoder", **cross})
 
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layer)
@@ -244,9 +241,7 @@ class EncoderDecoder(nn.Module, trace.Traceable, PyTorchModelHubMixin, **_HUB):
                 cache=None if cache is None else cache.self_attn[i],
                 cross_cache=None if cache is None else cache.cross_attn[i],
             )
-        logits = self.generator(self.decoder_norm(x))
-        trace.record_logits(logits)
-        return logits
+        return self.hook("logits", self.generator(self.decoder_norm(x)))
 
     def forward(self, src, tgt, src_lengths: torch.Tensor | None = None, mask: Mask | None = None):
         return self.decode(tgt, self.encode(src, src_lengths), src_lengths, mask=mask)

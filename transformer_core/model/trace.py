@@ -1,177 +1,221 @@
-"""The trace: everything one forward pass computed, kept for the views.
+"""The trace: everything one forward pass computed, in one store keyed by module path.
 
-Lesson: "tracing" a model means following each tensor and its shape from input
-to loss. Modules announce tensors at named places (as TransformerLens's hook
-points do); when no trace is being recorded that announcement is a single
-context-variable lookup, so tracing is free when off.
+Lesson: "tracing" a model means following each tensor and its shape from input to
+output. Modules pass each tensor through a named point (as TransformerLens's hook
+points do) and go on with what the point returns:
 
-    logits, trace = model.run_with_trace(idx)
-    trace.attention("decoder")      # (n_layer, B, n_head, Tq, Tk)
-    trace.shapes["layers.0.self_attn.q"]  # (B, n_head, T, d_head)
+    q = self.hook("q", q)            # inside the module at path "layers.0.self_attn"
+    x = trace.point("logits", x)     # the same, named in full
 
-Each place is named by the module's path in the model (`layers.0.self_attn`, as in
-`model.named_modules()` and the state dict), set once by `name_trace_points`, so no
-constructor passes names by hand.
+The point is where a recorded pass is read and where an edited pass is changed:
 
+    logits, run = model.run_with_trace(idx)
+    run["layers.0.self_attn.attn"]   # (B, n_head, T, T), detached, float, on the CPU
+    run.shapes["layers.0.ff.hidden"] # every point passed has its shape, kept or not
+    with editing({"layers.0.ff.out": lambda x: 0 * x}):
+        model(idx)                   # runs with that tensor changed, on every path
+
+Names are module paths (`layers.0.self_attn`, as in `model.named_modules()` and the
+state dict) plus a part, set once by `name_trace_points`, so no constructor passes
+names by hand. When nothing records and nothing is edited, a point costs one
+context-variable lookup; context variables also keep concurrent requests apart.
 Views are pure functions of a `Trace`; they never recompute model internals.
-
-The same named places can also *change* what passes through them (an intervention,
-e.g. switching a head off): `with intervening({"layers.2.self_attn.weighted": f}):`
-runs the model with f applied there. Like recording, it is one context-variable
-lookup per place when nothing is changed, so the normal path pays nothing for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .masks import Mask
 
-_ACTIVE: ContextVar[Trace | None] = ContextVar("transformer_core_trace", default=None)
 Edit = Callable[[torch.Tensor], torch.Tensor]
-_EDITS: ContextVar[dict[str, Edit] | None] = ContextVar("transformer_core_edits", default=None)
+Names = Callable[[str], bool] | Iterable[str] | None
 
 
-@dataclass
+def _viewed(name: str, stream: bool) -> bool:
+    """What a trace keeps by default: what the views draw (weights, residual streams, outputs)."""
+    return stream or name in ("logits", "pooled") or name.rsplit(".", 1)[-1] == "attn"
+
+
 class Trace:
-    """Plain data recorded by one traced forward pass.
+    """One forward pass, recorded: tensor by point name (detached, on the CPU, floats in float32),
+    plus the readers the views use.
 
-    attn:   group ("encoder", "decoder", "cross") -> per-layer weights (B, H, Tq, Tk)
-    masks:  group -> the Mask that was applied (None: no masking)
-    hidden: stack ("encoder", "decoder") -> per-layer outputs (B, T, d_model); index 0 is the embedding
-    logits: the model's final output
-    shapes: every named tensor's shape, in the order it was computed
-    values: the named tensors themselves, only when recorded with values=True
+    names: which points to keep. None: what the views draw (every `.attn`, the residual
+    stream after the embedding and after each block, `pooled`, `logits`); the builtin
+    `all`: every point; a collection of names, or a predicate on a name.
     """
 
-    keep_values: bool = False
-    attn: dict[str, list[torch.Tensor]] = field(default_factory=dict)
-    masks: dict[str, Mask | None] = field(default_factory=dict)
-    hidden: dict[str, list[torch.Tensor]] = field(default_factory=dict)
-    logits: torch.Tensor | None = None
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    values: dict[str, torch.Tensor] = field(default_factory=dict)
+    def __init__(self, names: Names = None):
+        if names is None or names is all:
+            self._keeps = None if names is None else (lambda name: True)
+        else:
+            self._keeps = names if callable(names) else frozenset(names).__contains__
+        self._kept: dict[str, torch.Tensor] = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}  # every point passed, in the order computed
+        self._attn: dict[str, list[str]] = {}  # group -> its layers' `.attn` names
+        self._stream: dict[str, list[str]] = {}  # stack -> its residual-stream names
+        self._masks: dict[str, Mask] = {}  # group -> the Mask it obeyed
+
+    def _take(self, name: str, x, group: str, stream: bool) -> None:
+        if isinstance(x, Mask):  # the Mask object is kept as is: the Masking tab draws exactly what was applied
+            self._masks[group] = x
+            x = x.for_heads()
+        self.shapes[name] = tuple(x.shape)
+        if name.rsplit(".", 1)[-1] == "attn":
+            self._attn.setdefault(group, []).append(name)
+        if stream:
+            self._stream.setdefault(group, []).append(name)
+        if _viewed(name, stream) if self._keeps is None else self._keeps(name):
+            x = x.detach().cpu()
+            self._kept[name] = x.float() if x.is_floating_point() else x  # a mask stays bool
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self._kept:
+            raise KeyError(f"no point {name!r} kept in this trace; kept: {self.names()}")
+        return self._kept[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._kept
+
+    def names(self) -> list[str]:
+        """The points kept, in the order computed."""
+        return list(self._kept)
+
+    # --- the readers the views use: thin views over the one store ------------------------
 
     def attention(self, group: str) -> torch.Tensor:
         """All layers' weights of one group stacked: (n_layer, B, H, Tq, Tk)."""
-        if group not in self.attn:
-            raise KeyError(f"no attention recorded for {group!r}; recorded groups: {sorted(self.attn)}")
-        return torch.stack(self.attn[group])
+        if group not in self._attn:
+            raise KeyError(f"no attention recorded for {group!r}; recorded groups: {sorted(self._attn)}")
+        return torch.stack([self[name] for name in self._attn[group]])
 
     @property
     def groups(self) -> list[str]:
-        return list(self.attn)
+        """The attention groups recorded: "encoder", "decoder", "cross"."""
+        return list(self._attn)
+
+    @property
+    def masks(self) -> dict[str, Mask | None]:
+        """group -> the Mask its layers applied (None: no mask)."""
+        return {group: self._masks.get(group) for group in self._attn}
+
+    @property
+    def hidden(self) -> dict[str, list[torch.Tensor]]:
+        """stack -> the residual stream (B, T, d_model) per layer; index 0 is the embedding."""
+        return {stack: [self[name] for name in names] for stack, names in self._stream.items()}
+
+    @property
+    def logits(self) -> torch.Tensor | None:
+        return self._kept.get("logits")
 
 
-def name_trace_points(model: nn.Module, stacks: dict[str, str], root: str = "") -> None:
-    """Name every module's trace point by its path in `model` and tell it which stack it is in.
+@dataclass(frozen=True)
+class _Now:
+    """What this thread or task is doing with its points: recording into `trace`, applying `edits`."""
 
-    stacks: path prefix -> "encoder" or "decoder" (the longest matching prefix wins; "" matches
-    every path). A cross-attention layer's weights go to the group "cross" whatever its stack.
-    `root` names a module traced on its own (its path would be empty).
-    """
-    by_length = sorted(stacks.items(), key=lambda item: -len(item[0]))
-    for path, module in model.named_modules():
-        module.trace_name = ".".join(p for p in (root, path) if p)
-        module.trace_stack = next(stack for prefix, stack in by_length if path.startswith(prefix))
+    trace: Trace | None
+    edits: dict[str, Edit]
 
 
-class TracePoint:
-    """Mixin for the modules that announce tensors: `point("q")` is "<module path>.q"."""
+_NOW: ContextVar[_Now | None] = ContextVar("transformer_core_trace", default=None)
 
-    trace_name = ""  # set by name_trace_points when the model is built
-    trace_stack = "encoder"
 
-    def point(self, part: str) -> str:
-        return f"{self.trace_name}.{part}" if self.trace_name else part
+def _pass(now: _Now, name: str, x, group: str = "", stream: bool = False):
+    edit = now.edits.get(name)
+    if edit is not None:
+        x = edit(x)
+    if now.trace is not None:  # recorded as it flows on: an edited point shows its edit
+        now.trace._take(name, x, group, stream)
+    return x
+
+
+def point(name: str, x):
+    """The tensor that flows on from point `name`: `x`, recorded if a trace records, changed if edited."""
+    now = _NOW.get()
+    return x if now is None else _pass(now, name, x)
 
 
 def active() -> Trace | None:
-    """The trace being recorded in this thread/task, if any."""
-    return _ACTIVE.get()
+    """The trace being recorded in this thread or task, if any."""
+    now = _NOW.get()
+    return None if now is None else now.trace
 
 
 @contextmanager
-def recording(keep_values: bool = False):
-    """Record a trace of every forward pass run inside the block."""
-    trace = Trace(keep_values=keep_values)
-    token = _ACTIVE.set(trace)
+def recording(names: Names = None):
+    """Record a trace of the forward passes run inside the block (edits in force stay in force)."""
+    trace, now = Trace(names), _NOW.get()
+    token = _NOW.set(_Now(trace, {} if now is None else now.edits))
     try:
         yield trace
     finally:
-        _ACTIVE.reset(token)
-
-
-def record(name: str, tensor: torch.Tensor) -> None:
-    """Announce a named intermediate tensor; a no-op unless a trace is recording."""
-    trace = _ACTIVE.get()
-    if trace is None:
-        return
-    trace.shapes[name] = tuple(tensor.shape)
-    if trace.keep_values:
-        trace.values[name] = tensor.detach().float().cpu()
-
-
-def record_attention(group: str, name: str, attn: torch.Tensor, mask: Mask | None) -> None:
-    """Keep one layer's attention weights (B, H, Tq, Tk) and the mask it obeyed."""
-    trace = _ACTIVE.get()
-    if trace is None:
-        return
-    trace.attn.setdefault(group, []).append(attn.detach().float().cpu())
-    trace.masks[group] = mask
-    record(name, attn)
-
-
-def record_hidden(stack: str, name: str, x: torch.Tensor) -> None:
-    """Keep a stack's residual stream after the embedding and after each block."""
-    trace = _ACTIVE.get()
-    if trace is None:
-        return
-    trace.hidden.setdefault(stack, []).append(x.detach().float().cpu())
-    record(name, x)
-
-
-def record_logits(logits: torch.Tensor) -> None:
-    trace = _ACTIVE.get()
-    if trace is None:
-        return
-    trace.logits = logits.detach().float().cpu()
-    record("logits", logits)
+        _NOW.reset(token)
 
 
 @contextmanager
-def intervening(edits: dict[str, Edit]):
-    """Run every forward pass inside the block with `edits[name]` applied to the tensor
-    announced at `name` (a module path plus a part, e.g. "layers.0.self_attn.weighted").
-    A name no module announces changes nothing: callers that take names from users
-    (`analysis.heads.ablating`) check them against the model first."""
-    token = _EDITS.set(dict(edits))
+def editing(edits: dict[str, Edit]):
+    """Run the forward passes inside the block with `edits[name]` applied to the tensor at point `name`
+    (e.g. "layers.0.self_attn.weighted", where a head is switched off). A name no module passes changes
+    nothing: callers that take names from people (`analysis.heads.switched_off`) check them first."""
+    now = _NOW.get()
+    token = _NOW.set(_Now(None if now is None else now.trace, {**(now.edits if now else {}), **edits}))
     try:
         yield
     finally:
-        _EDITS.reset(token)
+        _NOW.reset(token)
 
 
-def edit(name: str, tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor that flows on from place `name`: `tensor` itself unless an intervention changes it."""
-    edits = _EDITS.get()
-    if edits is None:
-        return tensor
-    change = edits.get(name)
-    return tensor if change is None else change(tensor)
+def name_trace_points(model: nn.Module, groups: dict[str, str], root: str = "") -> None:
+    """Name every module's points by its path in `model` and say which group they belong to.
+
+    groups: path -> "encoder", "decoder" or "cross", for the module at that path and all below it (the
+    longest path wins; "" is the whole model). The group says which stack a residual stream belongs to
+    and which attention weights `Trace.attention(group)` stacks. `root` names a module traced on its
+    own (its path would be empty).
+    """
+    def within(path: str, prefix: str) -> bool:
+        return prefix == "" or path == prefix or path.startswith(prefix + ".")
+
+    by_length = sorted(groups.items(), key=lambda item: -len(item[0]))
+    for path, module in model.named_modules():
+        module.trace_name = ".".join(p for p in (root, path) if p)
+        module.trace_group = next(group for prefix, group in by_length if within(path, prefix))
 
 
-class Traceable:
+class TracePoint:
+    """Mixin for the modules that pass tensors through points: `self.hook("q", x)` is point "<path>.q"."""
+
+    trace_name = ""  # set by name_trace_points when the model is built
+    trace_group = "encoder"
+    writes_stream = False  # True where the module's "out" is the residual stream (embeddings, blocks)
+
+    def point_name(self, part: str) -> str:
+        return f"{self.trace_name}.{part}" if self.trace_name else part
+
+    def hook(self, part: str, x):
+        now = _NOW.get()  # the whole cost when nothing records and nothing is edited
+        if now is None:
+            return x
+        return _pass(now, self.point_name(part), x, self.trace_group, self.writes_stream and part == "out")
+
+    def watched(self, *parts: str) -> bool:
+        """Whether a trace records, or an edit changes one of `parts`: then the points must be computed."""
+        now = _NOW.get()
+        return now is not None and (now.trace is not None or any(self.point_name(p) in now.edits for p in parts))
+
+
+class Traceable(TracePoint):
     """Mixin giving a model `run_with_trace`, the one way views get a trace."""
 
-    def run_with_trace(self, *args, keep_values: bool = False, **kwargs):
-        """Run forward once and return (output, Trace)."""
-        with recording(keep_values) as trace, torch.no_grad():
+    def run_with_trace(self, *args, names: Names = None, **kwargs):
+        """Run forward once and return (output, Trace); `names` picks what the trace keeps (see Trace)."""
+        with recording(names) as trace, torch.no_grad():
             out = self(*args, **kwargs)
         return out, trace

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +32,17 @@ STEP_MEANING = {
     "out": "block output (residual stream)",
     "logits": "unnormalised next-token scores over the vocabulary",
 }
+
+
+def _step(name: str) -> str | None:
+    """The textbook step a trace point is shown as, or None for the points the list leaves out (the layer
+    norms, the projections' outputs): an embedding's output is named by the embedding, as in the paper."""
+    module, _, part = name.rpartition(".")
+    if part == "out" and module.endswith("embed"):
+        return module
+    if part == "out" and not re.fullmatch(r"(encoder|decoder)\.\d+", module):
+        return None
+    return name if part in STEP_MEANING else None
 
 
 def tiny_encoder_decoder(seed: int = 0) -> EncoderDecoder:
@@ -94,15 +106,15 @@ def trace_encoder_decoder(model: EncoderDecoder, src: torch.Tensor, targets: tor
         raise ConceptInputError(f"label smoothing must lie in [0, 1), got {label_smoothing}")
     src, targets = src.long(), targets.long()
     decoder_input = torch.cat([torch.full_like(targets[:, :1], BOS), targets[:, :-1]], dim=1)
-    logits, t = model.run_with_trace(src, decoder_input, keep_values=True)
+    logits, t = model.run_with_trace(src, decoder_input, names=lambda name: _step(name) is not None)
     flat_logits, flat_targets = logits.view(-1, logits.shape[-1]), targets.view(-1)
     loss = F.cross_entropy(flat_logits, flat_targets, reduction="none").view_as(targets)
     loss_smoothed = F.cross_entropy(flat_logits, flat_targets, reduction="none",
                                     label_smoothing=label_smoothing).view_as(targets)
     probs = logits.softmax(-1)
     p_target = probs.gather(-1, targets[..., None])[..., 0]
-    steps = [TraceStep(name, shape, t.values[name], STEP_MEANING.get(name.rsplit(".", 1)[-1], ""))
-             for name, shape in t.shapes.items()]
+    steps = [TraceStep(_step(name), t.shapes[name], t[name], STEP_MEANING[_step(name).rsplit(".", 1)[-1]])
+             for name in t.names()]
     steps.append(TraceStep("loss", tuple(loss.shape), loss, "per-token cross-entropy −log p(target)"))
     steps.append(TraceStep("loss_smoothed", tuple(loss.shape), loss_smoothed,
                            f"per-token cross-entropy with label smoothing {label_smoothing:g}"))

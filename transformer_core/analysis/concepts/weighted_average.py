@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ...model import trace
 from ...model.attention import attend
 from .common import ConceptInputError
 
@@ -65,9 +64,14 @@ def single_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scaled: bool)
     """
     d_k = q.shape[-1]
     q_in = q if scaled else q * math.sqrt(d_k)
-    with trace.recording(keep_values=True) as t:
-        out, attn = attend(q_in[None, None], k[None, None], v[None, None], need_weights=True, name="concept")
-    return t.values["concept.scores"][0, 0], attn[0, 0], out[0, 0]
+    seen = {}
+
+    def keep(part: str, x: torch.Tensor) -> torch.Tensor:  # attend passes its stages through this hook
+        seen[part] = x
+        return x
+
+    out, attn = attend(q_in[None, None], k[None, None], v[None, None], need_weights=True, hook=keep)
+    return seen["scores"][0, 0], attn[0, 0], out[0, 0]
 
 
 def self_attention_average(x, w_q=None, w_k=None, w_v=None, scaled: bool = False) -> WeightedAverage:
