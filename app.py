@@ -19,13 +19,13 @@ import gradio as gr
 
 from lab import store
 from transformer_core import DeviceError, default_device
-from ui import about, attention, concepts, events, generate, masking, questions, sentiment, sessions, state, tokens
-from ui import translate
+from ui import about, attention, concepts, events, forward, generate, masking, questions, sentiment, sessions, state
+from ui import tokens, translate
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
-TABS = [tokens, attention, masking, generate, sentiment, translate, questions, concepts, about]
+TABS = [tokens, attention, masking, generate, sentiment, translate, forward, questions, concepts, about]
 
 QUEUE_MAX_SIZE = 256  # beyond this, new requests are told the queue is full instead of piling up
 # A waiting student's place in the queue, sent once a second. Gradio's default ("auto") sends it to every
