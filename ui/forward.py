@@ -83,6 +83,7 @@ def build(lang: gr.State | None = None) -> Action | None:
             gr.Markdown(_("common.no_model", folder=store.model_dir()))
             return None
         labels = list(offered)
+        first = store.config(offered[labels[0]])
         gr.Markdown(_("forward.intro"), elem_classes=["lecture-hide"])
         with gr.Row(equal_height=True):
             model = gr.Dropdown([choice(label) for label in labels], value=labels[0], label=_("forward.model"),
@@ -100,8 +101,8 @@ def build(lang: gr.State | None = None) -> Action | None:
                                 label=_("forward.stage"), elem_id="forward-stage", scale=3)
             ahead = gr.Button(_("forward.next"), size="sm", elem_id="forward-next", scale=1)
         with gr.Row():
-            layer = gr.Slider(0, 3, value=0, step=1, label=_("forward.layer"), elem_id="forward-layer")
-            head = gr.Slider(0, 3, value=0, step=1, label=_("forward.head"), elem_id="forward-head")
+            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("forward.layer"), elem_id="forward-layer")
+            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"), elem_id="forward-head")
             follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), elem_id="forward-follow")
             stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
                              value="decoder", label=_("forward.stack"), elem_id="forward-stack")
