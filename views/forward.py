@@ -79,7 +79,7 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
             if name in ("attn_out",) and col == "decoder" and run.kind == "translator":
                 label = f"{label} · {t('forward.cross_too', lang)}"
             notes.append(dict(x=(x0 + x1) / 2, y=i + BOX_H / 2, text=plain(label), showarrow=False, xref="x",
-                              yref="y", font=dict(size=11)))
+                              yref="y", font=dict(size=11 if len(columns) == 1 else 9)))  # two columns: half the width
         first, last = STAGES.index("norm"), STAGES.index("block_out")
         shapes.append(dict(type="rect", x0=x0 - 0.02, x1=x1 + 0.02, y0=first - 0.1, y1=last + BOX_H + 0.1,
                            xref="x", yref="y", line=dict(color=EDGE, dash="dot"), fillcolor="rgba(0,0,0,0)"))
