@@ -420,10 +420,18 @@ def questions(args, url: str, process, startup_s: float) -> dict:
             return await asyncio.gather(*(_answer(url, code, f"student-{i}", d) for i, d in enumerate(delays)),
                                         return_exceptions=True)
 
-        answers = asyncio.run(hall())
+        answered: list = []  # playwright's sync API holds this thread's event loop: the students run beside it
+        students = threading.Thread(target=lambda: answered.extend(asyncio.run(hall())))
+        students.start()
+        students.join()
+        answers = answered
         page.wait_for_function(f"() => window.counts.some(([n]) => n >= {args.clients})", timeout=30_000)
         counts = page.evaluate("window.counts")
         browser.close()
+    if os.environ.get("LOAD_DEBUG"):
+        start = min(a[0] for a in answers if isinstance(a, tuple))
+        print("counts", [(n, round(t - start, 2)) for n, t in counts if n])
+        print("answered", sorted(round(b - start, 2) for a, b in (x for x in answers if isinstance(x, tuple))))
     app_cpu = cpu_s(process.pid) - app_cpu
     done = sorted((a for a in answers if isinstance(a, tuple)), key=lambda a: a[1])
     errors = [f"{type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, tuple)]

@@ -8,6 +8,8 @@ Layout only: `lab.forward` runs the model once per text, `views.forward` draws a
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from i18n import render, t
@@ -59,10 +61,9 @@ def piece_index(value, n: int) -> int:
     return min(max(int(float(value or 0)), 0), n - 1)
 
 
-def step_stage(stage: str, by: int) -> str:
-    names = list(use.STAGES)
-    index = names.index(stage) if stage in names else 0
-    return names[min(max(index + by, 0), len(names) - 1)]
+# the stage `by` places after the current one, among all of them (the first and last stay put)
+STEP_JS = """(stage) => { const all = %s, i = Math.max(all.indexOf(stage), 0);
+  return all[Math.min(Math.max(i + %d, 0), all.length - 1)]; }"""
 
 
 def model_changed(label: str, layer: float, head: float):
@@ -101,8 +102,10 @@ def build(lang: gr.State | None = None) -> Action | None:
                                 label=_("forward.stage"), elem_id="forward-stage", scale=3)
             ahead = gr.Button(_("forward.next"), size="sm", elem_id="forward-next", scale=1)
         with gr.Row():
-            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("forward.layer"), elem_id="forward-layer")
-            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"), elem_id="forward-head")
+            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("forward.layer"),
+                              elem_id="forward-layer")
+            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
+                             elem_id="forward-head")
             follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), elem_id="forward-follow")
             stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
                              value="decoder", label=_("forward.stack"), elem_id="forward-stack")
@@ -122,8 +125,8 @@ def build(lang: gr.State | None = None) -> Action | None:
         for slider in (layer, head, follow):
             events.on(slider.release, forward_stage, inputs, outputs, api_name=False)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")
-        for button, by in ((back, -1), (ahead, +1)):
-            moved = button.click(lambda s, by=by: step_stage(s, by), stage, stage, **shell)
+        for button, by in ((back, -1), (ahead, +1)):  # the stage moves in the browser: one round trip, not two
+            moved = button.click(None, stage, stage, js=STEP_JS % (json.dumps(use.STAGES), by), **shell)
             events.on(moved.then, forward_stage, inputs, outputs, api_visibility="private")
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
     return Action(forward_stage, inputs, outputs, "forward_stage")
