@@ -74,12 +74,11 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
                           font=dict(size=13)))
         for i, (name, label) in enumerate(boxes):
             lit = name == stage and col == run.stack(stack)
-            shapes.append(dict(type="rect", x0=x0, x1=x1, y0=i, y1=i + BOX_H, xref="x", yref="y",
+            shapes.append(dict(type="rect", x0=x0, x1=x1, y0=i, y1=i + BOX_H, xref="x", yref="y", layer="below",
                                fillcolor=LIT if lit else BOX, line=dict(color=EDGE, width=3 if lit else 1)))
             if name in ("attn_out",) and col == "decoder" and run.kind == "translator":
                 label = f"{label} · {t('forward.cross_too', lang)}"
-            notes.append(dict(x=(x0 + x1) / 2, y=i + BOX_H / 2, text=plain(label), showarrow=False, xref="x",
-                              yref="y", font=dict(size=11 if len(columns) == 1 else 9)))  # two columns: half the width
+            texts.append(((x0 + x1) / 2, i + BOX_H / 2, plain(label)))
         first, last = STAGES.index("norm"), STAGES.index("block_out")
         shapes.append(dict(type="rect", x0=x0 - 0.02, x1=x1 + 0.02, y0=first - 0.1, y1=last + BOX_H + 0.1,
                            xref="x", yref="y", line=dict(color=EDGE, dash="dot"), fillcolor="rgba(0,0,0,0)"))
@@ -95,7 +94,11 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
                   xaxis=dict(visible=False, range=[0, 1], fixedrange=True),
                   yaxis=dict(visible=False, range=[rows + 0.2, -1.2], fixedrange=True),
                   plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)")
-    return Figure([], layout)
+    # the boxes' labels as one text trace: plotly lays out each annotation on its own, ~40 of them a click
+    x, y, labels = zip(*texts)
+    labels_trace = dict(type="scatter", mode="text", x=np.array(x), y=np.array(y), text=np.array(labels, dtype=object),
+                        textfont=dict(size=11 if len(columns) == 1 else 9), hoverinfo="skip")  # two columns: half width
+    return Figure([labels_trace], layout)
 
 
 def levels(values: np.ndarray, signed: bool) -> tuple[np.ndarray, float]:
