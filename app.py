@@ -19,13 +19,13 @@ import gradio as gr
 
 from lab import cache, store
 from transformer_core import DeviceError, default_device
-from ui import about, admission, attention, concepts, events, generate, masking, questions, sentiment, sessions
-from ui import state, tokens, translate
+from ui import about, admission, attention, concepts, events, forward, generate, masking, questions, sentiment
+from ui import sessions, state, tokens, translate
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
-TABS = [tokens, attention, masking, generate, sentiment, translate, questions, concepts, about]
+TABS = [tokens, attention, masking, generate, sentiment, translate, forward, questions, concepts, about]
 
 # Beyond this, new requests are told the queue is full instead of piling up. No one group fills it: each holds at
 # most ui/admission.GROUP_JOBS, a session and a client address a few of those (see ui/admission.py).

@@ -15,7 +15,9 @@ in the run, so neither the browser's nor the server's caches answer it. Generati
 to its first streamed token and the bytes per streamed token. `--lang` opens every page in that language
 (`?lang=`); `switch_language_128` is the language switch on the 128-token attention view: from the click on
 the other language until that view is drawn again in it (labels, titles, notices), from the runs the server
-already has. Prints one line per action, then one JSON object on the last line.
+already has. `forward_stage_128` is a click on the Forward pass tab's "Next stage" (a 128-token text of the
+Shakespeare LM, its walk already run): until the next stage is drawn, and its bytes (targets: 0.3 s, 60 KB).
+Prints one line per action, then one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -204,6 +206,8 @@ def drawn(page, tab: str, needs: list[str]) -> bool:
 def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "en") -> dict:
     if name == "switch_language_128":
         return measure_switch(browser, url, network, i, lang)
+    if name == "forward_stage_128":
+        return measure_stage(browser, url, network, i, lang)
     if name == "classify_review":
         return measure_review(browser, url, network, i, lang)
     tab, inputs, button, needs, streamed = ACTIONS[name]
@@ -323,12 +327,44 @@ def measure_switch(browser, url: str, network: Relay, i: int, lang: str) -> dict
     return {**result, "mb": network.bytes / 1e6}
 
 
+STAGE_TITLE = """(stage) => { const gd = document.querySelector('#forward-diagram .js-plotly-plot');
+  return !!gd && !!gd._fullLayout && !!gd._fullLayout.title && gd._fullLayout.title.text.startsWith(stage); }"""
+STAGE_NEEDS = ["#forward-heatmap .js-plotly-plot", "#forward-diagram .js-plotly-plot"]
+
+
+def measure_stage(browser, url: str, network: Relay, i: int, lang: str) -> dict:
+    """Seconds from a click on "Next stage" (embedding -> layer norm of layer 0) until that stage is drawn, on a
+    128-token text of the Shakespeare LM whose walk the page already ran (a stage re-slices it)."""
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}/?" + urlencode({"tab": "forward", "model": "shakespeare-lm (language model)",
+                                      "text": text(i, 110), "stage": "embed", "follow": "5", "lang": lang}))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (drawn(page, "forward", STAGE_NEEDS)
+                                               and page.evaluate(STAGE_TITLE, "2. ")):
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(500)
+    network.bytes = 0
+    arm(page, "#forward-next", "click", "forward", STAGE_NEEDS, STAGE_TITLE, "3. ")
+    started = time.perf_counter()
+    page.locator("#forward-next").click()
+    page.wait_for_timeout(20)
+    while time.monotonic() < deadline and not (page.evaluate(STAGE_TITLE, "3. ")
+                                               and drawn(page, "forward", STAGE_NEEDS)):
+        page.wait_for_timeout(20)
+    result = {"s": clocked(page), "polled_s": time.perf_counter() - started}
+    page.wait_for_timeout(300)
+    context.close()
+    return {**result, "mb": network.bytes / 1e6}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model-dir", default=None)
     parser.add_argument("--lang", default="en", choices=["en", "zh-CN"], help="the language every page opens in")
-    every = [*ACTIONS, "switch_language_128"]
+    every = [*ACTIONS, "switch_language_128", "forward_stage_128"]
     parser.add_argument("--only", nargs="+", choices=every, default=every, help="these actions only")
     args = parser.parse_args(argv)
 

@@ -4,6 +4,7 @@
     python -m benchmarks.load --same-link [--clients 100] [--gradio-client]
     python -m benchmarks.load --same-link --own-sentences [--clients 100] [--httpx]
     python -m benchmarks.load --cached-hit
+    python -m benchmarks.load --questions [--clients 100]
 
 --cached-hit asks whether a cached answer waits for a worker: two 200-token generations and
 twelve distinct attention views (all running: attention runs 16 at once) are running while the one
@@ -29,6 +30,14 @@ text of their own (about 12 tokens, no two alike, so no cache answers) at the sa
 attention on the Shakespeare LM, then classify with the pre-trained classifier (the app is
 started on a copy of the model folder without the from-scratch classifier, which the
 Sentiment tab would otherwise pick first; a browser picks it with the tab's radio).
+
+--questions is "predict, then reveal": a lecturer's page (chromium) opens a question; 100 students
+answer it within 10 s (each at a random moment, as light HTTP clients posting to the unqueued answer
+endpoint, each their own session). The lecturer's page notes, in the page, when its count shows each new
+number; an answer's latency is from its request to the moment the count first included it (the k-th
+answer back counted once the page shows k). Reported: p50/p95/max of that, and the errors (target:
+p95 <= 2 s, 0 errors), plus the memory one question holds with 1,000 answers (measured in this
+process on the same lab.questions.Hall, with tracemalloc).
 
 Starts `python app.py` on a free port (startup_s: from the command to the first page
 served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
@@ -63,7 +72,7 @@ import httpx
 from gradio_client import Client
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "app")]
 from serving import free_port, missing, model_dir, start_app  # noqa: E402  (the start-up the browser tests time)
 
 TEXTS = [
@@ -349,6 +358,104 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
     return result
 
 
+COUNT_SEEN = """() => { window.counts = []; const box = document.querySelector('#question-count');
+  new MutationObserver(() => { const m = box.textContent.match(/(\\d+)/);
+    if (m) window.counts.push([Number(m[1]), Date.now() / 1000]); })
+    .observe(box, {childList: true, subtree: true, characterData: true}); }"""
+ANSWER_WINDOW_S = 10.0
+
+
+async def _answer(url: str, code: str, student: str, delay: float) -> tuple[float, float]:
+    """One student's answer after `delay` s: (wall-clock time sent, time answered)."""
+    await asyncio.sleep(delay)
+    sent = time.time()
+    body = json.dumps({"data": [code, None, "7", "en"], "session_hash": student}).encode()
+    answer = json.loads(await _exchange(url, "POST", "/gradio_api/run/question_answer", body))
+    shown = answer["data"][0] if isinstance(answer, dict) and answer.get("data") else ""
+    if "Your answer" not in shown:
+        raise RuntimeError(f"answer refused: {str(answer)[:200]}")
+    return sent, time.time()
+
+
+def memory_of_answers(n: int = 1000) -> float:
+    """KB one open question holds with `n` answers (each a session hash of 36 characters and a number)."""
+    import tracemalloc
+    import uuid
+
+    from lab.questions import Hall
+
+    hall = Hall()
+    opened = hall.open("causal_sees")
+    students = [str(uuid.uuid4()) for _ in range(n)]
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i, student in enumerate(students):
+        hall.answer(opened.code, student, str(i % 9))
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return held / 1024
+
+
+def questions(args, url: str, process, startup_s: float) -> dict:
+    import random
+
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(f"{url}?tab=questions")
+        page.locator("#question-lecturer").get_by_text("Lecturer").click()
+        page.locator("#question-open").click()
+        page.locator("#question-shown").get_by_text("code=").wait_for()
+        code = page.locator("#question-shown").inner_text().split("code=")[1][:5]
+        page.evaluate(COUNT_SEEN)
+        app_cpu = cpu_s(process.pid)
+        rng = random.Random(0)
+        delays = sorted(rng.uniform(0, ANSWER_WINDOW_S) for _ in range(args.clients))
+
+        async def hall():
+            return await asyncio.gather(*(_answer(url, code, f"student-{i}", d) for i, d in enumerate(delays)),
+                                        return_exceptions=True)
+
+        answered: list = []  # playwright's sync API holds this thread's event loop: the students run beside it
+        students = threading.Thread(target=lambda: answered.extend(asyncio.run(hall())))
+        students.start()
+        students.join()
+        answers = answered
+        page.wait_for_function(f"() => window.counts.some(([n]) => n >= {args.clients})", timeout=30_000)
+        counts = page.evaluate("window.counts")
+        browser.close()
+    if os.environ.get("LOAD_DEBUG"):
+        start = min(a[0] for a in answers if isinstance(a, tuple))
+        print("counts", [(n, round(t - start, 2)) for n, t in counts if n])
+        print("answered", sorted(round(b - start, 2) for a, b in (x for x in answers if isinstance(x, tuple))))
+    app_cpu = cpu_s(process.pid) - app_cpu
+    done = sorted((a for a in answers if isinstance(a, tuple)), key=lambda a: a[1])
+    errors = [f"{type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, tuple)]
+    latencies = []
+    for k, (sent, _) in enumerate(done, start=1):
+        seen = min((t for n, t in counts if n >= k), default=None)
+        if seen is None:
+            errors.append(f"answer {k} never counted on the lecturer's page")
+        else:
+            latencies.append(max(seen - sent, 0.0))
+    result = {"mode": "questions", "clients": args.clients, "window_s": ANSWER_WINDOW_S,
+              "startup_s": round(startup_s, 2), "errors": len(errors),
+              "answer_to_count_p50_s": round(statistics.median(latencies), 2) if latencies else None,
+              "answer_to_count_p95_s": round(percentile(latencies, 0.95), 2) if latencies else None,
+              "answer_to_count_max_s": round(max(latencies), 2) if latencies else None,
+              "answer_request_p95_s": round(percentile([b - a for a, b in done], 0.95), 3) if done else None,
+              "memory_1000_answers_kb": round(memory_of_answers(), 1), "peak_rss_mb": round(peak_rss_mb(process.pid)),
+              "app_cpu_s": round(app_cpu, 2), "load_average_1min": round(os.getloadavg()[0], 2)}
+    for e in errors[:10]:
+        print("error:", e)
+    print(json.dumps(result))
+    return result
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--same-link", action="store_true", help="a lecture hall: every client, the same request")
@@ -361,6 +468,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--httpx", action="store_true",
                         help="--same-link with the light clients speaking through httpx (earlier runs' client)")
+    parser.add_argument("--questions", action="store_true",
+                        help="predict, then reveal: 100 students answer one question within 10 s; answer -> count")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
     parser.add_argument("--rate", type=float, default=None,
                         help="open loop: light HTTP clients send the same mix at this many requests per second, "
@@ -370,7 +479,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "checkpoint still missing there, listed as stand_ins in the result)")
     args = parser.parse_args(argv)
     args.same_link = args.same_link or args.own_sentences
-    args.clients = args.clients or (100 if args.same_link else 16)
+    args.clients = args.clients or (100 if args.same_link or args.questions else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
     return args
@@ -390,6 +499,12 @@ def main(argv=None) -> dict:
             result = asyncio.run(_cached_hit(url, 10))
             print(json.dumps(result))
             return result
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    if args.questions:
+        try:
+            return questions(args, url, process, startup_s)
         finally:
             process.terminate()
             process.wait(timeout=30)

@@ -38,15 +38,21 @@ def _failed(e: QuestionError, lang: str) -> str:
     return f"⚠️ {plain(render(e.args[0], lang))}"
 
 
-def ask(question_id: str, lang: str = "en"):
-    """Open `question_id` for the hall: (the page's secret state, the code and link, the count, the timer on)."""
+def ask(question_id: str, held=None, lang: str = "en"):
+    """Open `question_id` for the hall: (the page's secret state, the code and link, the count, the timer on,
+    no histogram, no verdict). The page's previous question, if still open, closes: its answers go."""
+    if held:
+        try:
+            HALL.close(*held)
+        except QuestionError:
+            pass  # already gone (expired)
     try:
         opened = HALL.open(question_id)
     except QuestionError as e:
-        return None, _failed(e, lang), "", gr.Timer(active=False), gr.skip()
-    link = f"`?tab=questions&code={opened.code}`"
-    return ((opened.code, opened.secret), f"{_prompt(opened.question, lang)}  \n{t('questions.link', lang, link=link, code=opened.code)}",
-            t("questions.answered", lang, n=0), gr.Timer(active=True), None)
+        return None, _failed(e, lang), "", gr.Timer(active=False), gr.skip(), ""
+    link = t("questions.link", lang, link=f"`?tab=questions&code={opened.code}`", code=opened.code)
+    return ((opened.code, opened.secret), f"{_prompt(opened.question, lang)}  \n{link}",
+            t("questions.answered", lang, n=0), gr.Timer(active=True), None, "")
 
 
 def count(held, lang: str = "en"):
@@ -67,7 +73,8 @@ def reveal(held, lang: str = "en"):
     except QuestionError as e:
         return _failed(e, lang), gr.skip(), gr.Timer(active=False)
     real = plain(views.shown(result.real, result.choices, lang))
-    return t("questions.revealed", lang, n=result.n, real=real), views.histogram(result, None, lang), gr.Timer(active=False)
+    figure = views.histogram(result, None, lang)
+    return t("questions.revealed", lang, n=result.n, real=real), figure, gr.Timer(active=False)
 
 
 def close(held, lang: str = "en"):
@@ -96,7 +103,8 @@ def join(code: str, lang: str = "en", request: gr.Request = None):
 
 
 def _status(seen, lang: str):
-    mine = t("questions.recorded", lang, answer=plain(views.shown(seen.own, seen.choices, lang))) if seen.own else ""
+    own = plain(views.shown(seen.own, seen.choices, lang)) if seen.own else ""
+    mine = t("questions.recorded", lang, answer=own) if own else ""
     if seen.result is None:
         return "  \n".join(p for p in (mine, t("questions.waiting", lang)) if p), None, gr.Timer(active=True)
     real = plain(views.shown(seen.result.real, seen.result.choices, lang))
@@ -152,12 +160,13 @@ def build(lang: gr.State | None = None) -> Action:
                 close_button = gr.Button(_("questions.close"), elem_id="question-close")
             shown = gr.Markdown(elem_id="question-shown")
             counted = gr.Markdown(elem_id="question-count")
+            verdict = gr.Markdown(elem_id="question-verdict")  # apart from the count: a tick in flight may land after
             hall = gr.Plot(show_label=False, elem_id="question-hall")
             lecturer_timer = gr.Timer(LECTURER_EVERY_S, active=False)
         private = dict(api_visibility="private", **light)
-        open_button.click(ask, [asked, lang], [held, shown, counted, lecturer_timer, hall], **private)
+        open_button.click(ask, [asked, held, lang], [held, shown, counted, lecturer_timer, hall, verdict], **private)
         lecturer_timer.tick(count, [held, lang], [counted, lecturer_timer], **private)
-        reveal_button.click(reveal, [held, lang], [counted, hall, lecturer_timer], **private)
+        reveal_button.click(reveal, [held, lang], [verdict, hall, lecturer_timer], **private)
         close_button.click(close, [held, lang], [held, counted, lecturer_timer], **private)
         joined = [prompt, picked, number, status, mine, student_timer]
         events.on(join_button.click, join, [code, lang], joined, api_name="question_join", **light)

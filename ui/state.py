@@ -68,6 +68,14 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "poem": {"tab": "generate", "model": "Tang poems, character LM (shipped)", "text": "\n\n床前明月光，疑是地上霜。\n",
              "decoding": "sample", "temperature": "0.8", "top_k": "0", "top_p": "1.0", "min_p": "0.0",
              "repetition_penalty": "1.0", "new_tokens": "40", "seed": "0"},
+    # the forward pass, followed through one token ("it", position 9): the lecturer steps through the stages
+    "follow_token": {"tab": "forward", "model": "shakespeare-lm (language model)", "stage": "embed",
+                     "text": "The cat sat on the mat because it was tired.", "layer": "0", "head": "0", "follow": "9",
+                     "stack": "decoder", "cross": "false", "focus": "#forward-stage"},
+    # the translator's decoder loop: each row reads what was written so far and writes one token more
+    "decoder_loop": {"tab": "forward", "model": "translate-reverse (translator)", "text": "123456789", "stage": "next",
+                     "layer": "0", "head": "0", "follow": "0", "stack": "decoder", "cross": "false",
+                     "focus": "#forward-stage"},
 }
 
 

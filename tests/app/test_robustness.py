@@ -103,8 +103,8 @@ def strategy_for(component, cheapest: bool):
         return text
     if isinstance(component, gr.Checkbox):
         return st.booleans()
-    if isinstance(component, (gr.Dropdown, gr.Radio)):
-        return st.sampled_from([value for _, value in component.choices])
+    if isinstance(component, (gr.Dropdown, gr.Radio)):  # a picker filled later (a question's choices) sends none
+        return st.sampled_from([value for _, value in component.choices] or [None])
     if isinstance(component, gr.Slider):
         low, high = component.minimum, component.maximum
         if cheapest:

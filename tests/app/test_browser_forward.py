@@ -1,0 +1,66 @@
+"""The Forward pass tab in chromium: every stage, one click at a time, drawn from the one traced run."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+import i18n
+from lab.forward import STAGES
+from test_browser import ARTIFACTS, Visit, browser, server  # noqa: F401 -- the shared fixtures
+
+TITLE = """() => { const gd = document.querySelector('#forward-diagram .js-plotly-plot');
+                   return gd && gd._fullLayout && gd._fullLayout.title ? gd._fullLayout.title.text : ''; }"""
+DRAWN = """() => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
+  const lit = document.querySelector('#forward-diagram .js-plotly-plot');
+  return {cells: gd && gd._fullData[0] && gd._fullData[0].z ? gd._fullData[0].z.length : 0,
+          notes: gd ? (gd._fullLayout.annotations || []).length : 0,
+          lit: lit ? lit._fullLayout.shapes.filter((s) => s.fillcolor === '#fdae61').length : 0}; }"""
+
+
+@pytest.fixture
+def visit(browser, server):  # noqa: F811
+    v = Visit(browser, server[0])
+    yield v
+    v.context.close()
+    assert v.errors == [], f"console errors: {v.errors}"
+
+
+def _wait_title(visit, starts: str) -> None:
+    visit.page.wait_for_function(f"() => ({TITLE})().startsWith({starts!r})")
+
+
+def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_drawn(visit):
+    text = quote("The cat sat on the mat because it was tired.")
+    visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=ids&follow=7")
+    _wait_title(visit, "1. ")
+    for n, stage in enumerate(STAGES, start=1):
+        if n > 1:
+            visit.page.locator("#forward-next").click()
+            _wait_title(visit, f"{n}. ")
+        visit.page.wait_for_timeout(200)
+        drawn = visit.page.evaluate(DRAWN)
+        if stage == "pooled":  # not a language model's stage: it says so instead of drawing
+            assert drawn["notes"] == 1 and drawn["lit"] == 0, drawn
+        else:
+            assert drawn["cells"] > 0 and drawn["lit"] == 1, (stage, drawn)
+        assert i18n.t(f"forward.stage.{stage}", "en") in visit.page.locator("#forward-says").inner_text()
+        if stage == "scores":
+            visit.screenshot("forward-scores")
+    said = visit.page.locator("#forward-says").inner_text()
+    assert "-log" in said or "loss" in said
+
+
+def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
+    visit.open("?tab=forward&lang=zh-CN&model=translate-reverse+(translator)&text=123456789&stage=next")
+    _wait_title(visit, "17. ")
+    rows = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-heatmap .js-plotly-plot')
+        ._fullLayout.yaxis.ticktext)""")
+    picked = [row.split(" → ")[-1] for row in rows]
+    assert "".join(picked[:-1]) == "987654321"  # each step writes one token, read by the next step
+    assert "解码循环" in visit.page.locator("#forward-says").inner_text()
+    boxes = visit.page.evaluate("""() => document.querySelector('#forward-diagram .js-plotly-plot')
+        ._fullLayout.annotations.map((a) => a.text)""")
+    assert any("编码器" in b for b in boxes) and any("解码器" in b for b in boxes)  # encoder beside decoder
+    visit.screenshot("forward-translator-zh")

@@ -1,0 +1,132 @@
+"""Forward pass tab: one shipped model's forward pass on your text, stage by stage, with the real numbers.
+
+Its own tab, not a section of Concepts: the walk has its own model and text, is the spine a lecture
+follows (from a link or a lecture step), and re-slices one cached run per click; Concepts' sections are
+small experiments on toy inputs, and every one of them runs whenever that tab opens.
+Layout only: `lab.forward` runs the model once per text, `views.forward` draws a stage of it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from i18n import render, t
+from lab import forward as use
+from lab import store
+from ui import events
+from ui.common import Action, cached, handler
+from ui.i18n import choice, language, text as _
+from views import forward as views
+from views.kit import placeholder
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired."
+EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光，疑是地上霜。",
+            "sentiment": "A moving, beautifully acted film.", "translate-reverse": "123456789"}
+
+
+@cached
+@handler
+def forward_stage(label: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
+                  follow: float, lang: str = "en"):
+    """One stage of a shipped model's forward pass on a text: (what it does, the architecture with the stage
+    lit, the stage's matrix as a heatmap, the followed token's row), as Markdown and Plotly figures.
+
+    Args:
+        label: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
+        text: the text it reads (a translator's source); at most 128 tokens
+        stage: one of the 19 stages ("ids", "embed", "norm", "qkv", ... "loss") or its number 1-19
+        layer: the layer of stages 3-13
+        head: the head of stages 4-8
+        stack: "encoder" or "decoder" (a translator's two stacks; ignored by the other models)
+        cross: the decoder's cross-attention instead of its self-attention (translators)
+        follow: the position of the token whose row is drawn
+    """
+    run = use.walk(label, text)
+    piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
+    follow = min(max(int(follow or 0), 0), max(len(piece.rows) - 1, 0))
+    layer, head = int(piece_index(layer, run.n_layer)), int(piece_index(head, run.n_head))
+    says = views.sentence(run, piece, lang)
+    where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
+    shown = "  \n".join(part for part in (render(run.notice, lang), f"**{views.stage_title(piece.stage, lang)}.** "
+                                          f"{says}", where) if part)
+    diagram = views.diagram(run, piece.stage, stack or "", layer, head, bool(cross), lang)
+    if not piece.applies:
+        return shown, diagram, placeholder(says), placeholder(says)
+    return shown, diagram, views.heatmap(piece, follow, lang), views.row(piece, follow, lang)
+
+
+def piece_index(value, n: int) -> int:
+    return min(max(int(float(value or 0)), 0), n - 1)
+
+
+# the stage `by` places after the current one, among all of them (the first and last stay put)
+STEP_JS = """(stage) => { const all = %s, i = Math.max(all.indexOf(stage), 0);
+  return all[Math.min(Math.max(i + %d, 0), all.length - 1)]; }"""
+
+
+def model_changed(label: str, layer: float, head: float):
+    """A new model: the layer and head sliders sized to it."""
+    try:
+        config = store.config(store.checkpoints().get(label, label))
+    except Exception:  # noqa: BLE001 -- an unreadable model is reported when it is run
+        return gr.Slider(), gr.Slider()
+    return (gr.Slider(maximum=max(1, config["n_layer"] - 1), value=piece_index(layer, config["n_layer"])),
+            gr.Slider(maximum=max(1, config["n_head"] - 1), value=piece_index(head, config["n_head"])))
+
+
+def build(lang: gr.State | None = None) -> Action | None:
+    lang = language(lang)
+    with gr.Tab(_("forward.tab"), id="forward"):
+        offered = use.models_offered()
+        if not offered:
+            gr.Markdown(_("common.no_model", folder=store.model_dir()))
+            return None
+        labels = list(offered)
+        first = store.config(offered[labels[0]])
+        gr.Markdown(_("forward.intro"), elem_classes=["lecture-hide"])
+        with gr.Row(equal_height=True):
+            model = gr.Dropdown([choice(label) for label in labels], value=labels[0], label=_("forward.model"),
+                                elem_id="forward-model", scale=2)
+            text = gr.Textbox(EXAMPLES.get(offered[labels[0]], DEFAULT_TEXT), lines=1, max_lines=4,
+                              label=_("forward.text"), elem_id="forward-text", scale=4)
+            run = gr.Button(_("forward.run"), variant="primary", scale=1, elem_id="forward-run")
+        with gr.Column(elem_classes=["lecture-hide"]):
+            events.examples([[name, example] for name, example in
+                             ((n, EXAMPLES[offered[n]]) for n in labels if offered[n] in EXAMPLES)],
+                            [model, text], label=_("common.examples"))
+        with gr.Row(equal_height=True):
+            back = gr.Button(_("forward.previous"), size="sm", elem_id="forward-back", scale=1)
+            stage = gr.Dropdown([(_(f"forward.stage.{s}"), s) for s in use.STAGES], value="ids",
+                                label=_("forward.stage"), elem_id="forward-stage", scale=3)
+            ahead = gr.Button(_("forward.next"), size="sm", elem_id="forward-next", scale=1)
+        with gr.Row():
+            layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("forward.layer"),
+                              elem_id="forward-layer")
+            head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
+                             elem_id="forward-head")
+            follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), elem_id="forward-follow")
+            stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
+                             value="decoder", label=_("forward.stack"), elem_id="forward-stack")
+            cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
+        said = gr.Markdown(elem_id="forward-says")
+        with gr.Row():
+            diagram = gr.Plot(show_label=False, elem_id="forward-diagram", scale=2)
+            with gr.Column(scale=3):
+                matrix = gr.Plot(show_label=False, elem_id="forward-heatmap")
+                row = gr.Plot(show_label=False, elem_id="forward-row")
+        inputs = [model, text, stage, layer, head, stack, cross, follow, lang]
+        outputs = [said, diagram, matrix, row]
+        events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage")
+        events.on(text.submit, forward_stage, inputs, outputs, api_name=False)
+        for control in (stage, stack, cross):
+            events.on(control.input, forward_stage, inputs, outputs, api_name=False)
+        for slider in (layer, head, follow):
+            events.on(slider.release, forward_stage, inputs, outputs, api_name=False)
+        shell = dict(queue=False, api_visibility="private", show_progress="hidden")
+        for button, by in ((back, -1), (ahead, +1)):  # the stage moves in the browser: one round trip, not two
+            moved = button.click(None, stage, stage, js=STEP_JS % (json.dumps(use.STAGES), by), **shell)
+            events.on(moved.then, forward_stage, inputs, outputs, api_visibility="private")
+        events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
+    return Action(forward_stage, inputs, outputs, "forward_stage")
