@@ -120,10 +120,13 @@ def parameter_count(config: dict) -> int:
     the model is built, shapes only, and no tensor's memory is allocated. CheckpointError for a config the
     model class refuses."""
     cls = MODEL_CLASSES[config["arch"]]
+    config_class = typing.get_type_hints(cls.__init__)["config"]
+    # as from_pretrained does, keys that are not the config's fields (`languages`, `weights`, `task`) are skipped
+    sizes = {k: v for k, v in config.items() if k in config_class.__dataclass_fields__}
     try:
         with torch.device("meta"):
-            model = cls(typing.get_type_hints(cls.__init__)["config"](**config))
-    except (TypeError, ValueError) as e:  # an unknown field, sizes that do not fit (ConfigError)
+            model = cls(config_class(**sizes))
+    except (TypeError, ValueError) as e:  # a field of the wrong type, sizes that do not fit (ConfigError)
         raise CheckpointError(f"config {config!r:.200} does not describe a {cls.__name__}: {e}") from e
     return sum(p.numel() for p in model.parameters())
 
