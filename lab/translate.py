@@ -127,7 +127,7 @@ def _read_source(task: str, source: str | None):
     try:
         text, cut = source_text(codec, model.config.max_len, source)
     except InputError as e:
-        if isinstance(e.args[0], Message):  # an empty source: nothing about the alphabet to say
+        if getattr(e.args[0], "key", None) != "policy.not_in_alphabet":  # empty, say: nothing about the alphabet
             raise
         raise InputError(notice(Message(TAKES[task]), e.args[0])) from e
     return model, codec, text, cut

@@ -33,8 +33,11 @@ def test_every_shipped_checkpoint_declares_what_it_reads_in_its_own_config():
         config = json.loads((store.DEFAULT_MODEL_DIR / name / "config.json").read_text(encoding="utf-8"))
         assert set(config["languages"]) <= set(models.LANGUAGES), name
     chinese = {c.name for c in models.registry(include_cheats=True) if c.reads("zh")}
-    assert chinese == {"tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained"}
-    assert all(models.checkpoint(name).script == "simplified" for name in chinese)
+    assert chinese == {"tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained",
+                       "multilingual-e5", "sentiment-multilingual", "sentiment-crosslingual"}
+    # a model trained on simplified text says so; the multilingual encoder read both scripts in pre-training
+    assert {name for name in chinese if models.checkpoint(name).script == "simplified"} == {
+        "tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained"}
     model, _ = store.load("sentiment-zh")  # the frozen config ignores what it reads: it is the registry's
     assert not hasattr(model.config, "languages")
 
@@ -115,7 +118,8 @@ def test_models_that_cannot_read_the_text_say_so_where_they_show_it_anyway():
     """Issue 48 row 10: the English WordPiece in Attention with most tokens [UNK], Shakespeare's LM on a poem."""
     run = lab.attention_run("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好")
     assert "cannot read this text" in run.notice and "English" in run.notice
-    assert "Pick one that reads Chinese: tang-poems-char (language model), sentiment-zh (classifier)" in run.notice
+    assert "Pick one that reads Chinese: tang-poems-char (language model), " in run.notice
+    assert "sentiment-zh (classifier)" in run.notice and "sentiment-multilingual" in run.notice
     model, tokenizer, _ = generate.load(generate.SHIPPED)
     request = generate.check(generate.SHIPPED, tokenizer, model.config.max_len, "床前明月光，疑是地上霜。", "greedy",
                              1.0, 0, 1.0, 0.0, 1.0, 5, 0)
@@ -129,10 +133,10 @@ def test_models_that_cannot_read_the_text_say_so_where_they_show_it_anyway():
 def test_the_heads_section_reads_a_text_as_the_attention_tab_above_it():
     """Issue 46: lab/heads.py's own reading skipped read_as, so find-head and the heatmap read different texts."""
     above = lab.attention_run("tang-poems-char", TRADITIONAL)
-    below = heads.ablation("tang-poems-char", TRADITIONAL, "L0 H0")
+    below = heads.switch_off("tang-poems-char", TRADITIONAL, "L0 H0")
     assert below.labels == above.q_labels and "".join(below.labels) == SIMPLIFIED
     assert "converted to simplified" in below.notice
-    said = heads.ablation("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好", "L0 H0").notice
+    said = heads.switch_off("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好", "L0 H0").notice
     assert "cannot read this text" in said
 
 
@@ -160,7 +164,7 @@ def test_translate_attention_and_the_heads_section_share_one_translation(monkeyp
     translate.translation("reverse", "12345")
     heads.importance("translate-reverse", "12345")
     assert calls == ["12345"]  # one translation of the text, with every head on
-    heads.ablation("translate-reverse", "12345", "cross L0 H0")
+    heads.switch_off("translate-reverse", "12345", "cross L0 H0")
     assert calls == ["12345"] * 2  # and one more with the head off: what switching it off changes
 
 

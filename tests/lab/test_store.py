@@ -51,8 +51,8 @@ def test_the_store_loads_each_checkpoint_once_and_says_what_a_half_written_one_l
     from transformer_core import save_checkpoint
 
     save_checkpoint(random_models.lm(), tmp_path / "no-tokenizer")  # weights and config, no tokenizer.json
-    (tmp_path / "no-weights").mkdir()
-    (tmp_path / "no-weights" / "config.json").write_text(json.dumps({"arch": "DecoderLM"}))
+    save_checkpoint(random_models.lm(), tmp_path / "no-weights")
+    (tmp_path / "no-weights" / "model.safetensors").unlink()  # a whole config, its weights never written
     lab.store.set_model_dir(tmp_path)
     try:
         assert lab.store.checkpoints() == {"no-tokenizer (language model)": "no-tokenizer",
