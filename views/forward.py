@@ -87,7 +87,8 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
     if run.kind == "translator":  # the encoder's output feeds every decoder layer's cross-attention (K and V)
         y_memory, y_cross = STAGES.index("final_norm") + BOX_H / 2, STAGES.index("qkv") + BOX_H / 2
         notes.append(dict(x=width + 0.03, y=y_cross, ax=width - 0.03, ay=y_memory, xref="x", yref="y", axref="x",
-                          ayref="y", showarrow=True, arrowhead=2, arrowcolor=EDGE, text=""))
+                          ayref="y", showarrow=True, arrowhead=2, arrowcolor=EDGE, text=t("forward.kv_arrow", lang),
+                          font=dict(size=11, color=EDGE), bgcolor="rgba(255,255,255,0.8)"))
     where = t("forward.where", lang, layer=layer, head=head) + (f" · {t('forward.cross', lang)}" if cross else "")
     layout = dict(title=top_title(f"{stage_title(stage, lang)} — {where}"), shapes=shapes, annotations=notes,
                   height=80 + 30 * (rows + 1), margin=dict(l=5, r=5, t=40, b=5), showlegend=False,
@@ -156,6 +157,10 @@ def sentence(run: Walk, piece: Slice, lang: str = "en") -> str:
         key = "forward.says.final_norm_post"
     if piece.stage == "next" and run.kind == "translator":
         key = "forward.says.next_translator"
+    if piece.stage == "qkv" and ".cross_attn." in piece.points[0]:
+        key = "forward.says.qkv_cross"
+    if piece.stage == "resid_mid" and run.kind == "translator" and piece.points[0].startswith("decoder."):
+        key = "forward.says.resid_self" if piece.points[0].endswith(".resid_self") else "forward.says.resid_cross"
     return t(key, lang)
 
 
