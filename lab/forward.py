@@ -220,7 +220,8 @@ def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cro
         cols = [f"{part}{j}" for part in ("q", "k", "v") for j in range(d_head)]
         if cross:  # the three arrows: Q from the decoder's rows, K and V from the encoder's (another length)
             S = len(keys)
-            rows = [f"{part} · {token}" for part, labels in (("Q", tokens), ("K", keys), ("V", keys)) for token in labels]
+            rows = [f"{part} · {token}" for part, labels in (("Q", tokens), ("K", keys), ("V", keys))
+                    for token in labels]
             return Slice(stage, np.concatenate([q, k, v], axis=0), rows, [str(j) for j in range(d_head)], names,
                          (f"T={T} + S={S} + S={S}", f"d_head={d_head}"))
         return Slice(stage, np.concatenate([q, k, v], axis=1), tokens, cols, names, (f"T={T}", f"d_head={d_head}"))
