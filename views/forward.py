@@ -73,7 +73,8 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
         notes.append(dict(x=(x0 + x1) / 2, y=-0.7, text=f"<b>{heading}</b>", showarrow=False, xref="x", yref="y",
                           font=dict(size=13)))
         for i, (name, label) in enumerate(boxes):
-            lit = name == stage and col == run.stack(stack)
+            # a readout's box is in one column only (the decoder's, for a translator): lit whichever stack is picked
+            lit = name == stage and (col == run.stack(stack) or STAGES.index(stage) > STAGES.index("final_norm"))
             shapes.append(dict(type="rect", x0=x0, x1=x1, y0=i, y1=i + BOX_H, xref="x", yref="y", layer="below",
                                fillcolor=LIT if lit else BOX, line=dict(color=EDGE, width=3 if lit else 1)))
             if name in ("attn_out",) and col == "decoder" and run.kind == "translator":
