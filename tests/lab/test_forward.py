@@ -268,3 +268,13 @@ def test_a_128_token_stage_fits_in_60_kb():
     sizes = [len(f.to_json().encode()) for f in (views.heatmap(piece, 5), views.row(piece, 5),
                                                     views.diagram(run, "resid_mid", "", 1, 0, False))]
     assert sum(sizes) < 60_000, sizes
+
+
+def test_the_walk_is_computed_once_and_every_stage_is_a_slice_of_it(monkeypatch):
+    text = "Computed once, then sliced."
+    run = forward.walk("shakespeare-lm", text)
+    monkeypatch.setattr(forward, "_compute", lambda *args: pytest.fail("the model ran again for a stage"))
+    for stage in forward.STAGES:
+        again = forward.walk("shakespeare-lm", text)
+        assert again is run  # the cache's hit: the one traced run
+        forward.stage_slice(again, stage, 1, 1, None, False, 3)
