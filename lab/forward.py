@@ -181,12 +181,15 @@ def point_names(run: Walk, stage: str, layer: int, stack: str | None = None, cro
     s = run.stacks[run.stack(stack)]
     block = s["blocks"][layer]
     attn = f"{block}.{'cross_attn' if cross else 'self_attn'}"
+    # a translator's decoder layer has two residuals before its feed-forward: after self-attention, after cross
+    reads_encoder = run.kind == "translator" and run.stack(stack) == "decoder"
+    resid = f"{block}.resid_self" if reads_encoder and not cross else f"{block}.resid_mid"
     return {
         "ids": (), "embed": (f"{s['embed']}.out",),
         "norm": (f"{block}.{'norm_cross' if cross else 'norm_self'}.out",),
         "qkv": (f"{attn}.q", f"{attn}.k", f"{attn}.v"), "scores": (f"{attn}.scores",), "mask": (f"{attn}.mask",),
         "attn": (f"{attn}.attn",), "weighted": (f"{attn}.weighted",), "concat": (f"{attn}.concat",),
-        "attn_out": (f"{attn}.out",), "resid_mid": (f"{block}.resid_mid",), "ff": (f"{block}.ff.out",),
+        "attn_out": (f"{attn}.out",), "resid_mid": (resid,), "ff": (f"{block}.ff.out",),
         "block_out": (f"{block}.out",), "final_norm": (s["norm"],) if s["norm"] else (f"{s['blocks'][-1]}.out",),
         "logits": ("logits",), "probs": ("logits",), "next": ("logits",), "pooled": ("pooled",), "loss": ("logits",),
     }[stage]
@@ -215,8 +218,12 @@ def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cro
     if stage == "qkv":
         q, k, v = (tr[n][0, head].numpy() for n in names)
         cols = [f"{part}{j}" for part in ("q", "k", "v") for j in range(d_head)]
-        if cross:  # K and V come from the encoder's memory: another length
-            return Slice(stage, q, tokens, cols[:d_head], names, (f"T={T}", f"d_head={d_head}"))
+        if cross:  # the three arrows: Q from the decoder's rows, K and V from the encoder's (another length)
+            S = len(keys)
+            rows = [f"{part} · {token}" for part, labels in (("Q", tokens), ("K", keys), ("V", keys))
+                    for token in labels]
+            return Slice(stage, np.concatenate([q, k, v], axis=0), rows, [str(j) for j in range(d_head)], names,
+                         (f"T={T} + S={S} + S={S}", f"d_head={d_head}"))
         return Slice(stage, np.concatenate([q, k, v], axis=1), tokens, cols, names, (f"T={T}", f"d_head={d_head}"))
     if stage in ("scores", "attn"):
         return Slice(stage, tr[names[0]][0, head].numpy(), tokens, keys, names, (f"T={T}", f"T={len(keys)}"))

@@ -66,6 +66,37 @@ STEP_JS = """(stage) => { const all = %s, i = Math.max(all.indexOf(stage), 0);
   return all[Math.min(Math.max(i + %d, 0), all.length - 1)]; }"""
 
 
+# gr.Plot has no click event: plotly's own is listened to on the heatmap, as it is drawn. A click on a row
+# leaves the row's index on a hidden button and presses it; its event sets the slider and redraws the stage.
+CLICK_TO_FOLLOW = """(() => {
+  const listen = () => {
+    const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
+    if (!gd || !gd.on || gd.clickToFollow) return;
+    gd.clickToFollow = true;
+    gd.on('plotly_click', (event) => {
+      const point = event.points && event.points[0];
+      if (!point) return;
+      // a heatmap's point index is [row, column]; its row categories are "i:token"
+      const row = Array.isArray(point.pointIndex) ? point.pointIndex[0] : parseInt(String(point.y), 10);
+      const button = document.querySelector('#forward-follow-row');
+      if (!button || !Number.isFinite(row)) return;
+      button.dataset.row = String(row);
+      button.click();
+    });
+  };
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; listen(); });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+  listen();
+})();"""
+# the row the click left on the button, for the follow slider (the slider's own value if there is none)
+CLICKED_ROW = """(follow) => { const row = parseInt(document.querySelector('#forward-follow-row').dataset.row, 10);
+  return Number.isFinite(row) ? row : follow; }"""
+
+
 def model_changed(label: str, layer: float, head: float):
     """A new model: the layer and head sliders sized to it."""
     try:
@@ -106,10 +137,13 @@ def build(lang: gr.State | None = None) -> Action | None:
                               elem_id="forward-layer")
             head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
                              elem_id="forward-head")
-            follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), elem_id="forward-follow")
+            follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
+                               elem_id="forward-follow")
             stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
                              value="decoder", label=_("forward.stack"), elem_id="forward-stack")
             cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
+        clicked = gr.Button("", visible="hidden", elem_id="forward-follow-row")
+        gr.HTML("", js_on_load=CLICK_TO_FOLLOW, elem_id="forward-click-to-follow", container=False, padding=False)
         said = gr.Markdown(elem_id="forward-says")
         with gr.Row():
             diagram = gr.Plot(show_label=False, elem_id="forward-diagram", scale=2)
@@ -128,5 +162,7 @@ def build(lang: gr.State | None = None) -> Action | None:
         for button, by in ((back, -1), (ahead, +1)):  # the stage moves in the browser: one round trip, not two
             moved = button.click(None, stage, stage, js=STEP_JS % (json.dumps(use.STAGES), by), **shell)
             events.on(moved.then, forward_stage, inputs, outputs, api_visibility="private")
+        followed = clicked.click(None, follow, follow, js=CLICKED_ROW, **shell)  # a row clicked on the heatmap
+        events.on(followed.then, forward_stage, inputs, outputs, api_visibility="private")
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
     return Action(forward_stage, inputs, outputs, "forward_stage")

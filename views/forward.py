@@ -25,6 +25,7 @@ SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # blue below 0, red
 POSITIVE = [[0, "#f7fbff"], [1, "#08306b"]]  # probabilities, weights, the mask
 LIT, BOX, EDGE = "#fdae61", "#eef2fb", "#4c5a8a"
 BOX_H, GAP = 0.8, 0.2
+TICKED = 40  # columns named on the axis; beyond, a vector's dimensions are read by hover
 
 
 def stage_title(stage: str, lang: str) -> str:
@@ -73,7 +74,8 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
         notes.append(dict(x=(x0 + x1) / 2, y=-0.7, text=f"<b>{heading}</b>", showarrow=False, xref="x", yref="y",
                           font=dict(size=13)))
         for i, (name, label) in enumerate(boxes):
-            lit = name == stage and col == run.stack(stack)
+            # a readout's box is in one column only (the decoder's, for a translator): lit whichever stack is picked
+            lit = name == stage and (col == run.stack(stack) or STAGES.index(stage) > STAGES.index("final_norm"))
             shapes.append(dict(type="rect", x0=x0, x1=x1, y0=i, y1=i + BOX_H, xref="x", yref="y", layer="below",
                                fillcolor=LIT if lit else BOX, line=dict(color=EDGE, width=3 if lit else 1)))
             if name in ("attn_out",) and col == "decoder" and run.kind == "translator":
@@ -87,7 +89,8 @@ def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: boo
     if run.kind == "translator":  # the encoder's output feeds every decoder layer's cross-attention (K and V)
         y_memory, y_cross = STAGES.index("final_norm") + BOX_H / 2, STAGES.index("qkv") + BOX_H / 2
         notes.append(dict(x=width + 0.03, y=y_cross, ax=width - 0.03, ay=y_memory, xref="x", yref="y", axref="x",
-                          ayref="y", showarrow=True, arrowhead=2, arrowcolor=EDGE, text=""))
+                          ayref="y", showarrow=True, arrowhead=2, arrowcolor=EDGE, text=t("forward.kv_arrow", lang),
+                          font=dict(size=11, color=EDGE), bgcolor="rgba(255,255,255,0.8)"))
     where = t("forward.where", lang, layer=layer, head=head) + (f" · {t('forward.cross', lang)}" if cross else "")
     layout = dict(title=top_title(f"{stage_title(stage, lang)} — {where}"), shapes=shapes, annotations=notes,
                   height=80 + 30 * (rows + 1), margin=dict(l=5, r=5, t=40, b=5), showlegend=False,
@@ -129,7 +132,7 @@ def heatmap(piece: Slice, follow: int, lang: str = "en") -> Figure:
     every = max(1, -(-len(rows) // 40))
     layout = dict(title=top_title(f"{t(f'forward.stage.{piece.stage}', lang)} {shape_text(piece)}"),
                   height=min(700, 160 + 9 * len(rows)), margin=dict(l=110, r=20, t=50, b=40), shapes=outline,
-                  xaxis=dict(type="category", showticklabels=len(cols) <= 40),
+                  xaxis=dict(type="category", showticklabels=len(cols) <= TICKED),
                   yaxis=dict(type="category", autorange="reversed", tickmode="array", tickvals=rows[::every],
                              ticktext=[plain(r) for r in piece.rows][::every]))
     return Figure([trace], layout)
@@ -140,11 +143,17 @@ def row(piece: Slice, follow: int, lang: str = "en") -> Figure:
     follow = followed(piece, follow)
     values = piece.values[follow] if len(piece.values) else np.zeros(0, np.float32)
     label = piece.rows[follow] if piece.rows else ""
-    bar = dict(type="bar", x=np.array([plain(c) for c in piece.cols], dtype=object), y=values.astype(np.float32),
-               marker=dict(color="#4c5a8a"), hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    x = np.array([plain(c) for c in piece.cols], dtype=object)
+    if len(values) <= TICKED:  # a bar per named column (the vocabulary's, the classes)
+        trace = dict(type="bar", x=x, y=values.astype(np.float32), marker=dict(color=EDGE),
+                   hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    else:  # a vector's 192 dimensions: one filled line (one SVG path), not 192 bars (5x the browser's drawing)
+        trace = dict(type="scatter", mode="lines", x=x, y=values.astype(np.float32), fill="tozeroy",
+                   line=dict(color=EDGE, width=1), hovertemplate="%{x}: %{y:.4f}<extra></extra>")
     layout = dict(title=top_title(t("forward.row_title", lang, token=plain(label), position=follow)), height=260,
-                  margin=dict(l=50, r=20, t=50, b=40), xaxis=dict(type="category", showticklabels=len(values) <= 40))
-    return Figure([bar], layout)
+                  margin=dict(l=50, r=20, t=50, b=40),
+                  xaxis=dict(type="category", showticklabels=len(values) <= TICKED))
+    return Figure([trace], layout)
 
 
 def sentence(run: Walk, piece: Slice, lang: str = "en") -> str:
@@ -156,6 +165,10 @@ def sentence(run: Walk, piece: Slice, lang: str = "en") -> str:
         key = "forward.says.final_norm_post"
     if piece.stage == "next" and run.kind == "translator":
         key = "forward.says.next_translator"
+    if piece.stage == "qkv" and ".cross_attn." in piece.points[0]:
+        key = "forward.says.qkv_cross"
+    if piece.stage == "resid_mid" and run.kind == "translator" and piece.points[0].startswith("decoder."):
+        key = "forward.says.resid_self" if piece.points[0].endswith(".resid_self") else "forward.says.resid_cross"
     return t(key, lang)
 
 

@@ -64,3 +64,30 @@ def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
         ._fullLayout.annotations.map((a) => a.text)""")
     assert any("编码器" in b for b in boxes) and any("解码器" in b for b in boxes)  # encoder beside decoder
     visit.screenshot("forward-translator-zh")
+
+
+ROW_TITLE = """() => { const gd = document.querySelector('#forward-row .js-plotly-plot');
+                       return gd && gd._fullLayout && gd._fullLayout.title ? gd._fullLayout.title.text : ''; }"""
+# the middle of row `row` of the heatmap, in page pixels (plotly's own axis maps)
+ROW_AT = """(row) => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
+  gd.scrollIntoView({block: 'center'});
+  const box = gd.querySelector('.nsewdrag').getBoundingClientRect(), L = gd._fullLayout;
+  return {x: box.left + box.width / 2, y: box.top + L.yaxis.l2p(row),
+          outline: (L.shapes || []).map((s) => s.y0)}; }"""
+
+
+def test_a_click_on_a_heatmap_row_follows_that_token(visit):
+    text = quote("The cat sat on the mat because it was tired.")
+    visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=resid_mid&follow=0")
+    _wait_title(visit, "11. ")
+    visit.page.wait_for_function(f"() => ({ROW_TITLE})().includes('token 0:')")
+    before = visit.page.evaluate(ROW_AT, 7)
+    assert before["outline"] == [-0.5]  # row 0 outlined
+    rows = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-heatmap .js-plotly-plot')
+        ._fullLayout.yaxis.ticktext)""")
+    visit.page.mouse.click(before["x"], before["y"])
+    visit.page.wait_for_function(f"() => ({ROW_TITLE})().includes('token 7:')")
+    assert rows[7] in visit.page.evaluate(ROW_TITLE)  # the clicked row's token names the row drawn beside it
+    assert visit.page.evaluate(ROW_AT, 7)["outline"] == [6.5]  # and row 7 is the one outlined now
+    assert visit.page.locator("#forward-follow input[type=number]").input_value() == "7"  # the slider moved too
+    visit.screenshot("forward-click-row")

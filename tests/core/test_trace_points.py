@@ -28,7 +28,8 @@ def _block(path: str, Tq: int, self_mask: tuple | None, cross: tuple | None = No
               f"{path}.resid_mid": (B, Tq, D), f"{path}.norm_ff.out": (B, Tq, D), f"{path}.ff.hidden": (B, Tq, D_FF),
               f"{path}.ff.out": (B, Tq, D), f"{path}.out": (B, Tq, D)}
     if cross is not None:
-        points.update({f"{path}.norm_cross.out": (B, Tq, D), **_attention(f"{path}.cross_attn", Tq, *cross)})
+        points.update({f"{path}.resid_self": (B, Tq, D), f"{path}.norm_cross.out": (B, Tq, D),
+                       **_attention(f"{path}.cross_attn", Tq, *cross)})
     return points
 
 

@@ -67,7 +67,8 @@ def check_block(read, path, block, x, mask, n_head, memory=None, memory_mask=Non
     n = layer_norm(x, block.norm_self)
     torch.testing.assert_close(read(f"{path}.norm_self.out")[0], n, **TOL)
     x = x + check_attention(read, f"{path}.self_attn", n, n, block.self_attn, mask, n_head)
-    if memory is not None:
+    if memory is not None:  # a decoder layer: the residual after self-attention, then cross-attention
+        torch.testing.assert_close(read(f"{path}.resid_self")[0], x, **TOL)
         n = layer_norm(x, block.norm_cross)
         torch.testing.assert_close(read(f"{path}.norm_cross.out")[0], n, **TOL)
         x = x + check_attention(read, f"{path}.cross_attn", n, memory, block.cross_attn, memory_mask, n_head)
@@ -144,6 +145,44 @@ def test_a_perturbed_stage_fails_the_arithmetic_check(runs, point):
 
     with pytest.raises(AssertionError):
         check_walk(run, perturbed)
+
+
+@pytest.mark.parametrize("point", ["decoder.1.resid_self", "decoder.0.cross_attn.k", "encoder_norm.out"])
+def test_a_perturbed_decoder_stage_fails_the_arithmetic_check(runs, point):
+    run = runs["translate-reverse"]
+
+    def perturbed(name):
+        x = run.trace[name]
+        return x + 1e-2 * torch.randn_like(x) if name == point else x
+
+    with pytest.raises(AssertionError):
+        check_walk(run, perturbed)
+
+
+def test_the_decoder_shows_the_residual_after_self_attention_then_cross_attention_with_its_three_arrows(runs):
+    """Q from the decoder's rows, K and V from the encoder's output: each recomputed from the stream it comes from."""
+    run = runs["translate-reverse"]
+    model, _ = store.load(run.model)
+    tr, last, head = run.trace, run.n_layer - 1, run.n_head - 1
+    path = f"decoder.{last}"
+    assert forward.stage_slice(run, "resid_mid", last, head, "decoder").points == (f"{path}.resid_self",)
+    assert forward.stage_slice(run, "resid_mid", last, head, "decoder", cross=True).points == (f"{path}.resid_mid",)
+    piece = forward.stage_slice(run, "qkv", last, head, "decoder", cross=True)
+    assert piece.points == tuple(f"{path}.cross_attn.{p}" for p in "qkv")
+    T, S = len(run.tokens("decoder")), len(run.tokens("encoder"))
+    assert [r.split(" · ")[0] for r in piece.rows] == ["Q"] * T + ["K"] * S + ["V"] * S
+    block = model.get_submodule(path)
+    memory = tr["encoder_norm.out"][0]
+    arrows = {"Q": (block.cross_attn.w_q, layer_norm(tr[f"{path}.resid_self"][0], block.norm_cross)),
+              "K": (block.cross_attn.w_k, memory), "V": (block.cross_attn.w_v, memory)}
+    start = 0
+    for weight, source in arrows.values():
+        mine = heads(linear(source, weight), run.n_head)[head].detach()
+        np.testing.assert_allclose(piece.values[start:start + len(mine)], mine.numpy(), **TOL)
+        start += len(mine)
+    assert start == len(piece.values)
+    from views import forward as views
+    assert "K" in views.sentence(run, piece, "en") and "编码器" in views.sentence(run, piece, "zh-CN")
 
 
 @pytest.mark.parametrize("name", list(TEXTS))
@@ -229,3 +268,13 @@ def test_a_128_token_stage_fits_in_60_kb():
     sizes = [len(f.to_json().encode()) for f in (views.heatmap(piece, 5), views.row(piece, 5),
                                                     views.diagram(run, "resid_mid", "", 1, 0, False))]
     assert sum(sizes) < 60_000, sizes
+
+
+def test_the_walk_is_computed_once_and_every_stage_is_a_slice_of_it(monkeypatch):
+    text = "Computed once, then sliced."
+    run = forward.walk("shakespeare-lm", text)
+    monkeypatch.setattr(forward, "_compute", lambda *args: pytest.fail("the model ran again for a stage"))
+    for stage in forward.STAGES:
+        again = forward.walk("shakespeare-lm", text)
+        assert again is run  # the cache's hit: the one traced run
+        forward.stage_slice(again, stage, 1, 1, None, False, 3)

@@ -148,6 +148,7 @@ class Block(nn.Module, trace.TracePoint):
         """x: (B, T, d_model); memory: (B, S, d_model) encoder output for cross-attention."""
         x = self._sublayer(x, self.norm_self, lambda h: self.self_attn(h, mask=mask, cache=cache))
         if self.cross_attn is not None:
+            x = self.hook("resid_self", x)  # a decoder's stream after self-attention, before it reads the encoder
             x = self._sublayer(
                 x, self.norm_cross, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache)
             )

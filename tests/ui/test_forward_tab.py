@@ -1,0 +1,77 @@
+"""The Forward pass tab opened by a link or a lecture step: every stage of every shipped model kind (language model,
+Tang-poetry language model, classifier, translator) draws, in English and in Chinese.
+
+The link goes through the app's own link table (ui/state.LINK_KEYS) to the tab's inputs, then to the handler the
+page runs; the lecture steps are links the app keeps (ui/state.LECTURE_PRESETS)."""
+
+import json
+
+import gradio as gr
+import pytest
+
+from lab import forward as use
+from ui import forward as tab
+from ui import state
+from views import forward as views
+
+LANGS = ("en", "zh-CN")
+KINDS = {"shakespeare-lm": "lm", "tang-poems-char": "lm", "sentiment": "classifier", "translate-reverse": "translator"}
+
+
+@pytest.fixture(scope="module")
+def linked():
+    with gr.Blocks() as demo, gr.Tabs():
+        action = tab.build()
+    forward_tab = next(b for b in demo.blocks.values() if isinstance(b, gr.Tab) and b.id == "forward")
+    return state.link_tabs(demo, [forward_tab]), action
+
+
+def opened(linked, params: dict[str, str]):
+    """What the page draws for link `params`: (says, diagram, heatmap, row)."""
+    links, action = linked
+    tab_id, values = state.apply(params, links)
+    assert tab_id == "forward"
+    args = [values.get(id(c), c.value) for c in action.inputs[:-1]]  # the last input is the page's language
+    says, *figures = action.fn(*args, params.get("lang", "en"))
+    return says, *(json.loads(f.plot) for f in figures)  # as the page receives the figures
+
+
+def assert_drawn(shown, stage: str, lang: str, applies: bool) -> None:
+    says, diagram, heatmap, row = shown
+    assert views.stage_title(stage, lang) in says
+    lit = [s for s in diagram["layout"]["shapes"] if s.get("fillcolor") == views.LIT]
+    if applies:
+        assert len(lit) == 1, (stage, lang)  # the stage's box is the one lit
+        assert heatmap["data"][0]["z"] and row["data"][0]["y"], (stage, lang)
+        assert heatmap["layout"]["shapes"], "the followed row is outlined"
+    else:  # a stage this kind has not: it says so instead of drawing
+        assert not lit and not heatmap["data"] and heatmap["layout"]["annotations"], (stage, lang)
+
+
+def test_the_shipped_models_are_the_four_kinds():
+    offered = use.models_offered()
+    assert {name: use.kind_of(name) for name in offered.values() if name in KINDS} == KINDS
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_stage_draws_from_a_link_for_every_model_kind(linked, name, lang):
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == name)
+    kind = KINDS[name]
+    stacks = [("encoder", "false"), ("decoder", "false"), ("decoder", "true")] if kind == "translator" else \
+        [("decoder", "false")]
+    for stack, cross in stacks:
+        for stage in use.STAGES:
+            params = {"tab": "forward", "model": label, "text": tab.EXAMPLES[name], "stage": stage,
+                      "layer": "1", "head": "1", "follow": "2", "stack": stack, "cross": cross, "lang": lang}
+            # a classifier picks no next token; the others pool nothing
+            assert_drawn(opened(linked, params), stage, lang, stage != ("next" if kind == "classifier" else "pooled"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("step", [name for name, preset in state.LECTURE_PRESETS.items() if preset["tab"] == "forward"])
+def test_the_lecture_steps_of_the_walk_draw_every_stage(linked, step, lang):
+    preset = {key: value for key, value in state.LECTURE_PRESETS[step].items() if key != "focus"}
+    assert use.kind_of(preset["model"].split(" (")[0]) != "classifier"  # the steps walk a language model, a translator
+    for stage in use.STAGES:
+        assert_drawn(opened(linked, {**preset, "stage": stage, "lang": lang}), stage, lang, stage != "pooled")
