@@ -205,7 +205,10 @@ def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
                                      notice(cut, cut2))
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
                         min_tokens=2 if kind == "DecoderLM" else 1, offered=models.choices())
-    return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice))
+    # a pre-trained encoder's classifier head was never trained: its verdict is a coin's, and so is what a head
+    # switched off does to it; the sentiment heads on the same encoder give a verdict worth watching
+    untrained = say("heads.untrained_head", name=name) if models.checkpoint(name).encoder else ""
+    return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice, untrained))
 
 
 def _groups(model) -> list[str]:

@@ -104,7 +104,7 @@ def choices(include_cheats: bool = False, arch: str | None = None) -> dict[str, 
 def resolve(label_or_name: str | None, arch: str | None = None) -> str:
     """The checkpoint name of a picker label ("sentiment (classifier)") or of the name itself;
     with `arch`, a model of another kind is an InputError too."""
-    names = {**choices(), **ALIASES}
+    names = {**store.checkpoints(), **choices(), **ALIASES}  # the store's generic "name (kind)" too (Forward's picker)
     if label_or_name in names:
         name = names[label_or_name]
     elif label_or_name in names.values():
