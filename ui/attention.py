@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from i18n import render, t
-from lab import attention as use, models as registry, store
+from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
 from ui import events
@@ -22,10 +22,9 @@ from views.kit import placeholder, plain
 
 
 CSS = heads_section.CSS
-# The seed sentences of the texts our students read (Alammar's notes, Prince's chapter 12; /work glossary), in
-# English and Chinese: examples for a pre-trained encoder that reads both, whose heads they are about.
-SEEDS = ["The animal didn't cross the street because it was too tired", "这只动物没有过马路，因为它太累了。",
-         "The restaurant refused to serve me a ham sandwich because it only cooks vegetarian food.",
+# The seed sentences of the texts our students read (Alammar's notes, as the Tokens tab's cost table has them, and
+# Prince's chapter 12), in English and Chinese: examples for a pre-trained encoder that reads both languages.
+SEEDS = [*tokens.SEED_PAIR, "The restaurant refused to serve me a ham sandwich because it only cooks vegetarian food.",
          "这家餐厅拒绝为我提供火腿三明治，因为它只做素食。"]
 
 
