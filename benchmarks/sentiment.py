@@ -57,6 +57,7 @@ whether pre-training carries across languages) join where present, as "multiling
 multilingual-e5 on all of it (about 0.2 CPU-seconds a review): the first N of the permutation
 `train_multilingual.parts` draws (seed 0), so `--sample 400` is the very sample the multilingual cards were
 scored on, and every model of the run reads the same reviews. The last line then says "test_sample": N.
+The multilingual-e5 heads read each text cut at `--max-tokens` (128, as their cards' training and test did).
 """
 
 from __future__ import annotations
@@ -93,12 +94,14 @@ WRITTEN = Path(__file__).resolve().parent / "whole_reviews.jsonl"
 Predictor = Callable[[list[str]], np.ndarray]
 
 
-def transformer(checkpoint: Path) -> Predictor:
+def transformer(checkpoint: Path, max_tokens: int | None = None) -> Predictor:
+    """A checkpoint's labels; each text cut at `max_tokens` (default: the model's positions)."""
     model, tokenizer = load_model(checkpoint), TextTokenizer.load(checkpoint)
     pad_id, _ = special_ids(tokenizer)
+    keep = min(model.config.max_len, max_tokens or model.config.max_len)
 
     def predict(texts: list[str]) -> np.ndarray:
-        ids = [tokenizer.encode(t)[: model.config.max_len] for t in texts]
+        ids = [tokenizer.encode(t)[:keep] for t in texts]
         return predict_proba(model, ids, pad_id).argmax(-1).numpy()
 
     return predict
@@ -337,7 +340,7 @@ def multilingual(args, predictors: dict[str, Predictor]) -> None:
     for name in ("multilingual", "crosslingual"):
         folder = getattr(args, name)
         if folder and Path(folder).is_dir():
-            predictors[name] = transformer(Path(folder))
+            predictors[name] = transformer(Path(folder), args.max_tokens)
 
 
 def test_reviews(lang: str, sample: int | None) -> list:
@@ -392,6 +395,9 @@ def main(argv=None) -> None:
                    help="multilingual-e5 with a head trained on English only (read where present)")
     p.add_argument("--sample", type=int, default=0,
                    help="a seeded sample of N test reviews (400: the multilingual cards' sample); 0: the whole split")
+    p.add_argument("--max-tokens", type=int, default=128,
+                   help="the multilingual-e5 heads read each text cut at this many tokens, as their cards' training "
+                        "did (their 512 positions padded in batches of 256 took hours on one CPU)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.lang == "zh":
