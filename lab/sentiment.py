@@ -111,8 +111,9 @@ def compared(text: str | None = None) -> dict[str, str]:
     language = models.language_of(text)
     readers = [name for name in installed if models.checkpoint(name).reads(language)] \
         or [name for name in installed if models.checkpoint(name).reads("en")]
-    pair = COMPARED.get(language, ())
-    pair = pair if all(name in installed for name in pair) and pair else readers[:COMPARED_COLUMNS]
+    pair = COMPARED.get(language)
+    if pair is None or any(name not in installed for name in pair):
+        pair = readers[:COMPARED_COLUMNS]
     return {installed[name]: name for name in pair}
 
 
