@@ -316,7 +316,7 @@ def main(argv=None) -> None:
         store.set_model_dir(args.model_dir)
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
-    store.warm()  # every shipped model loads before the first page is served, not at a student's click
+    store.warm()  # every shipped model loads now (the large ones beside the first pages), not at a student's click
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends

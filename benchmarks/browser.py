@@ -61,6 +61,9 @@ def text(i: int, words: int) -> str:
 ACTIONS = {
     "attention_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#attention-run",
                       ["#attention-grid .js-plotly-plot"], False),
+    # the pre-trained multilingual encoder (12 layers x 12 heads, issue 47): the same view, its grid 144 heads
+    "attention_e5_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#attention-run",
+                         ["#attention-grid .js-plotly-plot"], False),
     "masking_128": ("masking", {"#tab-masking textarea": lambda i: text(i, 110)}, "#masking-run",
                     ["#masking-gallery .js-plotly-plot"], False),
     "tokenize": ("tokens", {"#tab-tokens textarea": lambda i: text(i, 40)}, None, ["#tokens-chips .tok"], False),
@@ -94,6 +97,8 @@ START = {
     "importance_encoder_40": {"model": "sentiment-pretrained (classifier)", "attention": "encoder",
                               "heads_view": "ablate"},
     "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
+    "attention_e5_128": {"model": "multilingual-e5 (pre-trained multilingual encoder)", "attention": "encoder",
+                         "text": ANIMAL},
 }
 
 

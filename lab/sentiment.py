@@ -10,9 +10,16 @@ verdicts, and the token evidence is one sentence's, by default the one that weig
 verdict, or the one the person picks. The text is split once, here, and the split handed on.
 
 With no classifier chosen (the tab's "by the text's language", an API call without one), the text
-picks it: the first classifier that reads its language. A classifier chosen by hand is kept, and
-when it cannot read the text it says so and proposes the ones that can: a person who picks the
-English model for a Chinese review is usually showing that it cannot read it.
+picks it: the first classifier (from scratch, where the lessons start) when it reads the text's language,
+else the one that reads it and measured best on that language's test set (the registry's TEST_ACCURACY,
+from the model cards). A classifier chosen by hand is kept, and when it cannot read the text it says so
+and proposes the ones that can: a person who picks the English model for a Chinese review is usually
+showing that it cannot read it. A pre-trained encoder shipped for its heads (`multilingual-e5`, its
+classifier head untrained) is not offered here.
+
+Each request tokenizes a text once (a long one: whole, to measure it, then each sentence once) and runs one
+forward pass for a short text; a long one gets one pass over its sentences (once per review: cached) and one
+with the gradient for the sentence shown.
 """
 
 from __future__ import annotations
@@ -43,9 +50,14 @@ LONG_TEXT_TOKENS = 64
 # each language: Compare's pairs); any other classifier in the model folder follows under its folder's name.
 NAMED = {"sentiment": Message("sentiment.model.scratch"), "sentiment-pretrained": Message("sentiment.model.pretrained"),
          "sentiment-zh": Message("sentiment.model.zh_scratch"),
-         "sentiment-zh-pretrained": Message("sentiment.model.zh_pretrained")}
-# Compare puts a pair side by side, from scratch and pre-trained: what pre-training on a large corpus adds.
-# A Chinese text gets the Chinese twins (the English pair cannot read it).
+         "sentiment-zh-pretrained": Message("sentiment.model.zh_pretrained"),
+         "sentiment-multilingual": Message("sentiment.model.multilingual"),
+         "sentiment-crosslingual": Message("sentiment.model.crosslingual")}
+# Compare puts a pair side by side, each pair a lesson in the text's language. English: from scratch and
+# pre-trained, what pre-training on a large corpus adds. Chinese: one pre-trained multilingual encoder with a
+# head that saw Chinese and English labels, and one that saw English labels only: does pre-training carry a head
+# across languages? A language whose pair is not installed gets the first two installed readers, picker order.
+COMPARED = {"en": ("sentiment", "sentiment-pretrained"), "zh": ("sentiment-multilingual", "sentiment-crosslingual")}
 COMPARED_COLUMNS = 2
 
 
@@ -84,20 +96,25 @@ REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper a
 
 
 def classifiers() -> dict[str, str]:
-    """The installed classifiers, from the one registry: picker label -> checkpoint name."""
-    found = models.choices(arch="EncoderClassifier").values()
+    """The installed classifiers, from the one registry: picker label -> checkpoint name (a pre-trained encoder
+    whose head was never trained is left out: its verdicts mean nothing)."""
+    found = [c.name for c in models.registry() if c.arch == "EncoderClassifier" and not c.encoder]
     order = [*(name for name in NAMED if name in found), *(name for name in found if name not in NAMED)]
     return {NAMED.get(name, models.checkpoint(name).label): name for name in order}
 
 
 def compared(text: str | None = None) -> dict[str, str]:
-    """The installed classifiers Compare shows for `text`, from scratch first: picker label -> checkpoint name.
-    The first pair that reads the text's language (the Chinese twins for a mostly Chinese text), else the
-    English pair (which then says it cannot read the text)."""
-    installed = classifiers()
-    readers = [name for name in installed.values() if models.checkpoint(name).reads(models.language_of(text))]
-    pair = (readers or [name for name in installed.values() if models.checkpoint(name).reads("en")])
-    return {label: name for label, name in installed.items() if name in pair[:COMPARED_COLUMNS]}
+    """The installed classifiers Compare shows for `text`: picker label -> checkpoint name, in the pair's order.
+    The language's pair (COMPARED) when installed, else the first two installed readers of the text's language,
+    else the English ones (which then say they cannot read the text)."""
+    installed = {name: label for label, name in classifiers().items()}
+    language = models.language_of(text)
+    readers = [name for name in installed if models.checkpoint(name).reads(language)] \
+        or [name for name in installed if models.checkpoint(name).reads("en")]
+    pair = COMPARED.get(language)
+    if pair is None or any(name not in installed for name in pair):
+        pair = readers[:COMPARED_COLUMNS]
+    return {installed[name]: name for name in pair}
 
 
 def _has_letters(text: str) -> bool:
@@ -106,13 +123,15 @@ def _has_letters(text: str) -> bool:
 
 def _checkpoint(model: str | None, text: str) -> tuple[str, str]:
     """(the classifier's checkpoint name, a notice when the text picked it): a chosen label or name, or with
-    none chosen the first installed classifier that reads the text's language."""
+    none chosen the first installed classifier when it reads the text's language, else the reader of that
+    language that measured best on its test set (models.route)."""
     installed = classifiers()
     if model in (None, ""):
         if not installed:
             raise InputError(Message("sentiment.no_classifier", folder=store.model_dir()))
         first = next(iter(installed.values()))
-        name = models.route("EncoderClassifier", text, among=list(installed.values())) or first
+        reads = models.checkpoint(first).reads(models.language_of(text))
+        name = first if reads else models.route("EncoderClassifier", text, among=list(installed.values())) or first
         label = next(label for label, n in installed.items() if n == name)
         return name, "" if name == first else Message("reading.routed", model=label,
                                                        language=reading.languages_name([models.language_of(text)]))
@@ -148,24 +167,28 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     partly = reading.check(name, tokenizer, text, spans, classifiers())
     sentences = split_sentences(text)
     if len(spans) <= LONG_TEXT_TOKENS or len(sentences.spans) < 2:
-        run = _explained(name, text)
+        run = _explained(name, text, spans)
         return replace(run, notice=notice(partly, run.notice))
-    document = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text, sentences))
+    document, tokens = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text, sentences))
     last = len(document.sentences) - 1
     i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, Message("sentiment.sentence_name")) - 1
-    evidence = _explained(name, document.sentences[i].text, sentence=i)
+    evidence = _explained(name, document.sentences[i].text, tokens[i], sentence=i)
     return replace(evidence, probs=document.probs, document=document, sentence=i,
                    notice=notice(partly, *(Message(n.id, **n.params) for n in document.notices), evidence.notice))
 
 
-_documents: RunCache[DocumentVerdict] = RunCache(size=32)  # a review's verdict, whichever sentence is shown
+# a review's verdict, whichever sentence is shown, with each sentence's tokens (its explanation reads them)
+_documents: RunCache[tuple[DocumentVerdict, list]] = RunCache(size=32)
 
 
-def _read(model, tokenizer, text: str, sentences) -> DocumentVerdict:
+def _read(model, tokenizer, text: str, sentences) -> tuple[DocumentVerdict, list]:
+    tokens = [tokenizer.tokens(text[a:b]) for a, b in sentences.spans]  # each sentence tokenized once
     try:
-        return read_document(model, tokenizer, text, sentences=sentences)
+        document = read_document(model, tokenizer, text, sentences=sentences,
+                                 ids=[[s.id for s in spans] for spans in tokens])
     except EmptyTextError as e:  # a sentence of characters this tokenizer drops entirely
         raise InputError(Message("sentiment.review_unreadable", error=e)) from e
+    return document, tokens
 
 
 def weightiest(document: DocumentVerdict) -> int:
@@ -178,10 +201,11 @@ def weightiest(document: DocumentVerdict) -> int:
 LIMITS = dict(tokens=LONG_TEXT_TOKENS, sentences=MAX_SENTENCES, max_chars=MAX_CHARS)  # said in the tab
 
 
-def _explained(name: str, text: str, sentence: int | None = None) -> SentimentRun:
-    """Today's reading of a short text: one traced forward pass, gradient x input, attention rollout."""
+def _explained(name: str, text: str, spans: list, sentence: int | None = None) -> SentimentRun:
+    """Today's reading of a short text (its `spans`, tokenized already): one traced forward pass, gradient x
+    input, attention rollout."""
     try:
-        verdict = _batched_explain(models.key(name), text)  # shares a pass with texts asked at the same time
+        verdict = _batched_explain(models.key(name), (text, spans))  # shares a pass with texts asked at the same time
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
         if sentence is not None:
             raise InputError(Message("sentiment.sentence_unreadable", i=sentence + 1)) from e
@@ -202,9 +226,9 @@ def _explained(name: str, text: str, sentence: int | None = None) -> SentimentRu
                         notice(*notices))
 
 
-def _explain_together(key: tuple, texts: list[str]) -> list:
-    """Each text's verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
-    return explain_each(*models.load(key[1]), texts)
+def _explain_together(key: tuple, read: list[tuple[str, list]]) -> list:
+    """Each (text, its tokens)'s verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
+    return explain_each(*models.load(key[1]), [text for text, _ in read], [spans for _, spans in read])
 
 
 _batched_explain = Batcher(_explain_together)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from i18n import render, t
-from lab import attention as use, store
+from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
 from ui import events
@@ -22,11 +22,26 @@ from views.kit import placeholder, plain
 
 
 CSS = heads_section.CSS
+# The seed sentences of the texts our students read (Alammar's notes, as the Tokens tab's cost table has them, and
+# Prince's chapter 12), in English and Chinese: examples for a pre-trained encoder that reads both languages.
+SEEDS = [*tokens.SEED_PAIR, "The restaurant refused to serve me a ham sandwich because it only cooks vegetarian food.",
+         "这家餐厅拒绝为我提供火腿三明治，因为它只做素食。"]
 
 
 def checkpoints() -> dict[str, str]:
     """Picker label -> checkpoint name: the shipped checkpoints, then GPT-2."""
     return use.models_offered()
+
+
+def examples(offered: dict[str, str]) -> list[list[str]]:
+    """[picker label, text, attention group] per example: a text each model reads, and the seed sentences for a
+    pre-trained encoder shipped for its heads (it reads both languages)."""
+    rows = []
+    for label, name in offered.items():
+        group = use.GROUPS_OF[store.arch(name)][-1]
+        texts = SEEDS if registry.checkpoint(name).encoder else [use.example_text(name)]
+        rows += [[label, text, group] for text in texts]
+    return rows
 
 
 def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str], lang: str):
@@ -119,8 +134,8 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")
             run = gr.Button(_("attention.run"), variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples([[name, use.example_text(models[name]), use.GROUPS_OF[store.arch(models[name])][-1]]
-                         for name in store.checkpoints()], [model, text, group], label=_("common.examples"))
+            events.examples(examples({label: name for label, name in models.items() if name != store.GPT2}),
+                            [model, text, group], label=_("common.examples"))
             with gr.Accordion(_("common.what"), open=False):
                 gr.Markdown(_("attention.explainer"))
         notice_box = gr.Markdown()

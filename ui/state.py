@@ -76,6 +76,12 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "decoder_loop": {"tab": "forward", "model": "translate-reverse (translator)", "text": "123456789", "stage": "next",
                      "layer": "0", "head": "0", "follow": "0", "stack": "decoder", "cross": "false",
                      "focus": "#forward-stage"},
+    # Alammar's sentence in English and in Chinese side by side, read by one pre-trained multilingual encoder: 它 is
+    # merged into the piece 因为它 (Find-head says so), and the head that links it to 动物 links "it" to "animal" too
+    "two_languages": {"tab": "attention", "model": "multilingual-e5 (pre-trained multilingual encoder)",
+                      "attention": "encoder", "layer": "0", "head": "0",
+                      "text": "The animal didn't cross the street because it was too tired. 这只动物没有过马路，因为它太累了。",
+                      "heads_view": "find", "find_query": "它", "find_key": "动物", "focus": "#heads"},
 }
 
 

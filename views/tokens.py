@@ -150,10 +150,15 @@ def _counts_line(c: TokenCounts, lang: str) -> str:
 
 
 def cost_table(rows: Sequence[tuple[str, TokenCounts, TokenCounts]], lang: str = "en") -> str:
-    """The same sentence in English and in Chinese, per tokenizer: tokens each, and how many times more Chinese costs."""
+    """The same sentence in English and in Chinese, per tokenizer: tokens each (and per character: a Chinese
+    character says more than a Latin letter), and how many times more Chinese costs."""
     head = "".join(f"<th>{html.escape(t(k, lang))}</th>" for k in
                    ("tokens.cost_tokenizer", "tokens.cost_english", "tokens.cost_chinese", "tokens.cost_ratio"))
-    body = "".join(f"<tr><td>{html.escape(label)}</td><td>{en.tokens}</td><td>{zh.tokens}</td>"
+
+    def cell(c: TokenCounts) -> str:
+        return f"<td>{html.escape(t('tokens.cost_per_char', lang, tokens=c.tokens, per_char=c.tokens_per_char))}</td>"
+
+    body = "".join(f"<tr><td>{html.escape(label)}</td>{cell(en)}{cell(zh)}"
                    f"<td><b>{zh.tokens / en.tokens:.2f}×</b></td></tr>" for label, en, zh in rows)
     return f'<table class="cost"><tr>{head}</tr>{body}</table>'
 

@@ -112,3 +112,24 @@ def test_opening_the_switch_off_view_reads_the_text_once_and_names_the_top_head(
     assert view.names == heads.head_names("shakespeare-lm") and view.heads in view.names
     named = heads.open_switch_off("shakespeare-lm", LINE, "L0 H1, L2 H3", "mean")
     assert named.run.heads == ["L0 H1", "L2 H3"] and named.run.mode == "mean"
+
+
+SEED_ZH = "这只动物没有过马路，因为它太累了。"
+
+
+def test_a_word_inside_a_merged_piece_is_found_in_its_piece_and_said():
+    """Issue 47: XLM-R's pieces merge 因为它 into one token; Find-head takes 它 and says which piece holds it."""
+    assert heads.positions(["<s>", "▁这", "动物", ",", "因为它", "太", "</s>"], "它") == [4]
+    found = heads.find_head("multilingual-e5", SEED_ZH, "它", "动物")
+    assert found.run.q_labels[found.query] == "因为它" and [found.run.k_labels[k] for k in found.keys] == ["动物"]
+    assert "merged it into the piece “因为它” (position 9)" in found.summary and "no head can link “它” alone" in found.summary
+    whole = heads.find_head("multilingual-e5", SEED_ZH, "因为它", "动物")  # the piece itself: nothing to say
+    assert "merged" not in whole.summary and whole.ranked == found.ranked
+    assert "merged" not in heads.find_head("multilingual-e5", SEED_ZH, "9", "动物").summary
+
+
+def test_the_multilingual_encoder_links_it_to_animal_in_english():
+    """The head the issue's probe found (layer 8, head 8, 0-based: 0.51 of "it" on "animal")."""
+    found = heads.find_head("multilingual-e5 (pre-trained multilingual encoder)", ANIMAL, "it", "animal")
+    top, weight = found.ranked[0]
+    assert (top.layer, top.head) == (8, 8) and weight > 0.45 > 0.1 > found.mean

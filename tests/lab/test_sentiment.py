@@ -160,10 +160,68 @@ def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_tw
     assert positive.probs["positive"] > 0.5 > negative.probs["positive"]
     assert list(sentiment.compared().values()) == ["sentiment", "sentiment-pretrained"]
     assert list(sentiment.compared("Not bad at all, 真的").values()) == ["sentiment", "sentiment-pretrained"]
-    twins = sentiment.compare("质量太差了，非常失望。")  # a Chinese text: the Chinese pair, from scratch first
-    assert [run.model for _, run in twins] == ["sentiment-zh", "sentiment-zh-pretrained"]
-    assert [str(label) for label, _ in twins] == [str(label) for label in sentiment.compared("中文").keys()]
-    assert all(run.probs["positive"] < 0.5 for _, run in twins)
+
+
+def test_compare_on_chinese_text_sets_the_head_that_saw_chinese_labels_beside_the_one_that_saw_english_only():
+    """Issue 47 item 6: does pre-training carry a sentiment head across languages?"""
+    pair = sentiment.compare("质量太差了，非常失望。")
+    assert [run.model for _, run in pair] == ["sentiment-multilingual", "sentiment-crosslingual"]
+    assert [str(label) for label, _ in pair] == [str(label) for label in sentiment.compared("中文").keys()]
+    assert all(run.probs["positive"] < 0.5 for _, run in pair) and all(run.notice == "" for _, run in pair)
+    assert all(run.verdict == "positive" for _, run in sentiment.compare("这本书很好看，我会推荐给朋友。"))
+
+
+def test_the_pretrained_multilingual_encoder_is_offered_for_its_heads_but_never_for_verdicts():
+    assert "multilingual-e5" not in sentiment.classifiers().values()  # its classifier head is untrained
+    assert lab.models.choices()["multilingual-e5 (pre-trained multilingual encoder)"] == "multilingual-e5"
+    with pytest.raises(policy.InputError, match="No classifier"):
+        sentiment.classify("这本书很好看。", "multilingual-e5")
+
+
+def test_chinese_with_no_classifier_chosen_goes_to_the_reader_that_measured_best_on_the_chinese_test(monkeypatch):
+    """The rule is the registry's figures (lab/models.TEST_ACCURACY, from the cards), not a name in the tab;
+    English stays with the first classifier, where the lessons start."""
+    figures = lab.models.TEST_ACCURACY
+    best = max((n for n in sentiment.classifiers().values() if lab.models.checkpoint(n).reads("zh")),
+               key=lambda n: figures.get(n, {}).get("zh", 0))
+    assert sentiment.classify("这本书很好看。").model == best
+    monkeypatch.setitem(figures, "sentiment-crosslingual", {"zh": 0.99})  # were it measured best, it would read
+    assert sentiment.classify("这部电影太棒了！").model == "sentiment-crosslingual"
+    assert sentiment.classify("A moving film, beautifully shot.").model == "sentiment"
+
+
+LONG_ZH = ("这本书我等了很久才买到，包装很好，送货也很快。刚开始读的时候觉得有点慢，人物太多，记不住名字。"
+           "读到一半以后故事越来越精彩，停不下来。作者的文笔很细腻，很多细节都写得很真实。"
+           "总的来说是一本值得推荐的好书，我已经推荐给朋友了。唯一的缺点是纸张有点薄，价格也不便宜。")
+
+
+def test_a_request_tokenizes_each_text_once_and_runs_one_pass_per_reading(monkeypatch):
+    """Issue 46: a Chinese review was tokenized three times per request and its shown sentence read twice
+    with the gradient. Now: a short text, one tokenization and one pass; a review, the whole text once (to
+    measure it) and each sentence once, one pass over the sentences and one for the shown sentence; another
+    sentence of the same review, its tokens and the review's verdict kept, one pass of one sentence."""
+    model, tokenizer = lab.store.load("sentiment-zh")
+    seen, rows = [], []
+    for method in ("tokens", "encode"):
+        real = getattr(tokenizer, method)
+        monkeypatch.setattr(tokenizer, method, lambda text, real=real: seen.append(text) or real(text))
+    hook = model.register_forward_hook(lambda module, args, out: rows.append(args[0].shape[0]))
+    try:
+        short = "这本书写得很好，值得一读，推荐！"
+        sentiment._runs.clear()
+        sentiment.classify(short, "sentiment-zh")
+        assert seen == [short] and rows == [1]
+        seen.clear(), rows.clear()
+        sentiment._documents.clear()
+        run = sentiment.classify(LONG_ZH, "sentiment-zh")
+        sentences = [s.text for s in run.document.sentences]
+        assert len(sentences) == 6 and sorted(seen) == sorted([LONG_ZH, *sentences])
+        assert sum(rows[:-1]) == len(sentences) and rows[-1] == 1
+        seen.clear(), rows.clear()
+        other = sentiment.classify(LONG_ZH, "sentiment-zh", 1 if run.sentence else 2)
+        assert other.document is run.document and seen == [LONG_ZH] and rows == [1]
+    finally:
+        hook.remove()
 
 
 def test_a_character_the_chinese_bpe_splits_into_bytes_is_labelled_and_said():

@@ -89,3 +89,19 @@ def test_opening_switch_off_answers_every_output_with_the_top_head_ticked():
     *shown, toggles = section.open_switch_off(lm, LINE, "", "zero")
     top = use.importance(lm, LINE, "zero").ranked[0][0]
     assert len(shown) == 6 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36
+
+
+def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_both_sentences():
+    """Issue 47: the English and the Chinese seed sentence side by side, read by the multilingual encoder."""
+    from ui.state import LECTURE_PRESETS
+    from ui.attention import SEEDS, examples
+    from lab import attention
+
+    step = LECTURE_PRESETS["two_languages"]
+    note, _, _, opened = section.find_head(step["model"], step["text"], step["attention"], step["find_query"],
+                                           step["find_key"], "zh-CN")
+    assert "因为它" in note and "分词器把它合并进了词元" in note  # said in the reader's language
+    english = use.find_head(step["model"], step["text"], "it", "animal")
+    assert opened.value == english.names[0]  # the head that links 因为它 to 动物 links "it" to "animal" too
+    offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
+    assert [row[1] for row in offered] == SEEDS and SEEDS[0] in step["text"] and SEEDS[1] in step["text"]

@@ -76,11 +76,12 @@ def test_compare_shows_both_classifiers_strips_side_by_side():
     assert tab.compare_if(False, use.REVIEW, tab.METHODS[0]) == tuple(gr.skip() for _ in range(9))
 
 
-def test_compare_on_chinese_text_shows_the_chinese_twins_under_their_names():
+def test_compare_on_chinese_text_shows_the_multilingual_pair_under_their_names():
     notice, *parts = figures(tab.compare("质量太差了，非常失望。", tab.METHODS[0], "zh-CN"))
     assert len(parts) == 8
     from i18n import t
-    assert t("sentiment.model.zh_scratch", "zh-CN") in parts[0] and t("sentiment.model.zh_pretrained", "zh-CN") in parts[4]
+    assert t("sentiment.model.multilingual", "zh-CN") in parts[0]
+    assert t("sentiment.model.crosslingual", "zh-CN") in parts[4]
     assert "质" in parts[2] and "质" in parts[6]  # each column's tokens are the Chinese text's characters
 
 

@@ -307,3 +307,10 @@ def test_the_cost_pair_table_shows_the_chinese_over_english_ratio():
     table = tab.cost_pair()
     assert "Chinese ÷ English" in table and "×" in table and "shakespeare-bpe" in table
     assert "中文 ÷ 英文" in tab.cost_pair("zh-CN")
+
+
+def test_the_cost_table_gives_tokens_per_character_for_the_multilingual_sentencepiece_beside_the_bpes():
+    """Issue 47: multilingual-e5's unigram pieces cost about as many tokens in Chinese as in English."""
+    row = next(r for r in tab.cost_pair().split("<tr>") if "multilingual-e5" in r)
+    assert "SentencePiece unigram" in row and "16 (0.27 per character)" in row and "15 (0.88 per character)" in row
+    assert "0.94×" in row and "每字符" in tab.cost_pair("zh-CN")

@@ -165,7 +165,8 @@ def split_sentences(text: str) -> Sentences:
 
 
 @torch.no_grad()
-def sentence_log_odds(model, tokenizer, texts: list[str]) -> tuple[torch.Tensor, list[int]]:
+def sentence_log_odds(model, tokenizer, texts: list[str], ids: list[list[int]] | None = None
+                      ) -> tuple[torch.Tensor, list[int]]:
     """Log-odds log P(positive)/P(negative) per text (N,), and how many tokens past max_len each lost.
 
     The texts go through the model in batches, right-padded and masked (`padding_mask`, via the
@@ -176,7 +177,7 @@ def sentence_log_odds(model, tokenizer, texts: list[str]) -> tuple[torch.Tensor,
     """
     pad_id, _ = special_ids(tokenizer)
     max_len = model.config.max_len
-    ids = [tokenizer.encode(t) for t in texts]
+    ids = [tokenizer.encode(t) for t in texts] if ids is None else ids  # `ids`: the caller's, tokenized once
     if any(len(i) == 0 for i in ids):
         raise EmptyTextError("a sentence has no tokens")
     truncated = [max(0, len(i) - max_len) for i in ids]
@@ -304,12 +305,13 @@ def _probs(z: float) -> dict[str, float]:
     return dict(zip(LABELS, (1 - p, p)))
 
 
-def read_document(model, tokenizer, text: str, method: str = METHOD, sentences: Sentences | None = None
-                  ) -> DocumentVerdict:
+def read_document(model, tokenizer, text: str, method: str = METHOD, sentences: Sentences | None = None,
+                  ids: list[list[int]] | None = None) -> DocumentVerdict:
     """Classify `text` sentence by sentence (padded, masked batches) and combine the verdicts.
 
     `sentences`: the text's split, made once by a caller that has already judged the text long (the app
     measures that in the classifier's own tokens); it is read by them, whole only when there is one.
+    `ids`: with `sentences`, each sentence's token ids, when the caller has tokenized them already.
     Without it the text is split here, and a short text (see `reads_by_sentences`) is one sentence,
     read whole: the verdict the model gives it today. Raises EmptyTextError for an empty text.
     """
@@ -324,7 +326,7 @@ def read_document(model, tokenizer, text: str, method: str = METHOD, sentences: 
         whole = len(sentences.spans) < 2
     spans = [(0, len(text))] if whole else list(sentences.spans)
     texts = [text[a:b] for a, b in spans]
-    z, truncated = sentence_log_odds(model, tokenizer, texts)
+    z, truncated = sentence_log_odds(model, tokenizer, texts, None if whole else ids)
     combine, wording = COMBINE[method]
     running = combine(z)
     per_sentence = tuple(SentenceVerdict(a, b, t, _probs(float(zi)), float(zi), cut)

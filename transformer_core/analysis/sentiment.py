@@ -113,12 +113,13 @@ def explain(model, tokenizer: TextTokenizer, text: str) -> Verdict:
     return explain_each(model, tokenizer, [text])[0]
 
 
-def explain_each(model, tokenizer: TextTokenizer, texts: list[str]) -> list[Verdict]:
+def explain_each(model, tokenizer: TextTokenizer, texts: list[str], tokens: list | None = None) -> list[Verdict]:
     """`explain` for several texts in one padded batch: each verdict is the one its text gets alone
-    (to float rounding), since the padding mask hides the padding from every query and from the pooling."""
+    (to float rounding), since the padding mask hides the padding from every query and from the pooling.
+    `tokens`: each text's `tokenizer.tokens`, when the caller has them already (a text is tokenized once)."""
     read = []
-    for text in texts:
-        spans = tokenizer.tokens(text)
+    for i, text in enumerate(texts):
+        spans = tokenizer.tokens(text) if tokens is None else tokens[i]
         if all(s.start == s.end for s in spans):  # nothing, or only the [CLS] and [SEP] a BERT tokenizer adds
             raise EmptyTextError("the text has no tokens")
         read.append(spans)
