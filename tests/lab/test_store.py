@@ -51,8 +51,9 @@ def test_the_store_loads_each_checkpoint_once_and_says_what_a_half_written_one_l
     from transformer_core import save_checkpoint
 
     save_checkpoint(random_models.lm(), tmp_path / "no-tokenizer")  # weights and config, no tokenizer.json
-    (tmp_path / "no-weights").mkdir()
-    (tmp_path / "no-weights" / "config.json").write_text(json.dumps({"arch": "DecoderLM"}))
+    (tmp_path / "no-weights").mkdir()  # its config written, its weights not yet
+    (tmp_path / "no-weights" / "config.json").write_text(
+        (tmp_path / "no-tokenizer" / "config.json").read_text())
     lab.store.set_model_dir(tmp_path)
     try:
         assert lab.store.checkpoints() == {"no-tokenizer (language model)": "no-tokenizer",
