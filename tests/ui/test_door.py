@@ -27,6 +27,43 @@ def test_a_huge_seed_in_a_link_stays_a_number_the_page_can_carry():
     assert json.loads(json.dumps(seed)) == seed
 
 
+def test_a_clamped_link_number_is_told_as_a_slider_out_of_range_is():
+    clamped = []
+    with gr.Blocks():
+        layer = gr.Slider(0, 11, step=1, label=_("setting.seed"))
+    assert state.coerce(layer, "9", clamped) == 9 and clamped == []
+    assert state.coerce(layer, "40", clamped) == 11
+    assert state.link_notice(clamped, "en").value == "🔗 Seed can be 0 to 11; used 11."
+    assert state.link_notice(clamped, "zh-CN").value.startswith("🔗 随机种子的范围是 0 到 11")
+    assert state.link_notice([], "en").visible is False
+
+
+@pytest.fixture(scope="module")
+def links():
+    import app
+
+    demo = app.build_app()
+    return state.Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
+
+
+def test_every_linked_number_out_of_range_opens_with_a_notice_naming_its_input(links):
+    from types import SimpleNamespace
+
+    from ui.i18n import translated
+
+    numbers = [(tab.tab_id, key, c) for tab in links.tabs for key, c in tab.components.items()
+               if isinstance(c, (gr.Slider, gr.Number))]
+    assert len(numbers) > 30
+    for tab_id, key, component in numbers:
+        for asked in ("1e30", "-1e30"):
+            update = links.open_link("zh-CN", SimpleNamespace(query_params={"tab": tab_id, key: asked}))
+            notice = update[-5]  # before the lecture flag, the view to run and the language twice
+            assert notice.visible and translated(component.label, "zh-CN") in notice.value, (tab_id, key, asked)
+            assert "的范围是" in notice.value
+    calm = links.open_link("en", SimpleNamespace(query_params={"tab": "attention", "layer": "1"}))
+    assert calm[-5] == gr.skip()  # nothing clamped: the notice stays hidden
+
+
 def _wired():
     with gr.Blocks():
         slider, picker, out = gr.Slider(0, 10, label=_("setting.seed")), gr.Dropdown(["a", "b"]), gr.Textbox()
