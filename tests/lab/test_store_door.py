@@ -72,6 +72,14 @@ def test_the_pickers_mark_an_oversized_checkpoint_unavailable_with_its_reason(fo
         store.model("big")
 
 
+def test_start_up_names_each_checkpoint_that_cannot_be_used_and_why(folder, caplog):
+    with caplog.at_level("WARNING", logger="transformer_lab"):
+        store.warm()
+    said = [r.getMessage() for r in caplog.records]
+    assert any("'big' is unavailable" in line and "GiB" in line for line in said), said
+    assert not any("'small'" in line for line in said)
+
+
 def test_an_unavailable_checkpoint_is_listed_last_and_never_routed_to(folder):
     from lab import models
 
