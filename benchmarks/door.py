@@ -16,7 +16,7 @@ d_model 2048 x 12 layers, 2.3 GiB of float32 parameters), then, over the browser
 - bad checkpoint: one client asks for attention on the oversized model `--clicks` times while another
   sends light requests: their p95 (target <= 0.5 s) and the oversized model's answer.
 
-The whole run takes about 15 minutes on a loaded 2-core machine, most of it the 2,000 requests (a quick look:
+The whole run takes about 13 minutes on a loaded 2-core machine, most of it the 2,000 requests (a quick look:
 `--distinct 500`); the JSON on the last line says which ran and how long each part took.
 """
 
