@@ -189,6 +189,8 @@ def build_app() -> gr.Blocks:
                 make_link = gr.Button(_("app.make_link"), size="sm", elem_id="make-link", scale=1)
             link_box = gr.Textbox(show_label=False, container=False, buttons=["copy"], interactive=False,
                                   elem_id="view-link", visible=False)
+        # what a link asked for out of range, and what was used (ui/state.link_notice); hidden for a plain visit
+        link_notice = gr.Markdown(visible=False, elem_id="link-notice")
         with gr.Tabs() as tabs:
             actions = [tab.build(lang) for tab in TABS]
 
@@ -207,15 +209,15 @@ def build_app() -> gr.Blocks:
 
         tabs.select(links.selected, None, current_tab, **shell)
         relabelled = i18n.relabelled(demo)
-        opened = [demo.load(links.open_link, switch, [*to_view, lecture, linked, switch, lang], js=i18n.LOAD_JS,
-                            **shell)]
+        opened = [demo.load(links.open_link, switch, [*to_view, link_notice, lecture, linked, switch, lang],
+                            js=i18n.LOAD_JS, **shell)]
         opened[0].then(lambda new: i18n.relabel(relabelled, new), lang, relabelled, **shell)
         names = [t for t in tab_items if t in relabelled]
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
-        opened.append(preset.input(links.open_preset, preset, [*to_view, linked], **shell))
+        opened.append(preset.input(links.open_preset, preset, [*to_view, link_notice, linked], **shell))
         for button, step in ((back, state.previous_step), (forward, state.next_step)):
             opened.append(button.click(step, preset, preset, **shell).then(
-                links.open_preset, preset, [*to_view, linked], **shell))
+                links.open_preset, preset, [*to_view, link_notice, linked], **shell))
         for event in opened[1:]:  # a lecture step brings its part of the page into view
             event.then(None, preset, None, js=state.SCROLL_TO_STEP, **shell)
         # The view a link or lecture step opens runs on the server right after its inputs are set: the browser

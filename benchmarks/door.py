@@ -9,20 +9,21 @@ d_model 2048 x 12 layers, 2.3 GiB of float32 parameters), then, over the browser
 - queue flood: one session sends `--flood` joins for live training (10 s budget) and reads none of the
   answers; then `--light` tokenize requests from other sessions, one after another. Their p95 and
   errors (target: 0 errors, p95 <= 1 s), and how the flood's joins were answered (admitted, refused 429).
-- memory: `--distinct` distinct requests over tokenize, attention, masking and classify, then `--unread`
-  5,000-character tokenize answers never read. The app's RSS before, after and 10 s later, against
-  the stated budget (the cache budget + the session state budget + the app at rest).
+- memory: `--distinct` distinct requests spread over every endpoint of the public API (/gradio_api/info),
+  4 at a time, with the app's RSS after each 500; then `--unread` 5,000-character tokenize answers never read;
+  RSS 10 s later, and once their sessions have expired (ui/sessions.NO_PAGE_S). Against the stated budget:
+  the app at rest + the cache budget (lab/cache.BUDGET_BYTES) + 1,000 sessions of 1 MB (ui/sessions.CAPACITY).
 - bad checkpoint: one client asks for attention on the oversized model `--clicks` times while another
   sends light requests: their p95 (target <= 0.5 s) and the oversized model's answer.
 
-On a loaded machine, pass small numbers (`--distinct 200`); the JSON on the last line says which ran.
+The whole run takes about 13 minutes on a loaded 2-core machine, most of it the 2,000 requests (a quick look:
+`--distinct 500`); the JSON on the last line says which ran and how long each part took.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import tempfile
@@ -38,9 +39,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 import serving  # noqa: E402
+from lab import cache  # noqa: E402
+from ui import sessions  # noqa: E402
 
-OVERSIZED = {"arch": "DecoderLM", "vocab_size": 4096, "d_model": 2048, "n_head": 16, "n_layer": 12, "d_ff": 8192,
-             "max_len": 256, "dropout": 0.0}
+SESSION_MB = 1  # the state a generation session keeps, at most (README: "about 1 MB"); sessions.CAPACITY of them
 TEXT_5000 = ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]
 
 
@@ -53,15 +55,18 @@ def post(url: str, body: dict, timeout: float = 60) -> tuple[int, dict | str]:
         return e.code, e.read().decode()[:300]
 
 
-def call(base: str, api: str, data: list, timeout: float = 120) -> tuple[float, bool]:
-    """One HTTP API call, answer read: (seconds, succeeded)."""
+def call(base: str, api: str, data: list, timeout: float = 120) -> tuple[float, str]:
+    """One HTTP API call, answer read: (seconds, "complete" | "error_message" (a gr.Error's) | "failed")."""
     t0 = time.perf_counter()
     status, joined = post(f"{base}/gradio_api/call/{api}", {"data": data}, timeout)
     if status != 200:
-        return time.perf_counter() - t0, False
+        return time.perf_counter() - t0, "failed"
     with urllib.request.urlopen(f"{base}/gradio_api/call/{api}/{joined['event_id']}", timeout=timeout) as stream:
         body = stream.read().decode()
-    return time.perf_counter() - t0, "event: complete" in body
+    if "event: complete" in body:
+        return time.perf_counter() - t0, "complete"
+    said = '"error": null' not in body and "event: error" in body and '"error": "' in body
+    return time.perf_counter() - t0, "error_message" if said else "failed"
 
 
 def p95(values: list[float]) -> float:
@@ -78,9 +83,9 @@ def rss_mb(pid: int) -> float:
 def light(base: str, n: int, tag: str) -> dict:
     times, errors = [], 0
     for i in range(n):
-        seconds, ok = call(base, "tokenize", [f"{tag} light request {i}: the cat sat on the mat", "en"])
+        seconds, outcome = call(base, "tokenize", [f"{tag} light request {i}: the cat sat on the mat"])
         times.append(seconds)
-        errors += not ok
+        errors += outcome != "complete"
     return {"p95_s": p95(times), "median_s": round(statistics.median(times), 3), "errors": errors}
 
 
@@ -102,39 +107,91 @@ def model_choice(deps: list, components: dict, name: str) -> str:
     return next(value for _, value in picker["props"]["choices"] if str(value).startswith(name + " "))
 
 
-def memory(base: str, pid: int, distinct: int, unread: int, deps: list, lm: str) -> dict:
-    before = rss_mb(pid)
-    endpoints = [("tokenize", lambda i: [f"distinct text {i} " * 20, "en"]),
-                 ("attention", lambda i: [lm, f"The cat number {i} sat on the mat.", "decoder", 0, 0, 0]),
-                 ("classify", lambda i: [f"A film, number {i}, and I liked it.", "gradient × input"])]
-    errors, lock = 0, threading.Lock()
+# Each endpoint of the public API (/gradio_api/info) with its defaults, made distinct per request `i` by the first
+# rule that fits: VARY's own, a `seed` set to i, or its first text with " i" appended. FILL gives inputs that have no
+# usable default; CHEAPER caps the settings that make an answer cost seconds (a sample of 80 tokens), so that 2,000
+# requests take minutes. Live training is not in the public API (one run at a time: the flood measures it).
+VARY = {"translate": ("source", lambda default, i: " ".join(str(i)) + " " + default),
+        "concepts_weighted_average": ("x_text", lambda default, i: f"{default}\n{i % 10} {i // 10}"),
+        "concepts_positions": ("n_positions", lambda default, i: 2 + i % 255),
+        "translate_lengths": ("n_per_length", lambda default, i: 20 * (1 + i % 5)),  # up to 10 s: five, then hits
+        "concepts_parameters": ("d_model", lambda default, i: [64, 128, 256, 512, 768][i % 5]),
+        "generate_temperatures": ("seed", lambda default, i: i % 10)}  # 4.5 s each: ten samples, then cache hits
+REVIEW = "A film, number {i}, and I liked it. The ending was weak."
+FILL = {"classify": {"text": REVIEW}, "classify_sentence": {"text": REVIEW}, "classify_compare": {"text": REVIEW},
+        "find_head": {"text": "The cat number {i} sat down because it was tired.", "query": "it", "key": "cat"},
+        "ablate": {"heads": "L0 H0"}}
+CHEAPER = {"generate": {"max_new_tokens": 20}, "cheating": {"n_new": 10}}
 
-    def work(start: int) -> None:
-        nonlocal errors
-        for i in range(start, distinct, 4):
+
+def request_maker(name: str, parameters: list[dict]):
+    """i -> the data of endpoint `name`'s request number i."""
+    defaults = {p["parameter_name"]: p.get("parameter_default") for p in parameters}
+    texts = [p["parameter_name"] for p in parameters if p["component"] == "Textbox"]
+
+    def make(i: int) -> list:
+        data = {**defaults, **CHEAPER.get(name, {})}
+        data.update({k: v.format(i=i) for k, v in FILL.get(name, {}).items()})
+        if name in VARY:
+            key, vary = VARY[name]
+            data[key] = vary(data[key], i)
+        elif "seed" in data:
+            data["seed"] = i
+        elif texts and not FILL.get(name, {}).get(texts[0], "").count("{i}"):
+            data[texts[0]] = f"{data[texts[0]]} {i}"
+        return [data[p["parameter_name"]] for p in parameters]
+    return make
+
+
+def memory(base: str, pid: int, distinct: int, unread: int, deps: list, every: int = 500) -> dict:
+    """`distinct` requests over every endpoint, 4 at a time, RSS after each `every`; then `unread` 5,000-character
+    tokenize answers never read; RSS 10 s later and once the sessions of those answers have expired."""
+    with urllib.request.urlopen(f"{base}/gradio_api/info", timeout=60) as response:
+        endpoints = [(name.lstrip("/"), request_maker(name.lstrip("/"), e["parameters"]))
+                     for name, e in json.loads(response.read())["named_endpoints"].items()]
+    rss, answers, lock, t0 = [rss_mb(pid)], {"complete": 0, "error_message": 0, "failed": 0}, threading.Lock(), time.time()
+    failed_by_endpoint: dict[str, int] = {}
+
+    def work(batch: range, offset: int) -> None:
+        for i in batch[offset::4]:
             api, make = endpoints[i % len(endpoints)]
             try:
-                ok = call(base, api, make(i))[1]
+                outcome = call(base, api, make(i // len(endpoints)))[1]
             except Exception:  # noqa: BLE001 -- counted
-                ok = False
+                outcome = "failed"
             with lock:
-                errors += not ok
-    workers = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    after_distinct = rss_mb(pid)
+                answers[outcome] += 1
+                if outcome == "failed":
+                    failed_by_endpoint[api] = failed_by_endpoint.get(api, 0) + 1
+    for start in range(0, distinct, every):
+        batch = range(start, min(start + every, distinct))
+        workers = [threading.Thread(target=work, args=(batch, k)) for k in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        rss.append(rss_mb(pid))
+    distinct_s = time.time() - t0
     tokenize = next(i for i, d in enumerate(deps) if d.get("api_name") == "tokenize")
-    refused = 0
+    joined: dict[int, int] = {}
+    said = ""
     for i in range(unread):  # each its own session, as many visitors would; none reads its answer
-        status, _ = post(f"{base}/gradio_api/queue/join", {"data": [f"{i} {TEXT_5000}"[:5000], "en"],
-                                                           "fn_index": tokenize, "session_hash": uuid.uuid4().hex[:10],
-                                                           "trigger_id": None})
-        refused += status != 200
+        status, answer = post(f"{base}/gradio_api/queue/join", {"data": [f"{i} {TEXT_5000}"[:5000], "en"],
+                                                                "fn_index": tokenize,
+                                                                "session_hash": uuid.uuid4().hex[:10],
+                                                                "trigger_id": None})
+        joined[status] = joined.get(status, 0) + 1
+        said = said or (str(answer)[:200] if status != 200 else "")
     time.sleep(10)
-    return {"distinct_requests": distinct, "errors": errors, "unread_answers": unread, "unread_refused": refused,
-            "rss_mb_before": before, "rss_mb_after_distinct": after_distinct, "rss_mb_after_unread": rss_mb(pid)}
+    after_unread = rss_mb(pid)
+    time.sleep(sessions.NO_PAGE_S + sessions.SWEEP_S + 5)  # the unread answers' sessions expire and are swept
+    at_rest = rss[0]
+    budget = at_rest + cache.BUDGET_BYTES / 2**20 + sessions.CAPACITY * SESSION_MB
+    return {"endpoints": len(endpoints), "distinct_requests": distinct, "distinct_s": round(distinct_s),
+            "answers": answers, "failed_by_endpoint": failed_by_endpoint, f"rss_mb_every_{every}": rss,
+            "unread_answers": unread, "unread_joins_by_status": joined, "unread_refusal": said,
+            "rss_mb_after_unread": after_unread, "rss_mb_after_expiry": rss_mb(pid), "budget_mb": round(budget),
+            "under_budget": max(rss + [after_unread]) < budget}
 
 
 def bad_checkpoint(base: str, clicks: int, oversized: str) -> dict:
@@ -148,7 +205,7 @@ def bad_checkpoint(base: str, clicks: int, oversized: str) -> dict:
     result = light(base, 20, "beside the oversized model")
     thread.join()
     return {"clicks": clicks, "picker_label": oversized, "click_s_max": round(max(s for s, _ in answers), 3),
-            "clicks_refused": sum(not ok for _, ok in answers), **{f"light_{k}": v for k, v in result.items()}}
+            "clicks_refused_with_a_message": sum(outcome == "error_message" for _, outcome in answers), **{f"light_{k}": v for k, v in result.items()}}
 
 
 def main(argv=None) -> None:
@@ -160,16 +217,7 @@ def main(argv=None) -> None:
     parser.add_argument("--clicks", type=int, default=10)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        models = Path(tmp) / "models"
-        models.mkdir()
-        source = serving.model_dir(Path(tmp))
-        for entry in Path(source).iterdir():
-            if entry.is_dir() and entry != models:
-                (models / entry.name).symlink_to(entry.resolve())
-        (models / "oversized").mkdir()
-        (models / "oversized" / "config.json").write_text(json.dumps(OVERSIZED))
-        (models / "oversized" / "model.safetensors").write_bytes(b"never read: refused from its config")
-        shutil.copy(serving.ASSETS / "shakespeare-bpe" / "tokenizer.json", models / "oversized" / "tokenizer.json")
+        models = serving.model_dir_with_oversized(Path(tmp))
         port = serving.free_port()
         process, startup_s = serving.start_app(port, "--model-dir", str(models), timeout_s=300)
         base = f"http://127.0.0.1:{port}"
@@ -177,12 +225,13 @@ def main(argv=None) -> None:
             with urllib.request.urlopen(f"{base}/config", timeout=60) as response:
                 config = json.loads(response.read())
             deps, components = config["dependencies"], {c["id"]: c for c in config["components"]}
+            t0 = time.time()
             result = {"startup_s": round(startup_s, 1), "light_without_flood": light(base, args.light, "calm")}
             result["flood"] = flood(base, deps, components, args.flood)
             result["light_during_flood"] = light(base, args.light, "flooded")
             result["bad_checkpoint"] = bad_checkpoint(base, args.clicks, model_choice(deps, components, "oversized"))
-            result["memory"] = memory(base, process.pid, args.distinct, args.unread, deps,
-                                      model_choice(deps, components, "shakespeare-lm"))
+            result["memory"] = memory(base, process.pid, args.distinct, args.unread, deps)
+            result["wall_s"] = round(time.time() - t0)
         finally:
             process.terminate()
             process.wait(timeout=30)

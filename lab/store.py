@@ -161,7 +161,9 @@ def arch(name: str) -> str:
 
 
 def checkpoints(include_cheats: bool = False) -> dict[str, str]:
-    """Checkpoints in the model folder: "name (kind)" label -> folder name, language models first.
+    """Checkpoints in the model folder: "name (kind)" label -> folder name, language models first, and those
+    marked unavailable last (a picker's first choice is its default, and a tab routing to "the first language
+    model" must not get one that cannot load: an oversized "big-lm" broke the masking tab).
 
     Tokenizer-only folders and checkpoints still being written are skipped; the masking
     lesson's deliberately broken "cheat-*" models are left out unless asked for. The folder is
@@ -174,7 +176,8 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
         found = _listing["found"]
     broken = unavailable()
     return {Message("store.unavailable_label", label=label, reason=broken[name]) if name in broken else label: name
-            for _, name, label in sorted(found) if include_cheats or not name.startswith("cheat-")}
+            for _, name, label in sorted(found, key=lambda entry: (entry[1] in broken, entry))
+            if include_cheats or not name.startswith("cheat-")}
 
 
 def folder_signature() -> tuple:

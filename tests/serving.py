@@ -10,6 +10,8 @@ every code path runs.
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +64,26 @@ def model_dir(tmp: Path) -> Path:
         tokenizer = TextTokenizer.load(tokenizer_path)
         save_checkpoint(build(tokenizer).eval(), tmp / name, tokenizer, card=f"# {name}: random stand-in for tests\n")
     return tmp
+
+
+# A config of d_model 2048 x 12 layers: 2.3 GiB of float32 parameters, over lab/store.MAX_MODEL_BYTES (issue 49)
+OVERSIZED = {"arch": "DecoderLM", "vocab_size": 4096, "d_model": 2048, "n_head": 16, "n_layer": 12, "d_ff": 8192,
+             "max_len": 256, "dropout": 0.0}
+
+
+def model_dir_with_oversized(tmp: Path) -> Path:
+    """`tmp/models`: links to every checkpoint of `model_dir(tmp)`, and "oversized", a checkpoint whose config is
+    OVERSIZED (its weights file is never read: the config alone is refused)."""
+    models = tmp / "models"
+    models.mkdir()
+    for entry in model_dir(tmp).iterdir():
+        if entry.is_dir() and entry != models:
+            (models / entry.name).symlink_to(entry.resolve())
+    (models / "oversized").mkdir()
+    (models / "oversized" / "config.json").write_text(json.dumps(OVERSIZED))
+    (models / "oversized" / "model.safetensors").write_bytes(b"never read: refused from its config")
+    shutil.copy(ASSETS / "shakespeare-bpe" / "tokenizer.json", models / "oversized" / "tokenizer.json")
+    return models
 
 
 def free_port() -> int:

@@ -16,6 +16,12 @@ place both the browser's `/queue/join` and the HTTP API's `/call/<endpoint>` go 
 
 A refused join is HTTP 429 with the reason as its `detail`, which the page shows in its error toast
 and an API client reads from the response, in the language the browser asks for.
+
+Jobs are counted where they wait (each group's queue) and run (the queue's active jobs), not in
+`event_ids_to_events`: Gradio (6.31) puts a join answered from a cache there and never takes it out,
+so every cached view a client was answered with counted against it for good: after 256, that
+address was refused everything ("already has 256 requests"), and the events, inputs and all, were
+never freed. Such an answered join is taken out here.
 """
 
 from __future__ import annotations
@@ -51,24 +57,34 @@ class Admission:
                 lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
                 key, params = refusal
                 raise HTTPException(status_code=TOO_MANY, detail=t(key, lang, **params))
-        return await self._push(body, request, username)
+        success, event_id, state = await self._push(body, request, username)
+        if success and not any(e._id == event_id for e in jobs(self.queue)):  # answered from a cache at the door
+            self.queue.event_ids_to_events.pop(event_id, None)
+        return success, event_id, state
 
     def refusal(self, group: str, session: str | None, client: str) -> tuple[str, dict] | None:
         """(message id, its parameters) of the reason a job of `group` from `session` at `client` is refused,
         or None to admit it."""
-        jobs = [e for e in list(self.queue.event_ids_to_events.values()) if e.concurrency_id == group]
+        everyone = jobs(self.queue)
+        jobs_of_group = [e for e in everyone if e.concurrency_id == group]
         cap = self.admits(group)
-        if cap is not None and len(jobs) >= cap:
+        if cap is not None and len(jobs_of_group) >= cap:
             return "door.busy", {"seconds": max(1, round(self.seconds_left(group)))}
-        if len(jobs) >= GROUP_JOBS:
+        if len(jobs_of_group) >= GROUP_JOBS:
             return "door.group_full", {"n": GROUP_JOBS}
-        if session is not None and sum(e.session_hash == session for e in jobs) >= SESSION_JOBS:
+        if session is not None and sum(e.session_hash == session for e in jobs_of_group) >= SESSION_JOBS:
             return "door.session_jobs", {"n": SESSION_JOBS}
-        if Counter(address(e.request) for e in jobs)[client] >= ADDRESS_JOBS:
+        if Counter(address(e.request) for e in jobs_of_group)[client] >= ADDRESS_JOBS:
             return "door.address_jobs", {"n": ADDRESS_JOBS}
-        if sum(address(e.request) == client for e in list(self.queue.event_ids_to_events.values())) >= ADDRESS_TOTAL:
+        if sum(address(e.request) == client for e in everyone) >= ADDRESS_TOTAL:
             return "door.address_jobs", {"n": ADDRESS_TOTAL}
         return None
+
+
+def jobs(queue) -> list:
+    """The events of a Gradio queue that wait (in their group's queue) or run (its active jobs)."""
+    waiting = [e for group in list(queue.event_queue_per_concurrency_id.values()) for e in list(group.queue)]
+    return waiting + [e for job in list(queue.active_jobs) if job for e in job]
 
 
 def address(request) -> str:

@@ -30,6 +30,8 @@ from copy import copy
 
 from gradio.state_holder import SessionState
 
+from ui import admission
+
 # block id -> (the app's block, its config): filled as sessions ask; the block is held to tell it from a
 # session's replacement, or from another app's block with the same id (tests build several apps)
 _RENDERED: dict[int, tuple[object, dict]] = {}
@@ -148,7 +150,7 @@ class PageTracker:
 def expired(holder, queue, now: datetime.datetime | None = None) -> list[str]:
     """The sessions of a Gradio StateHolder whose state has outlived its time (none has a job in `queue`)."""
     now = now or datetime.datetime.now()
-    busy = {e.session_hash for e in list(queue.event_ids_to_events.values())} if queue is not None else set()
+    busy = {e.session_hash for e in admission.jobs(queue)} if queue is not None else set()
     gone = []
     for session, used in list(holder.time_last_used.items()):
         if session in _open_pages or session in busy:

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from i18n import normalise
+from i18n import DEFAULT, normalise, t
 from lab.policy import truncate
 from lab.sentiment import REVIEW
 
@@ -196,27 +196,40 @@ def link_tabs(demo: gr.Blocks, tabs: list[gr.Tab], keys: dict[str, dict[str, Whe
     return linked
 
 
-def coerce(component, raw: str):
-    """The value `raw` (a query-string text) means for `component`, or None if it fits nowhere."""
+@dataclass(frozen=True)
+class Clamped:
+    """A link's number moved into its input's range: shown as a slider's value out of range is ("policy.clamped")."""
+
+    component: object
+    low: float
+    high: float
+    used: float
+
+
+def coerce(component, raw: str, clamped: list[Clamped] | None = None):
+    """The value `raw` (a query-string text) means for `component`, or None if it fits nowhere; a number moved
+    into the component's range is appended to `clamped` when a list is given."""
     if isinstance(component, gr.Textbox):
         return truncate(raw)[0]
     if isinstance(component, gr.Checkbox):
         return raw.strip().lower() in TRUE_WORDS
     if isinstance(component, (gr.Slider, gr.Number)):
         try:
-            value = float(raw)
+            asked = float(raw)
         except ValueError:
             return None
-        if not math.isfinite(value):
+        if not math.isfinite(asked):
             return None
+        # a link's number stays one JSON can carry (seed=1e30 was an int too large for the encoder)
         low, high = getattr(component, "minimum", None), getattr(component, "maximum", None)
+        low, high = -JSON_SAFE if low is None else low, JSON_SAFE if high is None else high
         # float(): a bound is often an int, and int has no is_integer() before Python 3.12 (the Space runs 3.11)
-        value = float(min(max(value, low if low is not None else value), high if high is not None else value))
-        # a link's number stays one JSON can carry (seed=1e30 was an int too large for the encoder): the handler
-        # then clamps it to its own range, with the notice a slider's value out of range gets
-        value = min(max(value, -JSON_SAFE), JSON_SAFE)
+        value = float(min(max(asked, low, -JSON_SAFE), high, JSON_SAFE))
         whole = float(getattr(component, "step", 1) or 1).is_integer() or getattr(component, "precision", None) == 0
-        return int(value) if value.is_integer() and whole else value
+        value = int(value) if value.is_integer() and whole else value
+        if clamped is not None and value != asked:
+            clamped.append(Clamped(component, low, high, value))
+        return value
     if isinstance(component, (gr.Dropdown, gr.Radio)):
         if getattr(component, "multiselect", False):
             return None
@@ -226,8 +239,10 @@ def coerce(component, raw: str):
     return None
 
 
-def apply(params: dict[str, str], linked: list[TabInputs]) -> tuple[str | None, dict[int, object]]:
-    """(the tab to select, {id(component): new value}) for query parameters `params`.
+def apply(params: dict[str, str], linked: list[TabInputs],
+          clamped: list[Clamped] | None = None) -> tuple[str | None, dict[int, object]]:
+    """(the tab to select, {id(component): new value}) for query parameters `params`; numbers moved into their
+    input's range are appended to `clamped` when a list is given.
 
     Unknown tabs, unknown keys and values a component cannot take are ignored: a
     mistyped link opens the app as usual instead of failing.
@@ -238,9 +253,25 @@ def apply(params: dict[str, str], linked: list[TabInputs]) -> tuple[str | None, 
     values = {}
     for key, raw in params.items():
         component = tab.components.get(key) if key != "tab" else None
-        if component is not None and (value := coerce(component, raw)) is not None:
+        if component is not None and (value := coerce(component, raw, clamped)) is not None:
             values[id(component)] = value
     return tab.tab_id, values
+
+
+def link_notice(clamped: list[Clamped], lang: str) -> gr.Markdown:
+    """The link's notice line (app.py, above the tabs), in language `lang`: for each number moved into its
+    input's range, the notice a slider's value out of range gets, naming the input by its label; hidden when
+    nothing was moved."""
+    from ui.i18n import translated  # ui.i18n reads this module's redraw ids: imported when first needed
+
+    said = " ".join(t("policy.clamped", lang, name=translated(c.component.label, lang), low=_shown(c.low),
+                      high=_shown(c.high), used=c.used) for c in clamped)
+    return gr.Markdown(f"🔗 {said}" if said else "", visible=bool(said))
+
+
+def _shown(bound: float):
+    """A bound as a slider shows it: 11, not 11.0."""
+    return int(bound) if float(bound).is_integer() else bound
 
 
 def all_components(linked: list[TabInputs]) -> list:
@@ -276,9 +307,9 @@ class Links:
         self.tab_ids = {str(tab.label): str(tab.id) for tab in tabs}
         self.tab_order = [str(tab.id) for tab in tabs]
 
-    def view(self, params: dict[str, str]) -> list:
+    def view(self, params: dict[str, str], clamped: list[Clamped] | None = None) -> list:
         """Updates that open the view `params` describes (nothing changes for an unknown tab)."""
-        tab_id, values = apply(params, self.tabs)
+        tab_id, values = apply(params, self.tabs, clamped)
         if tab_id is None:
             return [gr.skip()] * (2 + len(self.components))
         return [gr.Tabs(selected=tab_id), tab_id] + [values.get(id(c), gr.skip()) for c in self.components]
@@ -290,16 +321,20 @@ class Links:
     def open_link(self, lang: str | None, request: gr.Request) -> list:
         """On page load: the view in the URL's query parameters, lecture mode if `lecture=1`, the tab to
         run (a plain visit runs nothing), and the page's language (the link's `lang`, else the browser's,
-        `lang` as the page reports it) for the switch and for the text the server builds."""
+        `lang` as the page reports it) for the switch and for the text the server builds. Before them, the
+        link's notice: what it asked for out of range, and what was used."""
         params = dict(request.query_params) if request else {}
         lecture = params.get("lecture", "").strip().lower() in TRUE_WORDS
         lang = normalise(params.get("lang") or lang)
-        return [*self.view(params), True if lecture else gr.skip(), self.opened(params), lang, lang]
+        clamped: list[Clamped] = []
+        view = self.view(params, clamped)
+        notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
+        return [*view, notice, True if lecture else gr.skip(), self.opened(params), lang, lang]
 
     def open_preset(self, name: str | None) -> list:
-        """A lecture step: its view's inputs and the tab to run."""
+        """A lecture step: its view's inputs, no link notice (a step's numbers fit), and the tab to run."""
         params = LECTURE_PRESETS.get(name or "", {})
-        return [*self.view(params), self.opened(params)]
+        return [*self.view(params), link_notice([], DEFAULT), self.opened(params)]
 
     def selected(self, event: gr.SelectData) -> str:
         """The id of the tab a person just clicked, by its place (its label is in the reader's language)."""

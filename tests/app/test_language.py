@@ -62,7 +62,7 @@ def test_link_to_this_view_carries_the_language_and_keys_that_do_not_depend_on_i
 
 def test_a_lecture_step_sets_the_view_and_leaves_the_language_alone(links):
     step = links.open_preset("attention")
-    assert len(step) == 2 + len(links.components) + 1  # tab, inputs, the view to run: no language among them
+    assert len(step) == 2 + len(links.components) + 2  # tab, inputs, link notice, the view to run: no language
     assert step[1] == "attention"
 
 

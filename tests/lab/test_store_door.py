@@ -72,6 +72,23 @@ def test_the_pickers_mark_an_oversized_checkpoint_unavailable_with_its_reason(fo
         store.model("big")
 
 
+def test_start_up_names_each_checkpoint_that_cannot_be_used_and_why(folder, caplog):
+    with caplog.at_level("WARNING", logger="transformer_lab"):
+        store.warm()
+    said = [r.getMessage() for r in caplog.records]
+    assert any("'big' is unavailable" in line and "GiB" in line for line in said), said
+    assert not any("'small'" in line for line in said)
+
+
+def test_an_unavailable_checkpoint_is_listed_last_and_never_routed_to(folder):
+    from lab import models
+
+    # "big" sorts before "small": first in the pickers it was their default, and the masking tab (which runs the
+    # first language model) answered every request with "too large"
+    assert list(store.checkpoints().values()) == ["small", "big"]
+    assert models.route("DecoderLM", "The cat sat on the mat.") == "small"
+
+
 def test_loading_one_model_never_holds_up_a_request_for_another(folder, monkeypatch):
     store.model("small")
     loading, release = threading.Event(), threading.Event()

@@ -27,6 +27,43 @@ def test_a_huge_seed_in_a_link_stays_a_number_the_page_can_carry():
     assert json.loads(json.dumps(seed)) == seed
 
 
+def test_a_clamped_link_number_is_told_as_a_slider_out_of_range_is():
+    clamped = []
+    with gr.Blocks():
+        layer = gr.Slider(0, 11, step=1, label=_("setting.seed"))
+    assert state.coerce(layer, "9", clamped) == 9 and clamped == []
+    assert state.coerce(layer, "40", clamped) == 11
+    assert state.link_notice(clamped, "en").value == "🔗 Seed can be 0 to 11; used 11."
+    assert state.link_notice(clamped, "zh-CN").value.startswith("🔗 随机种子的范围是 0 到 11")
+    assert state.link_notice([], "en").visible is False
+
+
+@pytest.fixture(scope="module")
+def links():
+    import app
+
+    demo = app.build_app()
+    return state.Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
+
+
+def test_every_linked_number_out_of_range_opens_with_a_notice_naming_its_input(links):
+    from types import SimpleNamespace
+
+    from ui.i18n import translated
+
+    numbers = [(tab.tab_id, key, c) for tab in links.tabs for key, c in tab.components.items()
+               if isinstance(c, (gr.Slider, gr.Number))]
+    assert len(numbers) > 30
+    for tab_id, key, component in numbers:
+        for asked in ("1e30", "-1e30"):
+            update = links.open_link("zh-CN", SimpleNamespace(query_params={"tab": tab_id, key: asked}))
+            notice = update[-5]  # before the lecture flag, the view to run and the language twice
+            assert notice.visible and translated(component.label, "zh-CN") in notice.value, (tab_id, key, asked)
+            assert "的范围是" in notice.value
+    calm = links.open_link("en", SimpleNamespace(query_params={"tab": "attention", "layer": "1"}))
+    assert calm[-5] == gr.skip()  # nothing clamped: the notice stays hidden
+
+
 def _wired():
     with gr.Blocks():
         slider, picker, out = gr.Slider(0, 10, label=_("setting.seed")), gr.Dropdown(["a", "b"]), gr.Textbox()
@@ -77,18 +114,24 @@ def _request(host: str, forwarded: str = "", lang: str = "en"):
 
 
 class _Queue:
-    """What Admission reads of a Gradio queue: its functions, its live events, and `push`."""
+    """What Admission reads of a Gradio queue: its functions, its events (waiting per group, running, and all it
+    holds), and `push`, which, as Gradio 6.31's does, answers a join of a `cached` group at once and still holds
+    its event."""
 
-    def __init__(self, groups: dict[int, str]):
+    def __init__(self, groups: dict[int, str], cached: tuple[str, ...] = ()):
         self.blocks = SimpleNamespace(fns={i: SimpleNamespace(concurrency_id=g) for i, g in groups.items()})
-        self.event_ids_to_events = {}
+        self.event_queue_per_concurrency_id = {g: SimpleNamespace(queue=[]) for g in groups.values()}
+        self.active_jobs, self.event_ids_to_events, self.cached, self.joins = [None, None], {}, cached, 0
 
     async def push(self, body, request, username):
-        event_id = f"e{len(self.event_ids_to_events)}"
-        self.event_ids_to_events[event_id] = SimpleNamespace(
-            concurrency_id=self.blocks.fns[body.fn_index].concurrency_id, session_hash=body.session_hash,
-            request=request)
-        return True, event_id, "success"
+        self.joins += 1
+        group = self.blocks.fns[body.fn_index].concurrency_id
+        event = SimpleNamespace(_id=f"e{self.joins}", concurrency_id=group, session_hash=body.session_hash,
+                                request=request)
+        self.event_ids_to_events[event._id] = event
+        if group not in self.cached:
+            self.event_queue_per_concurrency_id[group].queue.append(event)
+        return True, event._id, "success"
 
 
 def _join(queue, fn_index, session, request):
@@ -99,8 +142,8 @@ def _join(queue, fn_index, session, request):
         return refused.status_code, refused.detail
 
 
-def _door():
-    queue = _Queue({0: "training", 1: "tokenize"})
+def _door(cached: tuple[str, ...] = ()):
+    queue = _Queue({0: "training", 1: "tokenize"}, cached)
     admission.Admission(queue, lambda g: 2 if g == "training" else None, lambda g: 95.4)
     return queue
 
@@ -131,6 +174,23 @@ def test_one_address_with_many_sessions_holds_at_most_its_share():
     assert _join(queue, 1, "student", _request("151.101.1.69")) == "success"
 
 
+def test_answers_from_the_cache_never_count_against_an_address_and_are_not_kept():
+    # Gradio holds a join answered from a cache for good: after 256 cached views, that address was refused
+    # everything ("already has 256 requests of this kind waiting or running") and none of them was freed
+    queue = _door(cached=("tokenize",))
+    hits = [_join(queue, 1, f"student-{i}", _request("151.101.1.69")) for i in range(600)]
+    assert hits == ["success"] * 600 and queue.event_ids_to_events == {}
+    assert _join(queue, 0, "lecturer", _request("151.101.1.69")) == "success"
+
+
+def test_a_running_job_counts_as_one_that_waits():
+    queue = _door()
+    assert [_join(queue, 0, f"s{i}", _request("10.0.0.1")) for i in range(2)] == ["success"] * 2
+    running = queue.event_queue_per_concurrency_id["training"].queue.pop(0)  # a worker takes it
+    queue.active_jobs[0] = [running]
+    assert _join(queue, 0, "s9", _request("10.0.0.9"))[0] == 429
+
+
 def test_behind_a_spaces_proxy_the_address_is_the_hop_the_proxy_saw():
     assert admission.address(_request("10.1.2.3", forwarded="1.2.3.4, 93.184.216.34")) == "93.184.216.34"
     assert admission.address(_request("151.101.1.69", forwarded="1.2.3.4")) == "151.101.1.69"  # not a proxy
@@ -154,7 +214,8 @@ def test_state_is_kept_for_open_pages_and_briefly_for_sessions_that_never_had_on
     holder = _holder({"api-client": sessions.NO_PAGE_S + 1, "open-page": 10 * sessions.CLOSED_S,
                       "closed-page": sessions.CLOSED_S - 1, "old-closed-page": sessions.CLOSED_S + 1,
                       "api-client-waiting": 10 * sessions.NO_PAGE_S}, now)
-    queue = SimpleNamespace(event_ids_to_events={"e": SimpleNamespace(session_hash="api-client-waiting")},
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"generation": SimpleNamespace(
+                                queue=[SimpleNamespace(session_hash="api-client-waiting")])}, active_jobs=[None],
                             pending_messages_per_session={"api-client": ["4 MB nobody reads"]})
     sessions._open_pages["open-page"] = 1
     sessions._paged.update({"open-page", "closed-page", "old-closed-page"})
