@@ -370,10 +370,11 @@ async def _answer(url: str, code: str, student: str, delay: float) -> tuple[floa
     await asyncio.sleep(delay)
     sent = time.time()
     body = json.dumps({"data": [code, None, "7", "en"], "session_hash": student}).encode()
-    answer = json.loads(await _exchange(url, "POST", "/gradio_api/run/question_answer", body))
-    shown = answer["data"][0] if isinstance(answer, dict) and answer.get("data") else ""
-    if "Your answer" not in shown:
-        raise RuntimeError(f"answer refused: {str(answer)[:200]}")
+    joined = await _exchange(url, "POST", "/gradio_api/call/question_answer", body)  # queued (ui/events.py)
+    answer = await _exchange(url, "GET", f"/gradio_api/call/question_answer/{json.loads(joined)['event_id']}",
+                             until=(b"event: complete", b"event: error"))
+    if b"Your answer" not in answer:
+        raise RuntimeError(f"answer refused: {answer[-200:]!r}")
     return sent, time.time()
 
 

@@ -75,9 +75,11 @@ ENDPOINTS: dict[str, Serving] = {
     "translate_lengths": Serving(4),
     # a stage re-slices the walk a text's first stage ran once (lab/forward.py)
     "forward_stage": Serving(8),
-    # a dictionary read or write each, outside the queue (ui/questions.py): no model, no GPU
+    # a dictionary read or write each (ui/questions.py): no model, no GPU. Joining is answered outside the
+    # queue; an answer is queued in a group of its own (a hall of 100 at once), because outside the queue a
+    # refused value (a list for a choice) is an HTTP 500
     "question_join": Serving(gpu=False, agents=False),
-    "question_answer": Serving(gpu=False, agents=False),
+    "question_answer": Serving(32, gpu=False, agents=False),
     **{name: Serving(4) for name in ("concepts_weighted_average", "concepts_scaling", "concepts_order",
                                      "concepts_positions", "concepts_parameters", "concepts_trace")},
 }

@@ -2,9 +2,9 @@
 
 Layout and thin adapters over `lab.questions.HALL`. A student is their page's session; the lecturer's
 secret stays in the lecturer's page state (server side), so no other page can count, reveal or close.
-Answers and the counts are dictionary reads and writes: their events skip the queue (a hall of 100
-answering at once never waits behind a model run), and the pages refresh on timers only while a
-question is open.
+Answers and the counts are dictionary reads and writes: the counts skip the queue, and an answer has a queue
+group of its own (ui/events.py), so a hall of 100 answering at once never waits behind a model run; the pages
+refresh on timers only while a question is open.
 """
 
 from __future__ import annotations
@@ -171,6 +171,7 @@ def build(lang: gr.State | None = None) -> Action:
         joined = [prompt, picked, number, status, mine, student_timer]
         events.on(join_button.click, join, [code, lang], joined, api_name="question_join", **light)
         events.on(code.submit, join, [code, lang], joined, api_name=False, **light)
-        events.on(send.click, answer, [code, picked, number, lang], status, api_name="question_answer", **light)
+        events.on(send.click, answer, [code, picked, number, lang], status, api_name="question_answer",
+                  show_progress="hidden")
         student_timer.tick(student_tick, [code, lang], [status, mine, student_timer], **private)
     return Action(join, [code, lang], joined, "question_join")
