@@ -140,7 +140,7 @@ def _reverse_answer() -> int:
 def _q_shape_choices() -> list[str]:
     c = _lm_config()
     return [f"(T=9, d_head={c['d_model'] // c['n_head']})", f"(T=9, d_model={c['d_model']})",
-            f"(d_model={c['d_model']}, d_model={c['d_model']})", f"(T=9, T=9)"]
+            f"(d_model={c['d_model']}, d_model={c['d_model']})", "(T=9, T=9)"]
 
 
 def _yes_no() -> list[Message]:

@@ -74,12 +74,12 @@ def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[st
 def _paths(result: BeamResult) -> dict[tuple[int, int], list[int]]:
     """Token path of every kept node: (step, slot) -> generated tokens so far."""
     paths, previous = {}, {0: []}
-    for t, candidates in enumerate(result.steps):
+    for step, candidates in enumerate(result.steps):
         current = {}
         for c in candidates:
             if c.status == "kept":
                 current[c.slot] = previous[c.parent] + [c.token]
-                paths[(t, c.slot)] = current[c.slot]
+                paths[(step, c.slot)] = current[c.slot]
         previous = current
     return paths
 
@@ -87,9 +87,9 @@ def _paths(result: BeamResult) -> dict[tuple[int, int], list[int]]:
 def best_path(result: BeamResult) -> list[Candidate]:
     """The candidates, step by step, that make up the winning hypothesis."""
     paths, best, out = _paths(result), result.best.tokens, []
-    for t, candidates in enumerate(result.steps[: len(best)]):
+    for step, candidates in enumerate(result.steps[: len(best)]):
         for c in candidates:
-            if c.status != "pruned" and c.token == best[t] and paths.get((t - 1, c.parent), []) == best[:t]:
+            if c.status != "pruned" and c.token == best[step] and paths.get((step - 1, c.parent), []) == best[:step]:
                 out.append(c)
                 break
     return out
