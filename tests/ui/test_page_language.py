@@ -8,6 +8,7 @@ import asyncio
 import re
 
 import gradio as gr
+import numpy as np
 import pytest
 
 from ui import concepts as tab
@@ -99,3 +100,25 @@ def test_an_event_that_fails_clears_its_results_not_its_inputs():
     cleared = failure[0]
     assert [o._id for o in cleared.outputs] == [note._id, figure._id]  # the slider keeps its value
     assert cleared.fn() == (None, None)
+
+
+# --- figures as exported (PNG, SVG): row 15 of issue 48 ----------------------------------------------------------
+
+def test_every_row_of_a_head_figure_keeps_its_room_when_long_key_labels_widen_the_top_margin():
+    from views import attention as figures
+    n_layer, n_head, keys = 6, 12, 5
+    long_key = "这是一个很长很长的词元标签用来测试"  # 17 Han characters, drawn upright along the top
+    fig = figures.query_rows_heatmap(np.full((n_layer, n_head, keys), 0.2), ["a", "b", "c", "d", long_key], "标题",
+                                     "zh-CN")
+    layout = fig.layout
+    rows_px = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (n_layer * n_head)
+    assert rows_px >= 15  # a 12 px label per row, with room between (12.9 px when the margin took it from the rows)
+
+
+def test_a_title_stands_below_the_top_edge_and_figures_name_a_chinese_font():
+    from views import figure, kit
+    import plotly.graph_objects as go
+    title = kit.top_title("每个头中从“it”到“animal”的注意力权重")
+    assert title["yanchor"] == "top" and title["pad"]["t"] >= 6  # Han characters stand above plotly's 0.7em
+    for font in (figure.TEMPLATE["layout"]["font"], go.Figure().to_plotly_json()["layout"]["template"]["layout"]["font"]):
+        assert "Noto Sans CJK SC" in font["family"]
