@@ -49,6 +49,18 @@ body.lecture-mode .js-plotly-plot .xtick text, body.lecture-mode .js-plotly-plot
 #lecture-step { min-width: 22em; }
 body.lecture-mode .lecture-hide { display: none !important; }
 #lang { flex-grow: 0; align-self: center; }
+/* a picker's text stops short of its arrow, not under it */
+input[role=combobox] { padding-right: var(--size-6); text-overflow: ellipsis; }
+/* A phone (issue 48): the title on one line above the language switch, and every control of a row on a line of
+   its own, so no label is squeezed to one character a line beside a slider's number box */
+@media (max-width: 640px) {
+  #app-header { flex-wrap: wrap; }
+  #app-header > .block { flex: 1 1 100% !important; min-width: 100% !important; }
+  #app-header h1 { white-space: nowrap; }
+  .row > .form > .block, .row > .block { flex: 1 1 100% !important; min-width: 100% !important; }
+  /* a figure's title fits the phone's width (it is centred on the figure, so it stays centred) */
+  .js-plotly-plot .gtitle { font-size: 13px !important; }
+}
 """ + "".join(getattr(tab, "CSS", "") for tab in TABS)
 
 # Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of
@@ -194,7 +206,7 @@ def build_app() -> gr.Blocks:
     sessions.make_sessions_lazy()  # a visitor's session costs microseconds, not 15 ms (see ui/sessions.py)
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
-        with gr.Row(elem_classes=["lecture-hide"], equal_height=True):
+        with gr.Row(elem_classes=["lecture-hide"], equal_height=True, elem_id="app-header"):
             gr.Markdown(_("app.intro"))
             switch = i18n.switch()
         lang = gr.State(i18n.DEFAULT)  # the page's language, for every text the server builds

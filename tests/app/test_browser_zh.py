@@ -169,3 +169,32 @@ def test_the_masking_examples_show_no_raw_true_or_false(visit):
     cells = visit.page.locator("#tab-masking [data-testid^=dataset-cell]").all_inner_texts()
     assert cells and not {c.strip().lower() for c in cells} & {"true", "false"}
     assert any("无掩码" in c for c in cells)  # the mask column in the page's words
+
+
+# --- the phone (issue 48, row 14) ------------------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+# a control's text squeezed to about one character a line (a label beside a slider's number box), and the page's
+# title broken over lines ("Tran/sfor/mer/Lab")
+SQUEEZED = """() => {
+  const shown = (el) => el.offsetParent !== null && el.getClientRects().length > 0;
+  const squeezed = Array.from(document.querySelectorAll('[data-testid=block-info], button, label'))
+    .filter((el) => shown(el) && el.innerText.trim().length >= 3)
+    .filter((el) => { const size = parseFloat(getComputedStyle(el).fontSize), box = el.getBoundingClientRect();
+                      return box.width < 2.2 * size && box.height > 2.5 * size; })
+    .map((el) => el.innerText.trim().slice(0, 30));
+  const h1 = document.querySelector('h1'), size = parseFloat(getComputedStyle(h1).fontSize);
+  return {squeezed: [...new Set(squeezed)], titleLines: Math.round(h1.getBoundingClientRect().height / (1.2 * size))};
+}"""
+
+
+@pytest.mark.parametrize("tab", [*LINKS, "forward", "questions", "about"])
+def test_on_a_phone_no_control_is_squeezed_and_the_title_is_one_line(visit, tab):
+    query, needs = LINKS.get(tab, (f"?tab={tab}", []))
+    visit.page.set_viewport_size(PHONE)
+    visit.page.goto(visit.base_url + "/" + query + "&lang=zh-CN")
+    visit.page.locator(f"#tab-{tab}").wait_for()
+    wait_drawn(visit, tab, needs)
+    seen = visit.page.evaluate(SQUEEZED)
+    shot(visit, f"phone-{tab}")
+    assert seen["squeezed"] == [] and seen["titleLines"] == 1, seen
