@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 from pathlib import Path
 
 import gradio as gr
 
+import i18n as catalogue
 from lab import cache, store
 from transformer_core import DeviceError, default_device
 from ui import about, admission, attention, concepts, events, forward, generate, masking, questions, sentiment
@@ -47,6 +49,18 @@ body.lecture-mode .js-plotly-plot .xtick text, body.lecture-mode .js-plotly-plot
 #lecture-step { min-width: 22em; }
 body.lecture-mode .lecture-hide { display: none !important; }
 #lang { flex-grow: 0; align-self: center; }
+/* a picker's text stops short of its arrow, not under it */
+input[role=combobox] { padding-right: var(--size-6); text-overflow: ellipsis; }
+/* A phone (issue 48): the title on one line above the language switch, and every control of a row on a line of
+   its own, so no label is squeezed to one character a line beside a slider's number box */
+@media (max-width: 640px) {
+  #app-header { flex-wrap: wrap; }
+  #app-header > .block { flex: 1 1 100% !important; min-width: 100% !important; }
+  #app-header h1 { white-space: nowrap; }
+  .row > .form > .block, .row > .block { flex: 1 1 100% !important; min-width: 100% !important; }
+  /* a figure's title fits the phone's width (it is centred on the figure, so it stays centred) */
+  .js-plotly-plot .gtitle { font-size: 13px !important; }
+}
 """ + "".join(getattr(tab, "CSS", "") for tab in TABS)
 
 # Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of
@@ -101,11 +115,24 @@ HEAD = """
     });
     camera.after(svg, data);
   };
+  // Gradio titles a toast with its kind in English ("Error") in every locale (gr.Error's title is not shown):
+  // the title in the page's language
+  const TITLES = TOAST_TITLES;
+  const retitle = (title) => {
+    const kind = Object.keys(TITLES.en).find((k) => title.classList.contains(k));
+    const node = Array.from(title.childNodes).find((n) => n.nodeType === Node.TEXT_NODE && n.data.trim());
+    const word = kind && (TITLES[window.labLang] || TITLES.en)[kind];
+    if (node && word && node.data.trim() !== word) node.data = word + ' ';
+  };
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; document.querySelectorAll('.modebar').forEach(addButtons); });
+    requestAnimationFrame(() => {
+      pending = false;
+      document.querySelectorAll('.modebar').forEach(addButtons);
+      document.querySelectorAll('.toast-title').forEach(retitle);
+    });
   }).observe(document.documentElement, {childList: true, subtree: true});
 })();
 </script>
@@ -159,6 +186,10 @@ HEAD = """
 PLOTLY_ZH_CN = (Path(__file__).parent / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8").split(
     "module.exports =", 1)[1].strip().rstrip(";")
 HEAD = HEAD.replace("PLOTLY_ZH_CN", PLOTLY_ZH_CN)
+# a toast's title by its kind, in each language
+TOAST_TITLES = {lang: {kind: catalogue.t(f"common.{kind}_title", lang)
+                       for kind in ("error", "warning", "info", "success")} for lang in catalogue.LANGUAGES}
+HEAD = HEAD.replace("TOAST_TITLES", json.dumps(TOAST_TITLES, ensure_ascii=False))
 
 TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"
 FULL_LINK = "(query) => query ? location.origin + location.pathname + query : ''"
@@ -175,11 +206,11 @@ def build_app() -> gr.Blocks:
     sessions.make_sessions_lazy()  # a visitor's session costs microseconds, not 15 ms (see ui/sessions.py)
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
-        with gr.Row(elem_classes=["lecture-hide"], equal_height=True):
+        with gr.Row(elem_classes=["lecture-hide"], equal_height=True, elem_id="app-header"):
             gr.Markdown(_("app.intro"))
             switch = i18n.switch()
         lang = gr.State(i18n.DEFAULT)  # the page's language, for every text the server builds
-        with gr.Accordion(_("app.lecture_controls"), open=False, elem_id="lecture-controls"):
+        with gr.Accordion(_("app.lecture_controls"), open=False, elem_id="lecture-controls") as controls:
             with gr.Row(equal_height=True):
                 lecture = gr.Checkbox(label=_("app.lecture_mode"), value=False, elem_id="lecture-mode", scale=2)
                 preset = gr.Dropdown([(_(f"lecture.{step}"), step) for step in state.LECTURE_PRESETS], value=None,
@@ -209,7 +240,8 @@ def build_app() -> gr.Blocks:
 
         tabs.select(links.selected, None, current_tab, **shell)
         relabelled = i18n.relabelled(demo)
-        opened = [demo.load(links.open_link, switch, [*to_view, link_notice, lecture, linked, switch, lang],
+        opened = [demo.load(links.open_link, switch, [*to_view, link_notice, controls, preset, lecture, linked, switch,
+                                                      lang],
                             js=i18n.LOAD_JS, **shell)]
         opened[0].then(lambda new: i18n.relabel(relabelled, new), lang, relabelled, **shell)
         names = [t for t in tab_items if t in relabelled]
@@ -239,9 +271,10 @@ def build_app() -> gr.Blocks:
             # pressed by the browser only (links, lecture steps, the switch)
             redraw = gr.Button(visible="hidden", elem_id=state.redraw_id(str(tab_item.id)))
             if action is not None:
-                redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
-                             api_visibility="private",
-                             **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                drawn = redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
+                                     api_visibility="private",
+                                     **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
+                events.clear_on_failure(drawn, action.outputs)
                 if tab_item is tab_items[0]:  # the first tab's view shows at once, in the page's language
                     opened[0].then(action.fn, action.inputs, action.outputs, api_visibility="private")
                 for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
@@ -256,6 +289,7 @@ def build_app() -> gr.Blocks:
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
+    events.speak_page_language(demo, lang)  # an input's refusal in the page's language
     return demo
 
 

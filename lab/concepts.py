@@ -25,13 +25,20 @@ MAX_MATRIX_CHARS = 2000  # 8 rows of 8 numbers fit many times over
 MAX_SEED = 2**31 - 1
 
 
+def refusal(e: core.ConceptInputError, context: str | None = None) -> InputError:
+    """The core's refusal as an InputError in the catalogue's words (its English text when it names no reason:
+    none of this module's inputs can cause those), within `context` ("concepts.refused.<experiment>") if given."""
+    why = Message(f"concepts.core.{e.reason}", **e.fields) if e.reason else str(e)
+    return InputError(Message(context, error=why) if context else why)
+
+
 def _matrix(text: str, name: str):
     if len(text or "") > MAX_MATRIX_CHARS:
         raise InputError(Message("concepts.matrix_too_long", name=name, n=len(text)))
     try:
         return core.parse_matrix(text, name)
     except core.ConceptInputError as e:
-        raise InputError(str(e)) from e
+        raise refusal(e) from e
 
 
 def number(value, name: str, lo: float, hi: float) -> float:
@@ -60,7 +67,7 @@ def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled)
     try:
         return core.self_attention_average(x, *ws, scaled=bool(scaled))
     except core.ConceptInputError as e:
-        raise InputError(str(e)) from e
+        raise refusal(e) from e
 
 
 def scaling(d, n_keys, seed):
@@ -101,7 +108,7 @@ def order(sentence, seed):
         perm = core.token_permutation([len(w) for w in word_ids], word_order)
         variants = core.order_experiment(model, ids, perm)
     except core.ConceptInputError as e:
-        raise InputError(Message("concepts.refused.order", error=str(e))) from e
+        raise refusal(e, "concepts.refused.order") from e
     names = names or [Message("concepts.class_n", c=c) for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
     shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
@@ -135,7 +142,7 @@ def positions(n_positions, d_model):
     try:
         pe = core.sinusoidal_positions(n_positions, whole(d_model, "d_model", 4, 256))
     except core.ConceptInputError as e:
-        raise InputError(Message("concepts.refused.positions", error=str(e))) from e
+        raise refusal(e, "concepts.refused.positions") from e
     name, learned, note = _learned_table(n_positions)
     if learned is None:
         return (pe, core.position_similarity(pe)), None, note
@@ -148,7 +155,7 @@ def parameters(d_model):
     try:
         counts = core.head_parameter_counts(whole(d_model, "d_model", 8, 1024))
     except core.ConceptInputError as e:
-        raise InputError(Message("concepts.refused.parameters", error=str(e))) from e
+        raise refusal(e, "concepts.refused.parameters") from e
     tables, problems = {}, []
     for name in shipped_models():
         try:
@@ -166,6 +173,6 @@ def trace(src_text, tgt_text, label_smoothing, seed, follow_row=0, follow_positi
     try:
         run = core.trace_encoder_decoder(model, src, tgt, smoothing)
     except core.ConceptInputError as e:
-        raise InputError(Message("concepts.refused.trace", error=str(e))) from e
+        raise refusal(e, "concepts.refused.trace") from e
     B, T = run.targets.shape
     return run, whole(follow_row, Message("concepts.setting.follow_row"), 0, B - 1), whole(follow_position, Message("concepts.setting.follow_position"), 0, T - 1)

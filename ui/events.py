@@ -15,13 +15,14 @@ import functools
 import html
 import math
 import weakref
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import gradio as gr
 from gradio import caching
 from gradio.i18n import I18nData
 
-from i18n import DEFAULT as DEFAULT_LANGUAGE
+from i18n import DEFAULT as DEFAULT_LANGUAGE, t
 from lab import live
 from ui.common import log
 from ui.i18n import translated
@@ -167,7 +168,23 @@ def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):
     for component in _components(inputs):
         _guard(component)
     wire = trigger if callable(trigger) else functools.partial(gr.on, trigger)
-    return wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
+    dependency = wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
+    clear_on_failure(dependency, outputs)
+    return dependency
+
+
+# What an event shows as its result, and nothing else reads: cleared when the event fails
+RESULTS = (gr.Plot, gr.Markdown, gr.HTML, gr.HighlightedText, gr.Label)
+
+
+def clear_on_failure(dependency, outputs) -> None:
+    """When `dependency` fails (a refused input: its toast says why), its results on screen are cleared, not
+    left standing under the error badges as if they were the answer: a previous model's figures, a note
+    counting another model's heads. Inputs among the outputs (a slider's range) are left as they are."""
+    results = [c for c in _components(outputs) if isinstance(c, RESULTS)]
+    if results:
+        dependency.failure(lambda: None if len(results) == 1 else (None,) * len(results), None, results,
+                           queue=False, api_visibility="private", show_progress="hidden")
 
 
 def _components(inputs) -> list:
@@ -234,10 +251,12 @@ def _guard(component) -> None:
                 error = e
         if caching._probe_mode_active.get():
             raise _NotCached("not cached")
-        name = label_of(self)
-        shown = _shortened(error)
-        log.warning("input refused by %s: %s", name, shown.encode("unicode_escape", "backslashreplace").decode("ascii"))
-        raise gr.Error(html.escape(f"{name}: this value cannot be used ({shown}).", quote=False), print_exception=False)
+        lang = PAGE_LANGUAGE.get()
+        name, shown = label_of(self, lang), _shortened(error)
+        log.warning("input refused by %s: %s", label_of(self), shown.encode("unicode_escape", "backslashreplace")
+                    .decode("ascii"))
+        raise gr.Error(html.escape(t("common.value_refused", lang, name=name, reason=shown), quote=False),
+                       title=t("common.error_title", lang), print_exception=False)
 
     cls.preprocess = checked
     cls._guarded_preprocess = True
@@ -254,10 +273,34 @@ def _shortened(error: Exception) -> str:
     return shown if len(shown) < SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
 
 
-def label_of(component) -> str:
-    """The name a person knows a component by: its label in English (a label from the catalogue is an
+def label_of(component, lang: str = DEFAULT_LANGUAGE) -> str:
+    """The name a person knows a component by: its label in `lang` (a label from the catalogue is an
     I18nData, whose str() is a marker, not a name), else its kind."""
     label = component.label
     if isinstance(label, I18nData):
-        label = translated(label, DEFAULT_LANGUAGE)
+        label = translated(label, lang)
     return str(label) if label else type(component).__name__
+
+
+# The language of the page a request comes from, while Gradio preprocesses its inputs (the guard's refusals
+# are in it): Gradio gives a component's preprocess no request, so `speak_page_language` sets it around that
+# step from the session's language state. The worker thread that preprocesses gets a copy of the context.
+PAGE_LANGUAGE: ContextVar[str] = ContextVar("page_language", default=DEFAULT_LANGUAGE)
+
+
+def speak_page_language(demo: gr.Blocks, lang: gr.State) -> None:
+    """Preprocess every request of `demo` with PAGE_LANGUAGE set to its session's `lang` (the page's language,
+    which the page load and the switch keep; English for an API client, which has none)."""
+    preprocess_data = demo.preprocess_data
+
+    async def in_page_language(block_fn, inputs, state, *args, **kwargs):
+        page = DEFAULT_LANGUAGE
+        with contextlib.suppress(Exception):  # a session Gradio made without the state: English
+            page = state[lang._id] if state is not None else page
+        token = PAGE_LANGUAGE.set(page if isinstance(page, str) else DEFAULT_LANGUAGE)
+        try:
+            return await preprocess_data(block_fn, inputs, state, *args, **kwargs)
+        finally:
+            PAGE_LANGUAGE.reset(token)
+
+    demo.preprocess_data = in_page_language

@@ -250,6 +250,13 @@ def _when(section: str, fn, n_out: int):
     return run
 
 
+def _with_no_heads(fn):
+    """open_switch_off with no heads named: the view's default (the head that matters most)."""
+    def run(label: str, text: str, _heads: str, mode: str, lang: str = "en"):
+        return fn(label, text, "", mode, lang)
+    return run
+
+
 def build(model, text, group, lang, focus: Focus):
     """The section, under the Attention tab's figures; `focus` is the head drawn large above it. Returns (the
     find event a link or lecture step runs, the "open a head" picker, the section radio)."""
@@ -327,11 +334,17 @@ def build(model, text, group, lang, focus: Focus):
     events.on(roles_button.click, head_roles, roles_in, roles_out, api_name="head_roles")
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     private = dict(api_visibility="private")
-    picked = [events.on(section.change, _when("find", find_head, 4), [section, *find_in], find_out, **private),
-              events.on(section.change, _when("ablate", open_switch_off, 7), [section, *ablate_in],
-                        [*importance_out, spec, *ablate_out, toggles], **private),
-              events.on(section.change, _when("lens", logit_lens, 3), [section, *lens_in], lens_out, **private),
-              events.on(section.change, _when("roles", head_roles, 3), [section, *roles_in], roles_out, **private)]
+    views = [("find", find_head, find_in, find_out),
+             ("ablate", open_switch_off, ablate_in, [*importance_out, spec, *ablate_out, toggles]),
+             ("lens", logit_lens, lens_in, lens_out), ("roles", head_roles, roles_in, roles_out)]
+    picked = [events.on(section.change, _when(key, fn, len(outputs)), [section, *inputs], outputs, **private)
+              for key, fn, inputs, outputs in views]
+    # a person's new model runs the open view anew: its results were another model's ("全部 12 个头" stayed for
+    # an 8-head model). Heads switched off in the old model may not exist in the new one: it opens as a view
+    # does, with the head that matters most.
+    for key, fn, inputs, outputs in views:
+        anew = _with_no_heads(fn) if key == "ablate" else fn
+        events.on(model.input, _when(key, anew, len(outputs)), [section, *inputs], outputs, **private)
     # the grid follows the model and what is typed in the text box; the view's opening sets both at once
     for changed in (model.change, spec.input):
         events.on(changed, toggles_for, [model, spec], toggles, **shell)

@@ -20,7 +20,6 @@ from ui.common import cached, Action, handler
 from ui.i18n import language, text as _
 from views import attention as attention_views
 from views import masking as views
-from views.kit import plain
 from lab.markdown import literal
 
 # Julius Caesar is the validation play: text the shipped LM never trained on
@@ -95,7 +94,9 @@ def build(lang: gr.State | None = None) -> Action:
                 [[FRIENDS, "none", 3, False], [FRIENDS, "sliding_window", 4, True],
                  ["To be, or not to be, that is the question", "dilated_window", 3, True],
                  ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "sliding_window", 4, True]],  # the poetry LM
-                [text, kind, w, causal], label=_("common.examples"),
+                # the look-back setting is set but not shown: Gradio writes a checkbox's example as true/false
+                # in every language (issue 48)
+                [text, kind, w, causal], label=_("common.examples"), visible_columns=[0, 1, 2],
             )
         notice_box = gr.Markdown()
         gallery = gr.Plot(label=_("masking.gallery_label"), elem_id="masking-gallery", show_label=False)

@@ -65,9 +65,11 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                 "heads_view": "roles", "focus": "#heads"},
     # the classic first demo of a Chinese classroom: a character-level model writes a Tang poem after Li Bai's first
     # line (every sampling setting given, so the step shows the same poem whatever the steps before left)
-    "poem": {"tab": "generate", "model": "Tang poems, character LM (shipped)", "text": "\n\n床前明月光，疑是地上霜。\n",
+    # (the first line alone, with no blank line above it: the page drew that line as two ↵ above the poem; seed 4
+    # gives three lines more, then the blank line that ends a poem)
+    "poem": {"tab": "generate", "model": "Tang poems, character LM (shipped)", "text": "床前明月光，疑是地上霜。\n",
              "decoding": "sample", "temperature": "0.8", "top_k": "0", "top_p": "1.0", "min_p": "0.0",
-             "repetition_penalty": "1.0", "new_tokens": "40", "seed": "0"},
+             "repetition_penalty": "1.0", "new_tokens": "40", "seed": "4"},
     # the forward pass, followed through one token ("it", position 9): the lecturer steps through the stages
     "follow_token": {"tab": "forward", "model": "shakespeare-lm (language model)", "stage": "embed",
                      "text": "The cat sat on the mat because it was tired.", "layer": "0", "head": "0", "follow": "9",
@@ -319,17 +321,26 @@ class Links:
         return apply(params, self.tabs)[0] or ""
 
     def open_link(self, lang: str | None, request: gr.Request) -> list:
-        """On page load: the view in the URL's query parameters, lecture mode if `lecture=1`, the tab to
-        run (a plain visit runs nothing), and the page's language (the link's `lang`, else the browser's,
-        `lang` as the page reports it) for the switch and for the text the server builds. Before them, the
-        link's notice: what it asked for out of range, and what was used."""
+        """On page load: the view in the URL's query parameters; the link's notice (what it asked for out of
+        range, and what was used); with `lecture=1`, the lecture controls open (Next step in sight), lecture mode
+        on, and, when the link names no view, the lecture's first step chosen and shown; the tab to run (a plain
+        visit runs nothing), and the page's language (the link's `lang`, else the browser's, `lang` as the page
+        reports it) for the switch and the text the server builds.
+
+        Returned as [*view, link notice, lecture controls, lecture step, lecture mode, tab to run, switch,
+        language]."""
         params = dict(request.query_params) if request else {}
         lecture = params.get("lecture", "").strip().lower() in TRUE_WORDS
         lang = normalise(params.get("lang") or lang)
+        first = next(iter(LECTURE_PRESETS))
+        starts = lecture and self.opened(params) == ""
+        if starts:
+            params = LECTURE_PRESETS[first]
         clamped: list[Clamped] = []
         view = self.view(params, clamped)
         notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
-        return [*view, notice, True if lecture else gr.skip(), self.opened(params), lang, lang]
+        return [*view, notice, gr.Accordion(open=True) if lecture else gr.skip(), first if starts else gr.skip(),
+                True if lecture else gr.skip(), self.opened(params), lang, lang]
 
     def open_preset(self, name: str | None) -> list:
         """A lecture step: its view's inputs, no link notice (a step's numbers fit), and the tab to run."""

@@ -29,9 +29,19 @@ _TYPED = {np.dtype(np.float32): "f4", np.dtype(np.float64): "f8", np.dtype(np.in
 _UNREAD = ("geo", "polar", "scene", "ternary", "colorscale", "annotationdefaults")
 
 
+# plotly's own font list, then the Chinese fonts by name: a PNG, and an SVG opened on another machine, draws
+# Han characters in a font made for them (the README says so), not whatever the system falls back to
+FONT_FAMILY = ("'Open Sans', verdana, arial, 'Noto Sans CJK SC', 'Noto Sans SC', 'PingFang SC', 'Microsoft YaHei', "
+               "sans-serif")
+# the figures plotly.py builds (go.Figure) get the font list too
+pio.templates["lab"] = {"layout": {"font": {"family": FONT_FAMILY}}}
+pio.templates.default = "plotly+lab"
+
+
 def _template() -> dict:
     full = pio.templates["plotly"].to_plotly_json()
     layout = {k: v for k, v in full["layout"].items() if k not in _UNREAD}
+    layout["font"] = {**layout.get("font", {}), "family": FONT_FAMILY}
     data = {kind: [{k: v for k, v in trace.items() if k not in _UNREAD} for trace in full["data"][kind]]
             for kind in ("heatmap", "bar", "scatter")}
     return {"layout": layout, "data": data}

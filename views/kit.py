@@ -39,8 +39,13 @@ TOP_AXIS_MARGIN = dict(l=10, r=90, t=140, b=10)
 NARROW_PX, WIDE_PX = 6.5, 13.0  # a Latin letter or digit (on average); a Han character or other full-width one
 
 
+# Below the figure's top edge by this much: plotly places a title's top by a Latin letter's height (dy 0.7em),
+# and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top (issue 48)
+TITLE_PAD_PX = 6
+
+
 def top_title(text: str) -> dict:
-    return dict(text=text, x=0.5, xanchor="center", y=0.995, yref="container", yanchor="top")
+    return dict(text=text, x=0.5, xanchor="center", y=1, yref="container", yanchor="top", pad=dict(t=TITLE_PAD_PX))
 
 
 def unchecked_figure(data: list[dict], layout: dict) -> Figure:
@@ -57,8 +62,9 @@ def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: st
         xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **x_ticks),
         yaxis=dict(title=dict(text=y_title), autorange="reversed", tickmode="array", **y_ticks),
     )
-    if height is not None:
-        layout["height"] = height
+    if height is not None:  # sized for TOP_AXIS_MARGIN: labels that widen the top margin take room above the rows
+        # as well, not from them (upright labels of a long token squeezed every row's label into the next)
+        layout["height"] = height + layout["margin"]["t"] - TOP_AXIS_MARGIN["t"]
     heatmap = dict(type="heatmap", z=weights(z), x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1,
                    hovertemplate=hover, hoverongaps=False)
     return unchecked_figure([heatmap], layout)

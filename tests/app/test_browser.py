@@ -372,12 +372,14 @@ def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = Tr
     visit.page.set_default_timeout(RESULT_TIMEOUT_MS)
     visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
     visit.open(query)
-    visit.page.locator("#lecture-controls").get_by_text(i18n.t("app.lecture_controls", lang).split(" ", 1)[1]).click()
+    # a lecture link opens with its controls open, Next step in sight, and the first step shown (issue 48)
+    visit.page.locator("#lecture-next").wait_for()
     steps = list(state.LECTURE_PRESETS)
     presets = list(state.LECTURE_PRESETS.values())
     walk = [*range(len(presets)), *(range(len(presets) - 2, -1, -1) if back else ())]  # forward, then back
     for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
-        visit.page.locator("#lecture-next" if previous is None or i > previous else "#lecture-back").click()
+        if previous is not None:
+            visit.page.locator("#lecture-next" if i > previous else "#lecture-back").click()
         tab = presets[i]["tab"]
         visit.page.locator(f"#tab-{tab}").wait_for()
         visit.page.wait_for_timeout(300)  # the step's own events start

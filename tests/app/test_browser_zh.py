@@ -10,8 +10,8 @@ Screenshots of each tab and step in Chinese go to test-artifacts/zh-*.png.
 from __future__ import annotations
 
 import pytest
-from test_browser import (ARTIFACTS, LINKS, PROJECTOR, Visit, assert_drawn, browser, server,  # noqa: F401 (fixtures)
-                          visit, wait_drawn, walk_lecture)
+from test_browser import (ARTIFACTS, HEAD_LINKS, LINKS, PROJECTOR, Visit, assert_drawn, browser,  # noqa: F401
+                          server, visit, wait_drawn, walk_lecture)  # (fixtures)
 
 # Where a text node is not ours to translate: what a person typed or a model wrote, token chips, code,
 # model names and the examples' texts (inputs in the language the models read), and the numbers on axes.
@@ -112,3 +112,89 @@ def test_the_switch_keeps_the_text_and_settings_and_redraws_the_view(visit):
     assert keys and not any("cat" in str(k) for k in keys)  # redrawn from the typed text, not the link's
     assert english_only(visit) == []
     shot(visit, "switched")
+
+
+# --- what an error leaves, the head tools after a new model, figures as exported (issue 48, rows 5, 9, 13, 15) ---
+
+DRAWN = """(sel) => Array.from(document.querySelectorAll(sel + ' .js-plotly-plot'))
+  .filter((gd) => (gd._fullData || []).length > 0).length"""
+
+
+def test_an_error_clears_the_old_figures_and_its_toast_is_titled_in_chinese(visit):
+    visit.open(LINKS["attention"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "attention", LINKS["attention"][1]), "attention")
+    assert visit.page.evaluate(DRAWN, "#attention-grid") == 1
+    panel = visit.page.locator("#tab-attention")
+    panel.locator("#text textarea").fill("   ")
+    panel.locator("#attention-run").click()
+    toast = visit.page.locator("[data-testid=toast-body]").first
+    toast.wait_for()
+    visit.page.wait_for_function("() => document.querySelector('.toast-title').textContent.trim() === '错误'")
+    assert "请先输入" in toast.inner_text()
+    # the cat's figures no longer stand under the error as if they were the answer
+    visit.page.wait_for_function(f"() => ({DRAWN})('#tab-attention') === 0")
+    shot(visit, "attention-error")
+
+
+def test_the_find_note_counts_the_heads_of_the_model_now_chosen(visit):
+    visit.open(HEAD_LINKS["find"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["find"][1]), "attention")
+    note = visit.page.locator("#find-note")
+    assert "全部 72 个头" in note.inner_text()  # sentiment-pretrained: 6 layers x 12 heads
+    visit.page.locator("#model input").click()
+    visit.page.get_by_role("option", name="shakespeare-lm（语言模型）").click()
+    visit.page.wait_for_function("() => document.querySelector('#find-note').innerText.includes('全部 36 个头')")
+    assert "72" not in note.inner_text()
+
+
+TITLES = """() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot')).filter((gd) => gd.offsetParent)
+  .map((gd) => { const title = gd.querySelector('.gtitle');
+                 return title ? title.getBoundingClientRect().top - gd.getBoundingClientRect().top : 99; })"""
+SVG_FONT = """async () => { const gd = document.querySelector('#find-ranking .js-plotly-plot');
+  const svg = decodeURIComponent((await Plotly.toImage(gd, {format: 'svg'})).split(',')[1]);
+  return /class="gtitle"[^>]*Noto Sans CJK SC/.test(svg); }"""
+
+
+def test_a_chinese_title_stands_inside_its_figure_and_the_svg_names_a_chinese_font(visit):
+    visit.open(HEAD_LINKS["find"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["find"][1]), "attention")
+    tops = visit.page.evaluate(TITLES)
+    assert tops and min(tops) >= 0, tops  # Han characters stand taller than plotly's 0.7em: the top was cut
+    assert visit.page.evaluate(SVG_FONT)
+
+
+def test_the_masking_examples_show_no_raw_true_or_false(visit):
+    visit.open(LINKS["masking"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "masking", LINKS["masking"][1]), "masking")
+    cells = visit.page.locator("#tab-masking [data-testid^=dataset-cell]").all_inner_texts()
+    assert cells and not {c.strip().lower() for c in cells} & {"true", "false"}
+    assert any("无掩码" in c for c in cells)  # the mask column in the page's words
+
+
+# --- the phone (issue 48, row 14) ------------------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+# a control's text squeezed to about one character a line (a label beside a slider's number box), and the page's
+# title broken over lines ("Tran/sfor/mer/Lab")
+SQUEEZED = """() => {
+  const shown = (el) => el.offsetParent !== null && el.getClientRects().length > 0;
+  const squeezed = Array.from(document.querySelectorAll('[data-testid=block-info], button, label'))
+    .filter((el) => shown(el) && el.innerText.trim().length >= 3)
+    .filter((el) => { const size = parseFloat(getComputedStyle(el).fontSize), box = el.getBoundingClientRect();
+                      return box.width < 2.2 * size && box.height > 2.5 * size; })
+    .map((el) => el.innerText.trim().slice(0, 30));
+  const h1 = document.querySelector('h1'), size = parseFloat(getComputedStyle(h1).fontSize);
+  return {squeezed: [...new Set(squeezed)], titleLines: Math.round(h1.getBoundingClientRect().height / (1.2 * size))};
+}"""
+
+
+@pytest.mark.parametrize("tab", [*LINKS, "forward", "questions", "about"])
+def test_on_a_phone_no_control_is_squeezed_and_the_title_is_one_line(visit, tab):
+    query, needs = LINKS.get(tab, (f"?tab={tab}", []))
+    visit.page.set_viewport_size(PHONE)
+    visit.page.goto(visit.base_url + "/" + query + "&lang=zh-CN")
+    visit.page.locator(f"#tab-{tab}").wait_for()
+    wait_drawn(visit, tab, needs)
+    seen = visit.page.evaluate(SQUEEZED)
+    shot(visit, f"phone-{tab}")
+    assert seen["squeezed"] == [] and seen["titleLines"] == 1, seen

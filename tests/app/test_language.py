@@ -93,3 +93,17 @@ def test_every_component_text_of_the_app_is_in_both_languages(links):
     from ui.i18n import GRADIO_KEYS  # Gradio's own strings ("Error", the queue's status), in the page's language
     assert {k for k in translations["en"] if not k.startswith("lab.")} == set(GRADIO_KEYS)
     assert translations["zh-CN"]["common.complete"] != translations["en"]["common.complete"]
+
+
+def test_a_lecture_link_opens_its_controls_on_its_first_step(links):
+    # issue 48: `?lecture=1` opened with the steps folded away and no step chosen; Next step was out of sight
+    update = _open(links, "lecture=1&lang=zh-CN")
+    controls, step, lecture = update[-6], update[-5], update[-4]
+    assert controls.open is True and step == next(iter(state.LECTURE_PRESETS)) and lecture is True
+    assert update[0].selected == "tokens" and update[-3] == "tokens"  # step 1's view, drawn at once
+    assert update[-1] == "zh-CN"
+    # a lecture link to a view opens that view with the controls open, and chooses no step
+    update = _open(links, "tab=attention&lecture=1")
+    assert update[-6].open is True and update[-5] == gr.skip() and update[-3] == "attention"
+    # a plain link leaves the controls as they are
+    assert _open(links, "tab=attention")[-6] == gr.skip()

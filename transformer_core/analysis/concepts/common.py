@@ -7,7 +7,13 @@ from torch import nn
 
 
 class ConceptInputError(ValueError):
-    """An experiment's input (a matrix typed by hand, a size, a token id) is unusable; the message says why."""
+    """An experiment's input (a matrix typed by hand, a size, a token id) is unusable; the message says why, in
+    English. `reason` names the problem and `fields` hold its values, so an app can say it in its reader's
+    language ("" when the problem is one no app's input can cause)."""
+
+    def __init__(self, message: str, reason: str = "", **fields):
+        super().__init__(message)
+        self.reason, self.fields = reason, fields
 
 
 @torch.no_grad()

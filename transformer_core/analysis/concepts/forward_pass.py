@@ -80,11 +80,12 @@ class TracedRun:
     label_smoothing: float
 
 
-def _check_ids(ids: torch.Tensor, name: str, vocab: int) -> None:
+def _check_ids(ids: torch.Tensor, side: str, vocab: int) -> None:
+    """`side`: "source" or "target" (the reason of a refusal names it: "source_ids")."""
     if ids.dim() != 2 or ids.numel() == 0:
-        raise ConceptInputError(f"{name} must be a table of token ids: one row per batch element")
+        raise ConceptInputError(f"{side} ids must be a table of token ids: one row per batch element")
     if (ids != ids.round()).any() or ids.min() < 0 or ids.max() >= vocab:
-        raise ConceptInputError(f"{name} must hold whole numbers 0..{vocab - 1}")
+        raise ConceptInputError(f"{side} ids must hold whole numbers 0..{vocab - 1}", f"{side}_ids", top=vocab - 1)
 
 
 def trace_encoder_decoder(model: EncoderDecoder, src: torch.Tensor, targets: torch.Tensor,
@@ -95,13 +96,14 @@ def trace_encoder_decoder(model: EncoderDecoder, src: torch.Tensor, targets: tor
     order the model computed it; the last steps are the per-token losses.
     """
     cfg = model.config
-    _check_ids(src, "source ids", cfg.src_vocab_size)
-    _check_ids(targets, "target ids", cfg.tgt_vocab_size)
+    _check_ids(src, "source", cfg.src_vocab_size)
+    _check_ids(targets, "target", cfg.tgt_vocab_size)
     if src.shape[0] != targets.shape[0]:
         raise ConceptInputError(
-            f"source and target need the same batch size, got {src.shape[0]} and {targets.shape[0]}")
+            f"source and target need the same batch size, got {src.shape[0]} and {targets.shape[0]}",
+            "batch_sizes", source=src.shape[0], target=targets.shape[0])
     if max(src.shape[1], targets.shape[1]) > cfg.max_len:
-        raise ConceptInputError(f"sequences may be at most {cfg.max_len} tokens long")
+        raise ConceptInputError(f"sequences may be at most {cfg.max_len} tokens long", "too_long", max_len=cfg.max_len)
     if not 0.0 <= label_smoothing < 1.0:
         raise ConceptInputError(f"label smoothing must lie in [0, 1), got {label_smoothing}")
     src, targets = src.long(), targets.long()

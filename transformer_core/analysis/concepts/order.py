@@ -69,7 +69,8 @@ def order_experiment(model: EncoderClassifier, ids: list[int], perm: list[int]) 
     if sorted(perm) != list(range(len(ids))):
         raise ConceptInputError("perm must be a permutation of the token positions")
     if len(ids) > model.config.max_len:
-        raise ConceptInputError(f"{len(ids)} tokens is more than this model's {model.config.max_len} positions")
+        raise ConceptInputError(f"{len(ids)} tokens is more than this model's {model.config.max_len} positions",
+                                "more_tokens_than_positions", n=len(ids), max_len=model.config.max_len)
     device = device_of(model)
     x = torch.tensor([ids], device=device)
     x_shuffled = x[:, perm]

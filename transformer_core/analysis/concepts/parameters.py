@@ -31,7 +31,8 @@ def head_parameter_counts(d_model: int, heads=(1, 2, 4, 8), bias: bool = True) -
         raise ConceptInputError(f"d_model must lie in 1..4096, got {d_model}")
     bad = [h for h in heads if h < 1 or d_model % h]
     if bad:
-        raise ConceptInputError(f"d_model={d_model} must be divisible by every head count; {bad} do not divide it")
+        raise ConceptInputError(f"d_model={d_model} must be divisible by every head count; {bad} do not divide it",
+                                "heads_divide", d_model=d_model, heads=", ".join(map(str, bad)))
     rows = []
     for n_head in heads:
         config = TransformerConfig(d_model=d_model, n_head=n_head, d_ff=d_model, bias=bias)

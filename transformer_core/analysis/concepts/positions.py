@@ -15,8 +15,10 @@ def position_similarity(pe: torch.Tensor) -> torch.Tensor:
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:
     """The sinusoidal table of `layers.sinusoidal_encoding`, checked sizes: (n_positions, d_model)."""
-    if not 1 <= n_positions <= 2048 or not 2 <= d_model <= 1024 or d_model % 2:
+    if not 1 <= n_positions <= 2048 or not 2 <= d_model <= 1024:
         raise ConceptInputError("need 1..2048 positions and an even d_model of 2..1024")
+    if d_model % 2:  # sines and cosines come in pairs
+        raise ConceptInputError(f"d_model must be even, got {d_model}", "odd_d_model", d_model=d_model)
     return sinusoidal_encoding(n_positions, d_model)
 
 

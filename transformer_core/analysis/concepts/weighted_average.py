@@ -23,18 +23,22 @@ def parse_matrix(text: str, name: str, max_rows: int = 8, max_cols: int = 8) -> 
             continue
         bad = [c for c in cells if not _NUMBER.fullmatch(c)]
         if bad:
-            raise ConceptInputError(f"{name}, line {line_no}: {bad[0]!r} is not a number")
+            raise ConceptInputError(f"{name}, line {line_no}: {bad[0]!r} is not a number", "not_a_number",
+                                    name=name, line=line_no, value=repr(bad[0]))
         rows.append([float(c) for c in cells])
     if not rows:
-        raise ConceptInputError(f"{name} is empty: type one row of numbers per line, e.g. '1 0'")
+        raise ConceptInputError(f"{name} is empty: type one row of numbers per line, e.g. '1 0'", "empty", name=name)
     widths = {len(r) for r in rows}
     if len(widths) > 1:
-        raise ConceptInputError(f"{name}: every line needs the same number of values, got {sorted(widths)}")
+        raise ConceptInputError(f"{name}: every line needs the same number of values, got {sorted(widths)}", "ragged",
+                                name=name, widths=", ".join(map(str, sorted(widths))))
     if len(rows) > max_rows or len(rows[0]) > max_cols:
-        raise ConceptInputError(f"{name}: at most {max_rows} rows of {max_cols} values, got {len(rows)}x{len(rows[0])}")
+        raise ConceptInputError(f"{name}: at most {max_rows} rows of {max_cols} values, got {len(rows)}x{len(rows[0])}",
+                                "too_big", name=name, max_rows=max_rows, max_cols=max_cols, rows=len(rows),
+                                cols=len(rows[0]))
     m = torch.tensor(rows)
     if not torch.isfinite(m).all() or m.abs().max() > 1e3:
-        raise ConceptInputError(f"{name}: values must be finite and at most 1000 in size")
+        raise ConceptInputError(f"{name}: values must be finite and at most 1000 in size", "not_finite", name=name)
     return m
 
 
@@ -83,10 +87,12 @@ def self_attention_average(x, w_q=None, w_k=None, w_v=None, scaled: bool = False
     if all(given):
         for w, name in ((w_q, "W_q"), (w_k, "W_k"), (w_v, "W_v")):
             if w.shape[0] != x.shape[1]:
-                raise ConceptInputError(f"{name} needs {x.shape[1]} rows (one per input dimension), got {w.shape[0]}")
+                raise ConceptInputError(f"{name} needs {x.shape[1]} rows (one per input dimension), got {w.shape[0]}",
+                                        "projection_rows", name=name, need=x.shape[1], got=w.shape[0])
         if w_q.shape[1] != w_k.shape[1]:
             raise ConceptInputError(
-                f"W_q and W_k need the same number of columns, got {w_q.shape[1]} and {w_k.shape[1]}")
+                f"W_q and W_k need the same number of columns, got {w_q.shape[1]} and {w_k.shape[1]}",
+                "query_key_columns", q=w_q.shape[1], k=w_k.shape[1])
         q, k, v = x @ w_q, x @ w_k, x @ w_v
     else:
         q = k = v = x
