@@ -57,7 +57,7 @@ def test_every_linked_number_out_of_range_opens_with_a_notice_naming_its_input(l
     for tab_id, key, component in numbers:
         for asked in ("1e30", "-1e30"):
             update = links.open_link("zh-CN", SimpleNamespace(query_params={"tab": tab_id, key: asked}))
-            notice = update[-5]  # before the lecture flag, the view to run and the language twice
+            notice = update[-7]  # before the lecture controls, step and flag, the view to run and the language twice
             assert notice.visible and translated(component.label, "zh-CN") in notice.value, (tab_id, key, asked)
             assert "的范围是" in notice.value
     calm = links.open_link("en", SimpleNamespace(query_params={"tab": "attention", "layer": "1"}))
