@@ -306,7 +306,8 @@ MAIN = {"tokens": (None, "#tokens-chips"), "attention": ("#attention-run", "#att
 # a step whose main view is not its tab's usual one: (main button, main figure)
 MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
                 "whole_review": (None, "#sentiment-running"),
-                "find_head": ("#find-button", "#find-ranking"), "switch_off": ("#ablate-button", "#ablate-outcome"),
+                "find_head": ("#find-button", "#find-ranking"), "two_languages": ("#find-button", "#find-ranking"),
+                "switch_off": ("#ablate-button", "#ablate-outcome"),
                 "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid")}
 PROJECTOR = {"width": 1280, "height": 720}
 

@@ -122,9 +122,9 @@ def test_a_word_inside_a_merged_piece_is_found_in_its_piece_and_said():
     assert heads.positions(["<s>", "▁这", "动物", ",", "因为它", "太", "</s>"], "它") == [4]
     found = heads.find_head("multilingual-e5", SEED_ZH, "它", "动物")
     assert found.run.q_labels[found.query] == "因为它" and [found.run.k_labels[k] for k in found.keys] == ["动物"]
-    assert "merged it into the piece “因为它” (position 9)" in found.summary and "no head can link “它” alone" in found.summary
+    assert "“它” is inside the piece “因为它” (position 9)" in found.summary and "the ranking is for “因为它”" in found.summary
     whole = heads.find_head("multilingual-e5", SEED_ZH, "因为它", "动物")  # the piece itself: nothing to say
-    assert "merged" not in whole.summary and whole.ranked == found.ranked
+    assert "inside the piece" not in whole.summary and whole.ranked == found.ranked
     assert "merged" not in heads.find_head("multilingual-e5", SEED_ZH, "9", "动物").summary
 
 
