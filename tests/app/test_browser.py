@@ -525,5 +525,5 @@ def test_the_mcp_server_offers_the_main_endpoints_as_tools(server):
     with urllib.request.urlopen(f"{server[0]}/gradio_api/mcp/schema", timeout=30) as response:
         tools = {tool["name"]: tool for tool in json.loads(response.read())}
     assert {"tokenize", "attention", "generate", "classify", "translate"} <= set(tools)
-    assert {"find_head", "ablate", "importance", "logit_lens", "head_roles"} <= set(tools)
+    assert {"find_head", "switch_off", "importance", "logit_lens", "head_roles"} <= set(tools)
     assert tools["classify"]["description"]  # the handler's docstring tells an agent what it does

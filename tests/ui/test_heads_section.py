@@ -100,7 +100,7 @@ def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_
     step = LECTURE_PRESETS["two_languages"]
     note, _, _, opened = section.find_head(step["model"], step["text"], step["attention"], step["find_query"],
                                            step["find_key"], "zh-CN")
-    assert "因为它" in note and "分词器把它合并进了词元" in note  # said in the reader's language
+    assert "“它”在词元“因为它”" in note and "排名针对" in note  # said in the reader's language
     english = use.find_head(step["model"], step["text"], "it", "animal")
     assert opened.value == english.names[0]  # the head that links 因为它 to 动物 links "it" to "animal" too
     offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
