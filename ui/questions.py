@@ -90,11 +90,12 @@ def join(code: str, lang: str = "en", request: gr.Request = None):
     """A student opens the question `code`: its text, the answer inputs it takes, their answer, and the result
     if it has been revealed. The student's timer runs until the reveal."""
     if not (code or "").strip():  # the tab opened with no code (the lecturer's page): nothing to join yet
-        return "", gr.Radio(visible=False), gr.Textbox(visible=False), "", None, gr.Timer(active=False)
+        return "", gr.Radio(visible=False), gr.Textbox(visible=False), "", _result(None), gr.Timer(active=False)
     try:
         seen = HALL.seen_by(code, _student(request))
     except QuestionError as e:
-        return _failed(e, lang), gr.Radio(visible=False), gr.Textbox(visible=False), "", None, gr.Timer(active=False)
+        return (_failed(e, lang), gr.Radio(visible=False), gr.Textbox(visible=False), "", _result(None),
+                gr.Timer(active=False))
     number = seen.question.kind == "number"
     choices = [(plain(render(c, lang)), str(i)) for i, c in enumerate(seen.choices)]
     status, figure, timer = _status(seen, lang)
@@ -102,14 +103,19 @@ def join(code: str, lang: str = "en", request: gr.Request = None):
             gr.Textbox(visible=number), status, figure, timer)
 
 
+def _result(figure):
+    """The hall's answers on a student's page: hidden until the reveal, so no empty plot waits on the screen."""
+    return gr.Plot(figure, visible=figure is not None)
+
+
 def _status(seen, lang: str):
     own = plain(views.shown(seen.own, seen.choices, lang)) if seen.own else ""
     mine = t("questions.recorded", lang, answer=own) if own else ""
     if seen.result is None:
-        return "  \n".join(p for p in (mine, t("questions.waiting", lang)) if p), None, gr.Timer(active=True)
+        return "  \n".join(p for p in (mine, t("questions.waiting", lang)) if p), _result(None), gr.Timer(active=True)
     real = plain(views.shown(seen.result.real, seen.result.choices, lang))
     return ("  \n".join(p for p in (mine, t("questions.revealed", lang, n=seen.result.n, real=real)) if p),
-            views.histogram(seen.result, seen.own, lang), gr.Timer(active=False))
+            _result(views.histogram(seen.result, seen.own, lang)), gr.Timer(active=False))
 
 
 def answer(code: str, picked: str | None, number: str | None, lang: str = "en", request: gr.Request = None):
@@ -127,7 +133,7 @@ def student_tick(code: str, lang: str = "en", request: gr.Request = None):
     try:
         seen = HALL.seen_by(code, _student(request))
     except QuestionError as e:
-        return _failed(e, lang), None, gr.Timer(active=False)
+        return _failed(e, lang), _result(None), gr.Timer(active=False)
     if seen.result is None:
         return gr.skip(), gr.skip(), gr.skip()
     return _status(seen, lang)
@@ -148,7 +154,7 @@ def build(lang: gr.State | None = None) -> Action:
                                 elem_id="question-number")
             send = gr.Button(_("questions.answer"), variant="primary", elem_id="question-send")
             status = gr.Markdown(elem_id="question-status")
-            mine = gr.Plot(show_label=False, elem_id="question-result")
+            mine = gr.Plot(show_label=False, elem_id="question-result", visible=False)
             student_timer = gr.Timer(STUDENT_EVERY_S, active=False)
         with gr.Accordion(_("questions.lecturer"), open=False, elem_id="question-lecturer"):
             held = gr.State(None)  # (code, secret): this page's, never sent to another

@@ -46,18 +46,23 @@ def test_the_model_room_imports_nothing_else_from_the_package(path):
     assert all(m.startswith("transformer_core.model") for m in inside), sorted(inside)
 
 
-def test_serving_the_app_imports_no_training_code():
-    """Training (data downloads, BERT import, distillation, the train_* commands) is for building checkpoints; the
-    app serves from them. A fresh interpreter, so that no other test's imports count."""
-    code = "import app, sys; print(sorted(m for m in sys.modules if m.startswith('transformer_core.training')))"
+@pytest.fixture(scope="module")
+def served_modules() -> set[str]:
+    """Every module that importing the app loads, in a fresh interpreter, so that no other test's imports count.
+    (One interpreter for both tests below: importing the app takes seconds.)"""
+    code = "import app, sys; print('\\n'.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
+    return set(out.stdout.split())
 
 
-def test_serving_the_app_imports_no_ddp_code():
+def test_serving_the_app_imports_no_training_code(served_modules):
+    """Training (data downloads, BERT import, distillation, the train_* commands) is for building checkpoints; the
+    app serves from them."""
+    assert sorted(m for m in served_modules if m.startswith("transformer_core.training")) == []
+
+
+def test_serving_the_app_imports_no_ddp_code(served_modules):
     """DistributedDataParallel training (transformer_core.distributed, torch's elastic launcher) is for torchrun;
     where a model runs (device.py) reads the process layout without it."""
-    code = ("import app, sys; print(sorted(m for m in sys.modules if m == 'transformer_core.distributed'"
-            " or m.startswith('torch.distributed.elastic')))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
+    assert sorted(m for m in served_modules
+                  if m == "transformer_core.distributed" or m.startswith("torch.distributed.elastic")) == []
