@@ -22,7 +22,8 @@ import i18n as catalogue
 from lab import cache, store
 from transformer_core import DeviceError, default_device
 from ui import about, admission, attention, concepts, events, forward, generate, masking, questions, sentiment
-from ui import sessions, state, tokens, translate
+from ui import sessions, tokens, translate
+from ui.links import LECTURE_PRESETS, Links, REDRAW_LINKED, SCROLL_TO_STEP, next_step, previous_step, redraw_id
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
@@ -213,14 +214,14 @@ def build_app() -> gr.Blocks:
         with gr.Accordion(_("app.lecture_controls"), open=False, elem_id="lecture-controls") as controls:
             with gr.Row(equal_height=True):
                 lecture = gr.Checkbox(label=_("app.lecture_mode"), value=False, elem_id="lecture-mode", scale=2)
-                preset = gr.Dropdown([(_(f"lecture.{step}"), step) for step in state.LECTURE_PRESETS], value=None,
+                preset = gr.Dropdown([(_(f"lecture.{step}"), step) for step in LECTURE_PRESETS], value=None,
                                      elem_id="lecture-step", scale=4, show_label=False, container=False, info=None)
                 back = gr.Button(_("app.previous_step"), size="sm", elem_id="lecture-back", scale=1)
                 forward = gr.Button(_("app.next_step"), size="sm", elem_id="lecture-next", scale=1)
                 make_link = gr.Button(_("app.make_link"), size="sm", elem_id="make-link", scale=1)
             link_box = gr.Textbox(show_label=False, container=False, buttons=["copy"], interactive=False,
                                   elem_id="view-link", visible=False)
-        # what a link asked for out of range, and what was used (ui/state.link_notice); hidden for a plain visit
+        # what a link asked for out of range, and what was used (ui/links.link_notice); hidden for a plain visit
         link_notice = gr.Markdown(visible=False, elem_id="link-notice")
         with gr.Tabs() as tabs:
             actions = [tab.build(lang) for tab in TABS]
@@ -228,7 +229,7 @@ def build_app() -> gr.Blocks:
         tab_items = [t for t in tabs.children if isinstance(t, gr.Tab)]
         for t in tab_items:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
-        links = state.Links(demo, tab_items)
+        links = Links(demo, tab_items)
         current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
         # the tab a link or lecture step just opened ("" when none), read by the browser to draw its view
         linked = gr.Textbox("", visible="hidden", elem_id="linked-tab")
@@ -247,17 +248,17 @@ def build_app() -> gr.Blocks:
         names = [t for t in tab_items if t in relabelled]
         lecture.change(None, lecture, None, js=TOGGLE_LECTURE, **shell)
         opened.append(preset.input(links.open_preset, preset, [*to_view, link_notice, linked], **shell))
-        for button, step in ((back, state.previous_step), (forward, state.next_step)):
+        for button, step in ((back, previous_step), (forward, next_step)):
             opened.append(button.click(step, preset, preset, **shell).then(
                 links.open_preset, preset, [*to_view, link_notice, linked], **shell))
         for event in opened[1:]:  # a lecture step brings its part of the page into view
-            event.then(None, preset, None, js=state.SCROLL_TO_STEP, **shell)
+            event.then(None, preset, None, js=SCROLL_TO_STEP, **shell)
         # The view a link or lecture step opens runs on the server right after its inputs are set: the browser
         # presses that tab's hidden redraw button (below). One event for that tab: an event per tab, each
         # skipping all but one, cost the page a second of status updates, since Gradio refreshes every
         # component any event ever touched whenever an event starts or ends.
         for event in opened:
-            event.then(None, linked, None, js=state.REDRAW_LINKED, **shell)
+            event.then(None, linked, None, js=REDRAW_LINKED, **shell)
         # The switch: labels change in the browser at once, and the view on screen is drawn again in the new
         # language, from the runs already cached (inputs, tab and scroll position stay): the browser presses
         # the shown tab's redraw button. Meanwhile the server keeps the language for later events and sends
@@ -269,7 +270,7 @@ def build_app() -> gr.Blocks:
 
         for tab_item, action in zip(tab_items, actions):
             # pressed by the browser only (links, lecture steps, the switch)
-            redraw = gr.Button(visible="hidden", elem_id=state.redraw_id(str(tab_item.id)))
+            redraw = gr.Button(visible="hidden", elem_id=redraw_id(str(tab_item.id)))
             if action is not None:
                 drawn = redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
                                      api_visibility="private",

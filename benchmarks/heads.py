@@ -111,7 +111,7 @@ def timings(repeats: int) -> dict:
 def app_timings(repeats: int) -> dict:
     from lab import cache, store
     from ui import heads as handlers
-    from ui.common import _serialized
+    from ui.handlers import _serialized
 
     store.set_model_dir(ASSETS)
     lm_text = data.shakespeare("validation")[:2000]  # cut to 128 tokens by the app's input policy

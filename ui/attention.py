@@ -15,7 +15,7 @@ from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
 from ui import events
-from ui.common import cached, Action, handler
+from ui.handlers import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as figures
 from views.kit import placeholder, plain

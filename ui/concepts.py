@@ -15,7 +15,7 @@ import pandas as pd
 from i18n import render, t
 from lab import concepts as use
 from ui import events
-from ui.common import Action, handler
+from ui.handlers import Action, handler
 from ui.i18n import language, text as _
 from views import concepts as views
 from views.kit import placeholder

@@ -24,7 +24,7 @@ from gradio.i18n import I18nData
 
 from i18n import DEFAULT as DEFAULT_LANGUAGE, t
 from lab import live
-from ui.common import log
+from ui.handlers import log
 from ui.i18n import translated
 
 

@@ -16,7 +16,7 @@ from i18n import render, t
 from lab import forward as use
 from lab import store
 from ui import events
-from ui.common import Action, cached, handler
+from ui.handlers import Action, cached, handler
 from ui.i18n import choice, language, text as _
 from views import forward as views
 from views.kit import placeholder

@@ -17,7 +17,7 @@ from i18n import render, t
 from lab import generate as use
 from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
 from ui import events
-from ui.common import cached, Action, handler
+from ui.handlers import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import generate as figures
 from views.kit import placeholder

@@ -18,7 +18,7 @@ from i18n import render, t
 from lab import heads as use
 from lab.policy import notice
 from ui import events
-from ui.common import cached, handler
+from ui.handlers import cached, handler
 from ui.i18n import text as _
 from views import heads as figures
 
@@ -57,7 +57,7 @@ def find_head(label: str, text: str, group: str, query: str, key: str, lang: str
     return note, ranking, bars, gr.Dropdown(choices=names, value=names[0])
 
 
-find_head.cache = _ranking.cache  # a cached answer skips Gradio's queue (see ui/common.cached)
+find_head.cache = _ranking.cache  # a cached answer skips Gradio's queue (see ui/handlers.cached)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def find_and_open(draw: Callable):
         note, ranking, bars, names, (layer, head) = _ranking(label, text, group, query, key, lang)
         return (note, ranking, bars, gr.Dropdown(choices=names, value=names[0]), layer, head,
                 *draw(label, text, group, layer, head, query_row, lang))
-    run.cache = _ranking.cache  # Gradio's queue then asks for a cached answer first (see ui/common.cached)
+    run.cache = _ranking.cache  # Gradio's queue then asks for a cached answer first (see ui/handlers.cached)
     return run
 
 

@@ -20,7 +20,7 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from i18n import DEFAULT, LANGUAGES, NAMES, Message, t
-from ui.state import redraw_id
+from ui.links import redraw_id
 
 _texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
 

@@ -16,7 +16,7 @@ from i18n import render, t
 from lab import masking as use, store
 from lab.policy import notice
 from ui import events
-from ui.common import cached, Action, handler
+from ui.handlers import cached, Action, handler
 from ui.i18n import language, text as _
 from views import attention as attention_views
 from views import masking as views

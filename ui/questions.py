@@ -16,7 +16,7 @@ import gradio as gr
 from i18n import render, t
 from lab.questions import HALL, QUESTIONS, QuestionError
 from ui import events
-from ui.common import Action
+from ui.handlers import Action
 from ui.i18n import language, text as _
 from views import questions as views
 from views.kit import plain

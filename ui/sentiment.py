@@ -17,7 +17,7 @@ from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
 from ui import events
-from ui.common import cached, Action, handler
+from ui.handlers import cached, Action, handler
 from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import sentiment as views
@@ -159,7 +159,7 @@ def build(lang: gr.State | None = None) -> Action:
                 # says when it cannot read the text)
                 model = gr.Dropdown([(_("reading.auto"), AUTO), *(choice(c) for c in installed)], value=AUTO,
                                  label=_("sentiment.classifier"),
-                                 elem_id="sentiment-classifier")  # its link key (ui/state.LINK_KEYS)
+                                 elem_id="sentiment-classifier")  # its link key (ui/links.LINK_KEYS)
                 comparing = gr.Checkbox(False, label=_("sentiment.compare_toggle"), elem_id="compare",
                                         visible=len(compared) > 1)
                 with gr.Row(equal_height=True):

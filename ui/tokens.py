@@ -16,7 +16,7 @@ from i18n import plural, render, t
 from lab import tokens as use
 from lab.policy import MAX_CHARS
 from ui import events
-from ui.common import cached, Action, handler
+from ui.handlers import cached, Action, handler
 from ui.i18n import language, text as _
 from views import tokens as views
 

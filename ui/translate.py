@@ -16,7 +16,7 @@ from lab import translate as use
 from lab.live import BUSY, FINAL_CHECK_SIZE, GOAL_CHECK_SIZE, PRESETS, SECONDS, SIZES, STEPS, TOY_TASKS, LiveTraining
 from lab.policy import InputError, notice
 from ui import events
-from ui.common import cached, Action, handler, user_error
+from ui.handlers import cached, Action, handler, user_error
 from ui.i18n import language, text as _
 from views.kit import placeholder
 from views.generate import beam_tree

@@ -22,8 +22,9 @@ import torch  # noqa: E402
 import i18n  # noqa: E402
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
-from ui import events, sessions, state  # noqa: E402
-from ui.common import cached  # noqa: E402
+from ui import events, sessions  # noqa: E402
+from ui.links import LECTURE_PRESETS, LINK_KEYS, Links, REDRAW_LINKED, apply, coerce, link_tabs, next_step, previous_step, redraw_id
+from ui.handlers import cached  # noqa: E402
 
 
 def test_defaults_serve_locally_on_7860(monkeypatch):
@@ -289,7 +290,7 @@ def test_every_error_message_shows_user_text_as_text(offline):
 
 def test_the_handler_adapter_escapes_refusals_keeps_streams_and_signatures(caplog):
     from lab import InputError
-    from ui.common import handler
+    from ui.handlers import handler
 
     def stream(text, evt: gr.SelectData):
         yield text
@@ -336,7 +337,7 @@ def _tab_demo():
                     lambda *a: "", [text, model, temperature, top_k, greedy], out, api_name="generate")
         keys = {"generate": {"text": ("generate", 0), "model": ("generate", 1), "temperature": ("generate", 2),
                              "top_k": ("generate", 3), "greedy": ("generate", 4)}}
-        links = state.Links(demo, [tab], keys)
+        links = Links(demo, [tab], keys)
     return links, dict(text=text, model=model, temperature=temperature, top_k=top_k, greedy=greedy)
 
 
@@ -350,13 +351,13 @@ def test_link_keys_of_the_real_app_survive_translated_labels():
     """Labels will be translated (Chinese next): every link parameter must find the same input anyway."""
     demo = app.build_app()
     tabs = [b for b in demo.blocks.values() if isinstance(b, gr.Tab)]
-    before = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    before = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in link_tabs(demo, tabs)}
     for block in demo.blocks.values():
         if getattr(block, "label", None):
             block.label = "标签"
-    after = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in state.link_tabs(demo, tabs)}
+    after = {t.tab_id: {k: id(c) for k, c in t.components.items()} for t in link_tabs(demo, tabs)}
     assert after == before
-    declared = {tab: set(keys) for tab, keys in state.LINK_KEYS.items()}
+    declared = {tab: set(keys) for tab, keys in LINK_KEYS.items()}
     assert {tab: set(keys) for tab, keys in after.items() if tab in declared} == declared  # every key resolves
 
 
@@ -367,19 +368,19 @@ def test_every_link_in_the_readme_names_real_parameters():
     links = [dict(parse_qsl(urlparse(u).query)) for u in re.findall(r"https?://[^\s)`'\"]+\?tab=[^\s)`'\"]+", readme)]
     assert links
     for params in links:
-        keys = state.LINK_KEYS.get(params["tab"], {})
+        keys = LINK_KEYS.get(params["tab"], {})
         assert set(params) - {"tab", "lecture"} <= set(keys), params
 
 
 def test_a_link_sets_each_input_and_clips_or_ignores_what_does_not_fit():
     links, c = _tab_demo()
-    tab_id, values = state.apply(
+    tab_id, values = apply(
         {"tab": "generate", "text": "ROMEO:", "model": "gpt2", "temperature": "99", "top_k": "nan",
          "greedy": "yes", "colour": "red"}, links.tabs)
     assert tab_id == "generate"
     assert values == {id(c["text"]): "ROMEO:", id(c["model"]): "gpt2", id(c["temperature"]): 2,
                       id(c["greedy"]): True}
-    assert state.apply({"tab": "generate", "model": "llama"}, links.tabs) == ("generate", {})
+    assert apply({"tab": "generate", "model": "llama"}, links.tabs) == ("generate", {})
 
 
 def test_a_link_to_an_unknown_tab_changes_nothing():
@@ -389,7 +390,7 @@ def test_a_link_to_an_unknown_tab_changes_nothing():
 
 def test_link_text_is_cut_to_the_input_limit():
     links, c = _tab_demo()
-    _, values = state.apply({"tab": "generate", "text": "a" * 100_000}, links.tabs)
+    _, values = apply({"tab": "generate", "text": "a" * 100_000}, links.tabs)
     assert len(values[id(c["text"])]) == MAX_CHARS
 
 
@@ -421,7 +422,7 @@ def test_a_plain_visit_or_an_unknown_tab_runs_no_view():
 
 def test_every_lecture_step_names_a_tab_whose_view_then_runs():
     links, _ = _tab_demo()
-    for name, preset in state.LECTURE_PRESETS.items():
+    for name, preset in LECTURE_PRESETS.items():
         assert links.open_preset(name)[-1] == (preset["tab"] if preset["tab"] == "generate" else "")
 
 
@@ -433,7 +434,7 @@ def test_a_link_a_lecture_step_or_the_switch_runs_one_view_the_shown_tabs_in_the
     switch, linked = by_id["lang"], by_id["linked-tab"]
     for api_name, tab in (("attention", "attention"), ("generate", "generate"), ("tokenize", "tokens")):
         endpoint = _endpoint(demo, api_name)
-        redraw = by_id[state.redraw_id(tab)]
+        redraw = by_id[redraw_id(tab)]
         runs = [fn for fn in demo.fns.values() if any(target[0] == redraw._id for target in fn.targets)
                 and [c._id for c in fn.outputs] == [c._id for c in endpoint.outputs]]
         assert len(runs) == 1, api_name
@@ -441,10 +442,10 @@ def test_a_link_a_lecture_step_or_the_switch_runs_one_view_the_shown_tabs_in_the
         assert [c for c in runs[0].inputs if c is not switch] == [c for c in endpoint.inputs if c not in language]
         assert switch in runs[0].inputs
     # every event that opens a view ends by pressing the opened tab's button, and no view runs on its own
-    pressing = [fn for fn in demo.fns.values() if fn.js == state.REDRAW_LINKED]
+    pressing = [fn for fn in demo.fns.values() if fn.js == REDRAW_LINKED]
     assert len(pressing) == 4 and all(fn.inputs == [linked] for fn in pressing)  # load, step picker, back, next
     from ui import i18n as ui_i18n
-    assert state.redraw_id("") in ui_i18n.SWITCH_JS  # the switch presses the shown tab's
+    assert redraw_id("") in ui_i18n.SWITCH_JS  # the switch presses the shown tab's
 
 
 def test_the_apps_instant_events_show_progress_on_one_hidden_box(offline):
@@ -462,11 +463,11 @@ def test_the_apps_instant_events_show_progress_on_one_hidden_box(offline):
 
 
 def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
-    names = list(state.LECTURE_PRESETS)
-    assert state.next_step(None) == names[0]
-    assert state.next_step(names[0]) == names[1]
-    assert state.previous_step(names[0]) == names[0]
-    assert state.next_step(names[-1]) == names[-1]
+    names = list(LECTURE_PRESETS)
+    assert next_step(None) == names[0]
+    assert next_step(names[0]) == names[1]
+    assert previous_step(names[0]) == names[0]
+    assert next_step(names[-1]) == names[-1]
     for lang in i18n.LANGUAGES:  # each step's name, in either language, starts with its number
         assert [i18n.t(f"lecture.{n}", lang).split(".")[0] for n in names] == [str(i) for i in range(1, len(names) + 1)]
 
@@ -474,7 +475,7 @@ def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
 def test_every_lecture_preset_opens_a_real_tab():
     ids = {"tokens", "attention", "masking", "generate", "sentiment", "translate", "forward", "questions", "concepts",
            "about"}
-    assert all(p["tab"] in ids for p in state.LECTURE_PRESETS.values())
+    assert all(p["tab"] in ids for p in LECTURE_PRESETS.values())
 
 
 # --- deploying to a Space --------------------------------------------------------------------
@@ -517,7 +518,7 @@ def test_a_space_gets_the_app_its_packages_and_checkpoints_and_nothing_else(tmp_
 
 def test_the_real_repository_uploads_every_module_the_app_imports():
     files = deploy.space_files()
-    assert {"app.py", "README.md", "requirements.txt", "ui/common.py", "lab/store.py", "views/attention.py",
+    assert {"app.py", "README.md", "requirements.txt", "ui/handlers.py", "lab/store.py", "views/attention.py",
             "transformer_core/model/attention.py", "lab/policy.py"} <= set(files)
     assert "tools/deploy.py" not in files
     assert not [f for f in files if f.startswith(("tests/", "runs/", ".cache/", "benchmarks/", "test-artifacts/"))]
@@ -606,15 +607,15 @@ def test_the_space_runs_the_gradio_version_requirements_allow():
 
 def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
     demo = app.build_app()
-    linked = {t.tab_id: t for t in state.link_tabs(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])}
+    linked = {t.tab_id: t for t in link_tabs(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])}
     ids = {b.elem_id for b in demo.blocks.values()}
-    for name, preset in state.LECTURE_PRESETS.items():
+    for name, preset in LECTURE_PRESETS.items():
         settings = {k: v for k, v in preset.items() if k not in ("tab", "focus")}
         assert preset.get("focus", "#").removeprefix("#") in ids | {""}, f"{name}: no element {preset['focus']}"
         if preset["tab"] in linked:  # a tab still being built is not registered yet
             components = linked[preset["tab"]].components
             assert set(settings) <= set(components), f"{name}: {set(settings) - set(components)}"
-            assert all(state.coerce(components[k], v) is not None for k, v in settings.items()), name
+            assert all(coerce(components[k], v) is not None for k, v in settings.items()), name
 
 
 def test_every_image_the_readme_shows_is_in_the_repository():

@@ -22,7 +22,7 @@ import pytest
 
 import i18n
 from figures import grid_blocks
-from ui import state
+from ui.links import LECTURE_PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -381,8 +381,8 @@ def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = Tr
     visit.open(query)
     # a lecture link opens with its controls open, Next step in sight, and the first step shown (issue 48)
     visit.page.locator("#lecture-next").wait_for()
-    steps = list(state.LECTURE_PRESETS)
-    presets = list(state.LECTURE_PRESETS.values())
+    steps = list(LECTURE_PRESETS)
+    presets = list(LECTURE_PRESETS.values())
     walk = [*range(len(presets)), *(range(len(presets) - 2, steps.index(BACK_TO) - 1, -1) if back else ())]
     for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
         if previous is not None:

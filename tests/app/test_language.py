@@ -14,13 +14,13 @@ from figures import figures
 
 import app
 import i18n
-from ui import state
+from ui.links import LECTURE_PRESETS, Links
 
 
 @pytest.fixture(scope="module")
 def links():
     demo = app.build_app()
-    return state.Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
+    return Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
 
 
 def _open(links, query: str, browser_lang: str = "en") -> list:
@@ -99,7 +99,7 @@ def test_a_lecture_link_opens_its_controls_on_its_first_step(links):
     # issue 48: `?lecture=1` opened with the steps folded away and no step chosen; Next step was out of sight
     update = _open(links, "lecture=1&lang=zh-CN")
     controls, step, lecture = update[-6], update[-5], update[-4]
-    assert controls.open is True and step == next(iter(state.LECTURE_PRESETS)) and lecture is True
+    assert controls.open is True and step == next(iter(LECTURE_PRESETS)) and lecture is True
     assert update[0].selected == "tokens" and update[-3] == "tokens"  # step 1's view, drawn at once
     assert update[-1] == "zh-CN"
     # a lecture link to a view opens that view with the controls open, and chooses no step

@@ -14,7 +14,7 @@ import serving
 
 import app
 from lab import store
-from ui.common import cached
+from ui.handlers import cached
 from test_robustness import post_raw
 
 GENERATING = {"generate", "generate_step", "generate_temperatures", "attention_generate", "cheating"}

@@ -8,20 +8,21 @@ import gradio as gr
 import orjson
 import pytest
 
-from ui import events, state
+from ui import events
+from ui.links import Links, coerce, link_notice
 from ui.i18n import text as _
 
 
 def test_a_link_number_past_an_integer_bound_is_clamped_on_python_311():
     # a bound given as an int made the clamped value an int, and int.is_integer() is new in Python 3.12
-    assert state.coerce(gr.Slider(1, 256, step=1), "500") == 256
-    assert state.coerce(gr.Slider(0, 11, step=1), "9") == 9
-    assert state.coerce(gr.Slider(0, 11, step=1), "-3") == 0
-    assert state.coerce(gr.Slider(0.0, 2.0, step=0.05), "7") == 2
+    assert coerce(gr.Slider(1, 256, step=1), "500") == 256
+    assert coerce(gr.Slider(0, 11, step=1), "9") == 9
+    assert coerce(gr.Slider(0, 11, step=1), "-3") == 0
+    assert coerce(gr.Slider(0.0, 2.0, step=0.05), "7") == 2
 
 
 def test_a_huge_seed_in_a_link_stays_a_number_the_page_can_carry():
-    seed = state.coerce(gr.Number(0, precision=0), "1e30")
+    seed = coerce(gr.Number(0, precision=0), "1e30")
     orjson.dumps(seed)  # Gradio's encoder: an int past 64 bits raised here, a 500 for the page
     assert isinstance(seed, int) and 2**32 < seed <= 2**53
     assert json.loads(json.dumps(seed)) == seed
@@ -31,11 +32,11 @@ def test_a_clamped_link_number_is_told_as_a_slider_out_of_range_is():
     clamped = []
     with gr.Blocks():
         layer = gr.Slider(0, 11, step=1, label=_("setting.seed"))
-    assert state.coerce(layer, "9", clamped) == 9 and clamped == []
-    assert state.coerce(layer, "40", clamped) == 11
-    assert state.link_notice(clamped, "en").value == "🔗 Seed can be 0 to 11; used 11."
-    assert state.link_notice(clamped, "zh-CN").value.startswith("🔗 随机种子的范围是 0 到 11")
-    assert state.link_notice([], "en").visible is False
+    assert coerce(layer, "9", clamped) == 9 and clamped == []
+    assert coerce(layer, "40", clamped) == 11
+    assert link_notice(clamped, "en").value == "🔗 Seed can be 0 to 11; used 11."
+    assert link_notice(clamped, "zh-CN").value.startswith("🔗 随机种子的范围是 0 到 11")
+    assert link_notice([], "en").visible is False
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def links():
     import app
 
     demo = app.build_app()
-    return state.Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
+    return Links(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])
 
 
 def test_every_linked_number_out_of_range_opens_with_a_notice_naming_its_input(links):

@@ -1,8 +1,8 @@
 """The Forward pass tab opened by a link or a lecture step: every stage of every shipped model kind (language model,
 Tang-poetry language model, classifier, translator) draws, in English and in Chinese.
 
-The link goes through the app's own link table (ui/state.LINK_KEYS) to the tab's inputs, then to the handler the
-page runs; the lecture steps are links the app keeps (ui/state.LECTURE_PRESETS)."""
+The link goes through the app's own link table (ui/links.LINK_KEYS) to the tab's inputs, then to the handler the
+page runs; the lecture steps are links the app keeps (ui/links.LECTURE_PRESETS)."""
 
 import json
 
@@ -11,7 +11,7 @@ import pytest
 
 from lab import forward as use
 from ui import forward as tab
-from ui import state
+from ui.links import LECTURE_PRESETS, apply, link_tabs
 from views import forward as views
 
 LANGS = ("en", "zh-CN")
@@ -23,13 +23,13 @@ def linked():
     with gr.Blocks() as demo, gr.Tabs():
         action = tab.build()
     forward_tab = next(b for b in demo.blocks.values() if isinstance(b, gr.Tab) and b.id == "forward")
-    return state.link_tabs(demo, [forward_tab]), action
+    return link_tabs(demo, [forward_tab]), action
 
 
 def opened(linked, params: dict[str, str]):
     """What the page draws for link `params`: (says, diagram, heatmap, row)."""
     links, action = linked
-    tab_id, values = state.apply(params, links)
+    tab_id, values = apply(params, links)
     assert tab_id == "forward"
     args = [values.get(id(c), c.value) for c in action.inputs[:-1]]  # the last input is the page's language
     says, *figures = action.fn(*args, params.get("lang", "en"))
@@ -69,9 +69,9 @@ def test_every_stage_draws_from_a_link_for_every_model_kind(linked, name, lang):
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("step", [name for name, preset in state.LECTURE_PRESETS.items() if preset["tab"] == "forward"])
+@pytest.mark.parametrize("step", [name for name, preset in LECTURE_PRESETS.items() if preset["tab"] == "forward"])
 def test_the_lecture_steps_of_the_walk_draw_every_stage(linked, step, lang):
-    preset = {key: value for key, value in state.LECTURE_PRESETS[step].items() if key != "focus"}
+    preset = {key: value for key, value in LECTURE_PRESETS[step].items() if key != "focus"}
     assert use.kind_of(preset["model"].split(" (")[0]) != "classifier"  # the steps walk a language model, a translator
     for stage in use.STAGES:
         assert_drawn(opened(linked, {**preset, "stage": stage, "lang": lang}), stage, lang, stage != "pooled")

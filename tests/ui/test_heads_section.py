@@ -93,7 +93,7 @@ def test_opening_switch_off_answers_every_output_with_the_top_head_ticked():
 
 def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_both_sentences():
     """Issue 47: the English and the Chinese seed sentence side by side, read by the multilingual encoder."""
-    from ui.state import LECTURE_PRESETS
+    from ui.links import LECTURE_PRESETS
     from ui.attention import SEEDS, examples
     from lab import attention
 

@@ -8,7 +8,7 @@ import pytest
 from gradio.caching import CacheMissError, ProbeCache
 from gradio.components.plot import PlotData
 
-from ui.common import cached
+from ui.handlers import cached
 
 
 def test_a_figure_is_kept_encoded_and_every_caller_gets_the_same_one():
