@@ -61,6 +61,13 @@ input[role=combobox] { padding-right: var(--size-6); text-overflow: ellipsis; }
   .row > .form > .block, .row > .block { flex: 1 1 100% !important; min-width: 100% !important; }
   /* a figure's title fits the phone's width (it is centred on the figure, so it stays centred) */
   .js-plotly-plot .gtitle { font-size: 13px !important; }
+  /* plotly's toolbar (a tap shows it) in a strip of its own above the figure, below the plot's label if it shows
+     one, in one row of narrower buttons: over the figure it covered the title */
+  .block > .js-plotly-plot { margin-top: 28px; }
+  .block:has(> [data-testid=block-label]) > .js-plotly-plot { margin-top: 64px; }
+  .js-plotly-plot .modebar-container { top: -28px !important; }
+  .js-plotly-plot .modebar-group { padding-left: 4px !important; }
+  .js-plotly-plot .modebar-btn { padding: 3px 2px !important; }
 }
 """ + "".join(getattr(tab, "CSS", "") for tab in TABS)
 

@@ -193,10 +193,15 @@ def _components(inputs) -> list:
     return list(inputs) if isinstance(inputs, (list, tuple, set)) else [inputs]
 
 
+# Every example of a set on one page (the longest has 17): Gradio writes its page numbers ("Pages: 1 2") in
+# English in every locale, and a student looking for the lecture's example should not have to turn pages
+EXAMPLES_PER_PAGE = 100
+
+
 def examples(*args, **kwargs) -> gr.Examples:
-    """`gr.Examples` whose sample picker refuses an index it does not hold with a message (its own
+    """`gr.Examples` on one page, whose sample picker refuses an index it does not hold with a message (its own
     event only fills the inputs, unqueued: it runs no model and needs no GPU)."""
-    made = gr.Examples(*args, **kwargs)
+    made = gr.Examples(*args, **{"examples_per_page": EXAMPLES_PER_PAGE, **kwargs})
     _guard(made.dataset)
     return made
 
@@ -252,17 +257,30 @@ def _guard(component) -> None:
         if caching._probe_mode_active.get():
             raise _NotCached("not cached")
         lang = PAGE_LANGUAGE.get()
-        name, shown = label_of(self, lang), _shortened(error)
-        log.warning("input refused by %s: %s", label_of(self), shown.encode("unicode_escape", "backslashreplace")
-                    .decode("ascii"))
-        raise gr.Error(html.escape(t("common.value_refused", lang, name=name, reason=shown), quote=False),
+        log.warning("input refused by %s: %s", label_of(self), _shortened(error).encode("unicode_escape",
+                    "backslashreplace").decode("ascii"))
+        raise gr.Error(html.escape(t("common.value_refused", lang, name=label_of(self, lang),
+                                     reason=_reason(self, lang)), quote=False),
                        title=t("common.error_title", lang), print_exception=False)
 
     cls.preprocess = checked
     cls._guarded_preprocess = True
 
 
-SHOWN_CHARS = 300  # of a refusal's reason: it may quote the refused value, which can be megabytes
+def _reason(component, lang: str) -> str:
+    """Why `component` refused a value, in `lang`: what it takes. (Gradio's own reason, which the log keeps, is
+    English in every locale and may quote the value or a Python type.)"""
+    if getattr(component, "choices", None) is not None:
+        return t("common.value_refused.choice", lang)
+    if isinstance(component, (gr.Slider, gr.Number)):
+        low, high = component.minimum, component.maximum
+        if low is None or high is None:
+            return t("common.value_refused.number", lang)
+        return t("common.value_refused.range", lang, low=low, high=high)
+    return t("common.value_refused.other", lang)
+
+
+SHOWN_CHARS = 300  # of a refusal's reason in the log: it may quote the refused value, which can be megabytes
 
 
 def _shortened(error: Exception) -> str:

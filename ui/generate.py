@@ -271,7 +271,7 @@ def build(lang: gr.State | None = None) -> Action:
                                           elem_classes=["flowing-text"])
                 step_slider = gr.Slider(0, 1, value=0, step=1, label=_("generate.step_slider"), interactive=False,
                                         elem_id="step_to_inspect")
-                bars = gr.Plot(label=_("generate.bars"))
+                bars = gr.Plot(label=_("generate.bars"), elem_id="generate-stages")
         with gr.Accordion(_("generate.beam_box"), open=False) as beam_box:
             tree = gr.Plot(label=_("generate.tree"))
             compare = _flowing_text(_("generate.sampled"))

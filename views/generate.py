@@ -18,6 +18,12 @@ from transformer_core.decoding.beam import BeamResult, Candidate
 from transformer_core.decoding.sampling import STAGES, StepRecord
 
 KEPT, CUT, CHOSEN, BEST = "#4f46e5", "#d1d5db", "#f97316", "#f97316"
+# the stages' names over their columns: five or six columns share about 240 px on a 390-px phone, where plotly's
+# 16-px subplot titles ran into each other (issue 48)
+STAGE_TITLE_PX = 13
+# the foot of the step's title's first line, below the plot's label at the top left: plotly anchors a title of two
+# lines by its first, and the second goes below it, above the stages' titles
+TITLE_FOOT_PX = 52
 LABELLED_STEPS = 12  # beyond this many steps only the winning path is labelled
 
 
@@ -63,10 +69,13 @@ def stage_bars(record: StepRecord, label: Callable[[int], str], stages: tuple[st
         )
         fig.update_xaxes(range=[0, max(1e-9, *heights) * 1.1], showticklabels=False, row=1, col=col)
     fig.update_yaxes(autorange="reversed")
+    fig.update_annotations(font_size=STAGE_TITLE_PX)
+    height = 170 + 28 * len(names)
     fig.update_layout(
-        title=t("sampling.step_title", lang, step=record.step, token=repr(show(label(record.chosen))),
-                p=record.chosen_prob, raw=record.chosen_raw_prob),
-        height=140 + 28 * len(names), margin=dict(l=10, r=10, t=110, b=10), bargap=0.25,
+        title=dict(text=t("sampling.step_title", lang, step=record.step, token=repr(show(label(record.chosen))),
+                          p=record.chosen_prob, raw=record.chosen_raw_prob),
+                   y=1 - TITLE_FOOT_PX / height, yref="container", yanchor="bottom"),
+        height=height, margin=dict(l=10, r=10, t=140, b=10), bargap=0.25,
     )
     return fig
 

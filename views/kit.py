@@ -15,6 +15,7 @@ matter; smaller ones as float32 typed arrays.
 from __future__ import annotations
 
 import html
+import re
 import unicodedata
 
 import numpy as np
@@ -80,6 +81,22 @@ def label_px(text: str) -> float:
     """About how wide plotly draws a tick label, in pixels (an HTML escape counts as one character)."""
     shown = html.unescape(str(text))
     return sum(WIDE_PX if unicodedata.east_asian_width(ch) in "WF" else NARROW_PX for ch in shown)
+
+
+# where a title may break: after a space or a Chinese comma or colon, before a Chinese bracket
+BREAKS = re.compile(r"(?<=[ ：，])|(?=（)")
+
+
+def wrapped(text: str, px: float) -> str:
+    """`text` broken with <br> into lines about `px` wide (as `label_px` measures them) where it may break; a word
+    wider than `px` keeps a line of its own."""
+    lines, line = [], ""
+    for piece in filter(None, BREAKS.split(text)):
+        if line and label_px((line + piece).rstrip()) > px:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    return "<br>".join([*lines, line.rstrip()])
 
 
 def _margin(x_text, y_text) -> dict:

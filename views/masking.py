@@ -14,10 +14,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import render, t
-from views.kit import axis_text, grid_axes, plain, position_labels, unchecked_figure
+from views.kit import axis_text, grid_axes, plain, position_labels, unchecked_figure, wrapped
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
+# a panel's title is broken into lines this wide, centred on its panel: four panels to a row leave each about 76 px
+# on a 390-px phone, where titles on one line ran into each other (issue 48)
+TITLE_PX = 72
 
 
 @dataclass
@@ -60,8 +63,9 @@ def mask_gallery(panels: list[MaskPanel], lang: str = "en") -> go.Figure:
             zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
             hovertemplate=f"{panel.title}<br>" + t("masking.gallery_hover", lang),
         ))
-        annotations.append(dict(text=panel.title, x=(j + 0.5) / n_col, y=layout[f"yaxis{suffix}"]["domain"][1],
-                                xref="paper", yref="paper", yanchor="bottom", showarrow=False))
+        annotations.append(dict(text=wrapped(panel.title, TITLE_PX), x=(j + 0.5) / n_col,
+                                y=layout[f"yaxis{suffix}"]["domain"][1], xref="paper", yref="paper", xanchor="center",
+                                yanchor="bottom", showarrow=False))
     layout.update(annotations=annotations, height=260 * n_row + 70, margin=dict(l=10, r=10, t=70, b=10),
                   title=dict(text=t("masking.gallery_title", lang)))
     return unchecked_figure(traces, layout)

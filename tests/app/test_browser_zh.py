@@ -34,8 +34,8 @@ KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub"
         "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
         "translate-reverse", "translate-sort", "translate-pig-latin", "cheat-causal", "cheat-nomask", "gpt2",
         # Gradio writes these itself, in English in every locale (not in its translations): the status
-        # tracker's cache badge and the examples' page numbers
-        "from cache", "used cache", "Pages"]
+        # tracker's cache badge
+        "from cache", "used cache"]
 
 ENGLISH_ONLY = """([notOurs, kept]) => {
   const shown = (el) => el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
@@ -198,3 +198,68 @@ def test_on_a_phone_no_control_is_squeezed_and_the_title_is_one_line(visit, tab)
     seen = visit.page.evaluate(SQUEEZED)
     shot(visit, f"phone-{tab}")
     assert seen["squeezed"] == [] and seen["titleLines"] == 1, seen
+
+
+# Titles in a figure at phone width that run into each other or past the figure's edge: the figure's title and
+# its panels' titles (plotly's annotations), as the browser draws them
+CROWDED = """(sel) => {
+  const gd = document.querySelector(sel + ' .js-plotly-plot'), edge = gd.getBoundingClientRect();
+  const boxes = Array.from(gd.querySelectorAll('.gtitle, .annotation-text'))
+    .map((e) => [e.textContent, e.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const crowded = [];
+  boxes.forEach(([text, box], i) => {
+    if (box.left < edge.left || box.right > edge.right) crowded.push(['past the edge', text]);
+    boxes.slice(i + 1).filter(([, other]) => meet(box, other)).forEach(([other]) => crowded.push([text, other]));
+  });
+  return {titles: boxes.length, crowded};
+}"""
+
+
+def phone(visit, tab: str) -> None:
+    """Open `tab`'s link in Chinese on a phone (its tab names are in a menu there: the last is not shown)."""
+    visit.page.set_viewport_size(PHONE)
+    visit.page.goto(visit.base_url + "/" + LINKS[tab][0] + "&lang=zh-CN")
+    visit.page.locator(f"#tab-{tab}").wait_for()
+
+
+@pytest.mark.parametrize("tab, figure", [("masking", "#masking-gallery"), ("generate", "#generate-stages")])
+def test_on_a_phone_a_figures_titles_do_not_run_into_each_other(visit, tab, figure):
+    phone(visit, tab)
+    assert_drawn(wait_drawn(visit, tab, LINKS[tab][1]), tab)
+    visit.page.locator(figure).scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(exist_ok=True)
+    visit.page.locator(figure).screenshot(path=str(ARTIFACTS / f"zh-phone-{tab}-titles.png"))
+    seen = visit.page.evaluate(CROWDED, figure)
+    assert seen["titles"] >= 5 and seen["crowded"] == [], seen
+
+
+# Each visible figure's toolbar box (shown on a tap on a phone) against the titles in it
+COVERED = """(tab) => Array.from(document.querySelectorAll(`#tab-${tab} .js-plotly-plot`)).filter((gd) => gd.offsetParent)
+  .flatMap((gd) => { const bar = gd.querySelector('.modebar');
+    if (!bar) return [];
+    const b = bar.getBoundingClientRect();
+    return Array.from(gd.querySelectorAll('.gtitle, .annotation-text')).filter((e) => {
+      const t = e.getBoundingClientRect();
+      return t.width > 0 && t.left < b.right && b.left < t.right && t.top < b.bottom && b.top < t.bottom;
+    }).map((e) => e.textContent); })"""
+
+
+@pytest.mark.parametrize("tab", ["attention", "masking", "translate", "sentiment"])
+def test_on_a_phone_the_plot_toolbar_covers_no_title(visit, tab):
+    phone(visit, tab)
+    assert_drawn(wait_drawn(visit, tab, LINKS[tab][1]), tab)
+    assert visit.page.evaluate(f"() => document.querySelectorAll('#tab-{tab} .modebar').length") > 0
+    figure = visit.page.locator(f"#tab-{tab} .js-plotly-plot").first
+    figure.scroll_into_view_if_needed()
+    figure.hover()  # the toolbar shows, as after a tap
+    shot(visit, f"phone-{tab}-toolbar")
+    assert visit.page.evaluate(COVERED, tab) == []
+
+
+def test_every_example_of_a_set_is_on_one_page_with_no_english_page_numbers(visit):
+    visit.open(LINKS["attention"][0] + "&lang=zh-CN")  # its examples: one per model, more than Gradio's 10 a page
+    assert_drawn(wait_drawn(visit, "attention", LINKS["attention"][1]), "attention")
+    panel = visit.page.locator("#tab-attention")
+    assert panel.locator(".paginate").count() == 0 and "Pages" not in panel.inner_text()
+    assert panel.locator("[data-testid^=dataset-cell]").count() > 10 * 3  # every row (3 columns), not 10

@@ -73,6 +73,29 @@ def test_the_input_guards_refusal_is_in_the_page_language():
     assert refused.value.title == "错误"
 
 
+def _refused_in(lang: str, component, value) -> str:
+    token = events.PAGE_LANGUAGE.set(lang)
+    try:
+        return _shown(lambda: component.preprocess(value))
+    finally:
+        events.PAGE_LANGUAGE.reset(token)
+
+
+def test_the_guards_reason_in_brackets_is_in_the_page_language_too():
+    # Gradio's own reasons are English in every locale and quote Python: "'<' not supported between instances of
+    # 'list' and 'int'", "Value: bogus is not in the list of choices: ['a', 'b']"
+    with gr.Blocks():
+        slider, picker = gr.Slider(0, 10, label=_("setting.seed")), gr.Dropdown(["a", "b"], label=_("setting.seed"))
+        number, out = gr.Number(label=_("setting.seed")), gr.Textbox()
+        events.on(slider.release, lambda *values: values[0], [slider, picker, number], out, api_name=False)
+    refusals = [(slider, ["a", "list"]), (slider, float("inf")), (slider, 99), (picker, "bogus"), (number, float("nan"))]
+    for component, value in refusals:
+        chinese = _refused_in("zh-CN", component, value)
+        assert chinese.startswith("随机种子：不能使用这个值（") and not LATIN_WORD.search(chinese), chinese
+    assert _refused_in("zh-CN", slider, 99) == "随机种子：不能使用这个值（这里只能填 0 到 10 之间的数）。"
+    assert _refused_in("en", picker, "bogus") == "Seed: this value cannot be used (it is not one of the choices)."
+
+
 def test_the_guard_speaks_the_language_of_the_session_that_sent_the_request():
     with gr.Blocks() as demo:
         lang = gr.State("en")
