@@ -1,7 +1,7 @@
 """Which model a request means, and how a model trained on simplified Chinese reads traditional text."""
 
 import lab
-from lab import models
+from lab import models, sentiment
 
 TRADITIONAL = "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。"
 SIMPLIFIED = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
@@ -17,7 +17,7 @@ def test_a_simplified_chinese_model_reads_traditional_characters_converted_with_
 def test_every_use_case_of_a_chinese_model_converts_traditional_text():
     run = lab.attention_run("tang-poems-char", TRADITIONAL)
     assert "".join(run.q_labels) == SIMPLIFIED and "converted to simplified" in str(run.notice)
-    verdict = lab.sentiment.classify("非常好的一本書，值得一讀，推薦！", "sentiment-zh-pretrained")
+    verdict = sentiment.classify("非常好的一本書，值得一讀，推薦！", "sentiment-zh-pretrained")
     assert "".join(verdict.labels).find("一本书") >= 0 and "converted to simplified" in str(verdict.notice)
 
 

@@ -37,10 +37,12 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     Each pair of dimensions is a clock of a different frequency, so every
     position gets a distinct pattern and relative offsets are linear maps.
     """
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    # computed on the CPU, where models are built (`.to(device)` moves it), even inside `torch.device("meta")`:
+    # there these few operations ran torch's reference kernels, whose first use imports its compiler (2 s)
+    pos = torch.arange(max_len, dtype=torch.float32, device="cpu")[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu")
     angle = pos / torch.pow(10000.0, two_i / d_model)  # (max_len, d_model/2)
-    pe = torch.zeros(max_len, d_model)
+    pe = torch.zeros(max_len, d_model, device="cpu")
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return pe

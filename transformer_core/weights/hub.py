@@ -11,6 +11,7 @@ folder missing here must be reported missing, not looked up online. No pickle an
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import typing
@@ -19,6 +20,7 @@ from pathlib import Path
 import torch
 from huggingface_hub import snapshot_download
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from ..model.models import MODEL_CLASSES
 
@@ -115,6 +117,27 @@ def read_config(folder: Path) -> dict:
     return config
 
 
+# what a module's __init__ draws its first weights with: on the meta device they compute nothing, yet each call
+# still ran torch's Python reference implementation, and the first imported torch._dynamo: 3 s of the app's
+# 10-s start-up, which counts every checkpoint's parameters before it loads any
+INITIALISERS = frozenset({"normal_", "uniform_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+                          "xavier_normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "fill_", "zero_"})
+
+
+class _NoInitialisers(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", None) in INITIALISERS:
+            return args[0] if args else (kwargs or {})["tensor"]  # the tensor, as an in-place initialiser returns it
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def shapes_only():
+    """Modules built inside are on PyTorch's meta device: shapes only, no memory, and no initial values drawn."""
+    with torch.device("meta"), _NoInitialisers():
+        yield
+
+
 def parameter_count(config: dict) -> int:
     """How many parameters the model of `config` (a config.json's dict) has, counted on PyTorch's meta device:
     the model is built, shapes only, and no tensor's memory is allocated. CheckpointError for a config the
@@ -124,7 +147,7 @@ def parameter_count(config: dict) -> int:
     # as from_pretrained does, keys that are not the config's fields (`languages`, `weights`, `task`) are skipped
     sizes = {k: v for k, v in config.items() if k in config_class.__dataclass_fields__}
     try:
-        with torch.device("meta"):
+        with shapes_only():
             model = cls(config_class(**sizes))
     except (TypeError, ValueError) as e:  # a field of the wrong type, sizes that do not fit (ConfigError)
         raise CheckpointError(f"config {config!r:.200} does not describe a {cls.__name__}: {e}") from e

@@ -17,7 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .hub import save_checkpoint
+from .hub import save_checkpoint, shapes_only
 
 INT8 = "int8"
 _SCALE = ".int8_scale"
@@ -60,7 +60,7 @@ def load_int8(cls: type[nn.Module], folder: Path, config: dict) -> nn.Module:
     config_cls = typing.get_type_hints(cls.__init__)["config"]
     names = {f.name for f in dataclasses.fields(config_cls)}
     model_config = config_cls(**{k: v for k, v in config.items() if k in names})
-    with torch.device("meta"):
+    with shapes_only():
         model = cls(model_config)
     if any(True for _ in model.buffers()):
         model = cls(model_config)
