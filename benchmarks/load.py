@@ -331,6 +331,7 @@ def lecture_hall(url: str, n: int, requests: dict, httpx_client: bool = False) -
 
 
 def same_link(args, url: str, process, startup_s: float) -> dict:
+    time.sleep(args.settle)
     app_cpu, own_cpu = cpu_s(process.pid), cpu_s()
     requests = OWN_SENTENCES if args.own_sentences else SAME_LINK
     if args.gradio_client:
@@ -343,7 +344,7 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
         print(f"{name:10s} n={len(values):4d} p50={statistics.median(values):6.2f} s "
               f"p95={percentile(values, 0.95):6.2f} s max={max(values):6.2f} s")
     result = {
-        "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients,
+        "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients, "settle_s": args.settle,
         "client": "gradio_client" if args.gradio_client else "httpx" if args.httpx else "socket",
         "startup_s": round(startup_s, 2), "errors": len(errors),
         "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
@@ -465,6 +466,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=None, help="default 16, or 100 with --same-link")
     parser.add_argument("--own-sentences", action="store_true",
                         help="--same-link with a text of each student's own: attention, then classify (pre-trained)")
+    # 0: the hall arrives with the first page, while the app still loads its large checkpoints (lab/store.warm)
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="--same-link: seconds between the app's first page and the students, as in a hall "
+                             "where the lecturer opened the app before the class (default 0)")
     parser.add_argument("--gradio-client", action="store_true",
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--httpx", action="store_true",
