@@ -10,6 +10,7 @@ import time
 
 import pytest
 import random_models
+import torch
 
 from lab import store
 from transformer_core import CheckpointError, CheckpointTooLarge, load_model, save_checkpoint
@@ -38,6 +39,17 @@ def test_the_parameter_count_comes_from_the_config_without_building_weights():
     model = random_models.lm(vocab_size=40)
     config = {**vars(model.config), "arch": "DecoderLM"}
     assert hub.parameter_count(config) == sum(p.numel() for p in model.parameters())
+
+
+def test_counting_draws_no_initial_weights_and_counts_an_encoder_decoder_with_its_fixed_positions(monkeypatch):
+    """Counted on the meta device with no initialiser run: on every checkpoint at start-up they cost 3 s."""
+    model = random_models.encdec(positions="sinusoidal")
+    config = {**vars(model.config), "arch": "EncoderDecoder"}
+    drawn = []
+    real = torch.Tensor.normal_
+    monkeypatch.setattr(torch.Tensor, "normal_", lambda self, *a, **k: drawn.append(self.shape) or real(self, *a, **k))
+    assert hub.parameter_count(config) == sum(p.numel() for p in model.parameters())
+    assert drawn == []
 
 
 def test_an_oversized_config_is_refused_before_any_weight_is_read(folder):
