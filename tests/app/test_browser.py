@@ -390,7 +390,7 @@ def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = Tr
         tab = presets[i]["tab"]
         visit.page.locator(f"#tab-{tab}").wait_for()
         visit.page.wait_for_timeout(300)  # the step's own events start
-        seen = wait_drawn(visit, tab, LINKS.get(tab, ("", []))[1])
+        seen = wait_drawn(visit, tab, LINKS.get(tab, ("", []))[1], settle_s=0.5)
         if n < len(presets):
             if check:
                 check(visit, i + 1)

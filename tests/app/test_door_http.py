@@ -4,6 +4,7 @@ a session that ran the page-load events gets exactly the messages a fresh one ge
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 import uuid
@@ -85,7 +86,9 @@ def test_every_endpoint_refuses_a_wrong_value_alike_in_a_fresh_session_and_after
                 assert status == 200, (deps[index]["api_name"], answer)  # never HTTP 500 at the door
                 assert answer["success"] is False and answer["output"]["error"], (deps[index]["api_name"], answer)
                 assert "__i18n__" not in answer["output"]["error"]
-            assert answers[0][1]["output"]["error"] == answers[1][1]["output"]["error"], deps[index]["api_name"]
+            # the same message, but for the range a slider takes: the page load sets it from the session's text
+            alike = [re.sub(r"\d+", "N", answer["output"]["error"]) for _, answer in answers]
+            assert alike[0] == alike[1], deps[index]["api_name"]
 
 
 @pytest.mark.parametrize("query", ["?tab=generate&new_tokens=500&seed=1e30", "?tab=attention&layer=9&head=99",
