@@ -193,6 +193,18 @@ def _components(inputs) -> list:
     return list(inputs) if isinstance(inputs, (list, tuple, set)) else [inputs]
 
 
+# The end of a page script that listens to plots (gr.Plot has no click event: plotly's own is listened to on each
+# plot as it is drawn): the script's `listen` runs now, and again after each change of the page, once a frame at most
+LISTEN_AS_DRAWN = """  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; listen(); });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+  listen();
+})();"""
+
+
 # Every example of a set on one page (the longest has 17): Gradio writes its page numbers ("Pages: 1 2") in
 # English in every locale, and a student looking for the lecture's example should not have to turn pages
 EXAMPLES_PER_PAGE = 100

@@ -84,14 +84,7 @@ CLICK_TO_FOLLOW = """(() => {
       button.click();
     });
   };
-  let pending = false;
-  new MutationObserver(() => {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(() => { pending = false; listen(); });
-  }).observe(document.documentElement, {childList: true, subtree: true});
-  listen();
-})();"""
+""" + events.LISTEN_AS_DRAWN
 # the row the click left on the button, for the follow slider (the slider's own value if there is none)
 CLICKED_ROW = """(follow) => { const row = parseInt(document.querySelector('#forward-follow-row').dataset.row, 10);
   return Number.isFinite(row) ? row : follow; }"""

@@ -132,14 +132,7 @@ CLICK_TO_FIND = """(() => {
       gd.on('plotly_click', (event) => event.points && event.points.length && find(event.points[0]));
     }
   });
-  let pending = false;
-  new MutationObserver(() => {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(() => { pending = false; listen(); });
-  }).observe(document.documentElement, {childList: true, subtree: true});
-  listen();
-})();""" % _HEAD
+""" % _HEAD + events.LISTEN_AS_DRAWN
 
 
 # The layer and head sliders at the head picked from the ranking ("L5 H11"), set in the browser:
