@@ -488,6 +488,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.clients = args.clients or (100 if args.same_link or args.questions else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
+    if not 0 <= args.settle < float("inf"):
+        parser.error(f"--settle {args.settle:g}: must be a number of seconds, 0 or more")
     return args
 
 
