@@ -19,11 +19,15 @@ def _seed():
 
 
 @pytest.fixture(autouse=True)
-def _fresh_views():
-    """Each test computes its own views: none is served from another test's cache."""
+def _fresh_views(monkeypatch):
+    """Each test computes its own views: none is served from another test's cache. And each sees its model
+    folder as it is now: tests drop checkpoints in and read the listing at once, where the app rescans the
+    folder once a second (lab.store.RESCAN_S; its own test sets it back)."""
+    from lab import store
     from lab.cache import clear_all
 
     clear_all()  # the ui handlers' caches are ViewCaches too
+    monkeypatch.setattr(store, "RESCAN_S", 0.0)
 
 
 @pytest.fixture

@@ -122,6 +122,39 @@ def test_the_checkpoint_list_is_read_once_and_again_when_the_folder_changes(tmp_
         lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
 
 
+def test_the_model_folder_is_scanned_once_a_rescan_interval_and_a_dropped_checkpoint_appears_after_it(
+        tmp_path, monkeypatch):
+    """A request asks for the folder's signature up to 16 times (every registry lookup): one scan serves them
+    all, and a checkpoint dropped in appears once RESCAN_S has passed."""
+    import os
+    import types
+
+    import random_models
+
+    from transformer_core import save_checkpoint
+
+    clock = [100.0]
+    monkeypatch.setattr(lab.store, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(lab.store, "RESCAN_S", 1.0)
+    scans, scandir = [], os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: scans.append(path) or scandir(path))
+    save_checkpoint(random_models.lm(), tmp_path / "one")
+    lab.store.set_model_dir(tmp_path)
+    try:
+        assert [c.name for c in lab.models.registry()][:-1] == ["one"]
+        read = len(scans)  # the signature, and the listing read at it
+        for _ in range(15):
+            assert [c.name for c in lab.models.registry()][:-1] == ["one"]
+        assert len(scans) == read
+        save_checkpoint(random_models.lm(), tmp_path / "two")
+        clock[0] += 0.5
+        assert list(lab.store.checkpoints().values()) == ["one"] and len(scans) == read
+        clock[0] += 0.6
+        assert list(lab.store.checkpoints().values()) == ["one", "two"] and len(scans) > read
+    finally:
+        lab.store.set_model_dir(lab.store.DEFAULT_MODEL_DIR)
+
+
 def test_a_new_model_folder_clears_every_run_cache_and_a_rewritten_checkpoint_gets_a_new_key(tmp_path):
     from lab.cache import RunCache
 

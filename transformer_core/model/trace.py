@@ -38,9 +38,9 @@ Edit = Callable[[torch.Tensor], torch.Tensor]
 Names = Callable[[str], bool] | Iterable[str] | None
 
 
-def _viewed(name: str, stream: bool) -> bool:
+def _viewed(name: str, part: str, stream: bool) -> bool:
     """What a trace keeps by default: what the views draw (weights, residual streams, outputs)."""
-    return stream or name in ("logits", "pooled") or name.rsplit(".", 1)[-1] == "attn"
+    return stream or part == "attn" or name in ("logits", "pooled")
 
 
 class Trace:
@@ -63,16 +63,17 @@ class Trace:
         self._stream: dict[str, list[str]] = {}  # stack -> its residual-stream names
         self._masks: dict[str, Mask] = {}  # group -> the Mask it obeyed
 
-    def _take(self, name: str, x, group: str, stream: bool) -> None:
+    def _take(self, name: str, part: str, x, group: str, stream: bool) -> None:
+        """Record point `name` (its last part `part`, given by the caller: this runs at every point of a pass)."""
         if isinstance(x, Mask):  # the Mask object is kept as is: the Masking tab draws exactly what was applied
             self._masks[group] = x
             x = x.for_heads()
         self.shapes[name] = tuple(x.shape)
-        if name.rsplit(".", 1)[-1] == "attn":
+        if part == "attn":
             self._attn.setdefault(group, []).append(name)
         if stream:
             self._stream.setdefault(group, []).append(name)
-        if _viewed(name, stream) if self._keeps is None else self._keeps(name):
+        if _viewed(name, part, stream) if self._keeps is None else self._keeps(name):
             x = x.detach().cpu()
             self._kept[name] = x.float() if x.is_floating_point() else x  # a mask stays bool
 
@@ -127,19 +128,19 @@ class _Now:
 _NOW: ContextVar[_Now | None] = ContextVar("transformer_core_trace", default=None)
 
 
-def _pass(now: _Now, name: str, x, group: str = "", stream: bool = False):
+def _pass(now: _Now, name: str, part: str, x, group: str = "", stream: bool = False):
     edit = now.edits.get(name)
     if edit is not None:
         x = edit(x)
     if now.trace is not None:  # recorded as it flows on: an edited point shows its edit
-        now.trace._take(name, x, group, stream)
+        now.trace._take(name, part, x, group, stream)
     return x
 
 
 def point(name: str, x):
     """The tensor that flows on from point `name`: `x`, recorded if a trace records, changed if edited."""
     now = _NOW.get()
-    return x if now is None else _pass(now, name, x)
+    return x if now is None else _pass(now, name, name.rsplit(".", 1)[-1], x)
 
 
 def active() -> Trace | None:
@@ -203,7 +204,7 @@ class TracePoint:
         now = _NOW.get()  # the whole cost when nothing records and nothing is edited
         if now is None:
             return x
-        return _pass(now, self.point_name(part), x, self.trace_group, self.writes_stream and part == "out")
+        return _pass(now, self.point_name(part), part, x, self.trace_group, self.writes_stream and part == "out")
 
     def watched(self, *parts: str) -> bool:
         """Whether a trace records, or an edit changes one of `parts`: then the points must be computed."""
