@@ -66,13 +66,17 @@ def browser():
 class Visit:
     """One page of the app, with every console error it logged."""
 
-    def __init__(self, browser, base_url: str):
+    def __init__(self, browser, base_url: str, console: bool = True, **context):
+        """`console`: count the console's errors, not only the page's uncaught ones; `context`: playwright's
+        new_context settings (a viewport)."""
         self.base_url = base_url
-        self.context = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        self.context = browser.new_context(**{"viewport": {"width": 1280, "height": 720}, "accept_downloads": True,
+                                              **context})
         self.page = self.context.new_page()
         self.page.set_default_timeout(RESULT_TIMEOUT_MS)
         self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        if console:
+            self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def open(self, query: str = "") -> None:
@@ -357,41 +361,53 @@ def _box(visit, selector: str) -> dict:
     return visit.page.locator(selector).first.bounding_box()
 
 
-def test_lecture_steps_draw_their_views_on_a_projector_forward_and_back(browser, server):
+STEPS = list(LECTURE_PRESETS)
+
+
+def test_lecture_steps_draw_their_views_on_a_projector_going_forward(browser, server):
     walk_lecture(browser, server[0], "?lecture=1")
 
 
 # Going back, the walk stops at the first step of "What does a head do?": its steps share one tab and one
 # section, where a step left behind could linger; the way back to it crosses four tab changes too. (The whole
-# way back doubled the walk, the suite's longest test.)
+# way back doubled the walk, the suite's longest test.) It starts at the last step, chosen in the step box, so
+# that it runs beside the walk forward, on the other worker.
 BACK_TO = "find_head"
 
 
-def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = True) -> None:
-    """Step through the whole lecture forward (and with `back`, back again to BACK_TO) at 1280x720, asserting
-    that each step draws its view with its main button and figure on the first screen; `check(visit, step)`
-    runs at each step going forward. The page's language is the link's `lang` (English when it has none)."""
+def test_lecture_steps_draw_their_views_on_a_projector_going_back(browser, server):
+    walk_lecture(browser, server[0], "?lecture=1", walk=range(len(STEPS) - 1, STEPS.index(BACK_TO) - 1, -1))
+
+
+def walk_lecture(browser, base_url: str, query: str, check=None, walk: range = range(len(STEPS))) -> None:
+    """Step through the lecture's steps `walk` (all of them, forward, by default) at 1280x720 with Next step and
+    Previous step, asserting that each step draws its view with its main button and figure on the first screen; a
+    walk that does not start at the first step starts by choosing its step in the step box. Going forward, each
+    step's first screen is saved, or `check(visit, step)` runs. The page's language is the link's `lang` (English
+    when it has none)."""
     lang = i18n.normalise(parse_qs(query.lstrip("?")).get("lang", ["en"])[0])
-    visit = Visit(browser, base_url)
-    visit.context.close()
-    visit.context = browser.new_context(viewport=PROJECTOR)
-    visit.page = visit.context.new_page()
-    visit.page.set_default_timeout(RESULT_TIMEOUT_MS)
-    visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    visit = Visit(browser, base_url, console=False, viewport=PROJECTOR)
     visit.open(query)
     # a lecture link opens with its controls open, Next step in sight, and the first step shown (issue 48)
     visit.page.locator("#lecture-next").wait_for()
-    steps = list(LECTURE_PRESETS)
     presets = list(LECTURE_PRESETS.values())
-    walk = [*range(len(presets)), *(range(len(presets) - 2, steps.index(BACK_TO) - 1, -1) if back else ())]
-    for n, (i, previous) in enumerate(zip(walk, [None, *walk])):
+    if walk[0] != 0:  # once the first step is shown, as a person would
+        wait_drawn(visit, LECTURE_PRESETS[STEPS[0]]["tab"], [], settle_s=0.5)
+        visit.page.locator("#lecture-step input").click()
+        visit.page.get_by_role("option", name=i18n.t(f"lecture.{STEPS[walk[0]]}", lang), exact=True).click()
+        visit.page.wait_for_function("() => window.labScrollStep === 1")  # as after a step (below)
+    changes = int(walk[0] != 0)  # the steps the page has taken
+    for i, previous in zip(walk, [None, *walk]):
         if previous is not None:
             visit.page.locator("#lecture-next" if i > previous else "#lecture-back").click()
+            changes += 1
+            # the step's inputs are set: the page's step script (ui/links.SCROLL_TO_STEP), which runs beside the
+            # one that starts the step's view, has counted it
+            visit.page.wait_for_function("(n) => window.labScrollStep === n", arg=changes)
         tab = presets[i]["tab"]
         visit.page.locator(f"#tab-{tab}").wait_for()
-        visit.page.wait_for_timeout(300)  # the step's own events start
         seen = wait_drawn(visit, tab, LINKS.get(tab, ("", []))[1], settle_s=0.5)
-        if n < len(presets):
+        if walk.step > 0:
             if check:
                 check(visit, i + 1)
             else:
@@ -399,11 +415,11 @@ def walk_lecture(browser, base_url: str, query: str, check=None, back: bool = Tr
                 visit.page.screenshot(path=str(ARTIFACTS / f"lecture-{i + 1}.png"))
         assert_drawn(seen, tab)
         chosen = visit.page.locator("#lecture-step input").first.input_value()
-        assert chosen == i18n.t(f"lecture.{steps[i]}", lang)  # the step's whole name shows in its box
+        assert chosen == i18n.t(f"lecture.{STEPS[i]}", lang)  # the step's whole name shows in its box
         compared = visit.page.locator("#sentiment-compare .js-plotly-plot")
         if presets[i].get("compare") == "1":  # both classifiers side by side, each with its attention
             assert compared.count() == 2 and all(p["data"] > 0 for p in seen["plots"])
-        button, figure = MAIN_OF_STEP.get(steps[i]) or MAIN.get(tab, (None, None))
+        button, figure = MAIN_OF_STEP.get(STEPS[i]) or MAIN.get(tab, (None, None))
         for selector in filter(None, (button, figure)):
             box = _box(visit, selector)
             assert box and box["y"] >= 0, f"step {i + 1}: {selector} is not on the page"

@@ -24,18 +24,43 @@ TEXT = "ROMEO: But soft, what light through yonder window breaks?"
 LAYER, HEAD, QUERY = 2, 1, 5
 
 
-@pytest.fixture
-def attention_page(browser, server):  # noqa: F811
-    """The Attention tab opened on TEXT with the LM, layer LAYER, head HEAD, drawn; and the model's own run."""
+def _open_attention(chromium, base_url: str) -> Visit:
+    """The Attention tab opened on TEXT with the LM, layer LAYER, head HEAD, drawn."""
     if LM in serving.missing():
         pytest.skip(f"{LM} is not in assets/: the app would draw a random stand-in")
     label = next(lab for lab, name in use.models_offered().items() if name == LM)
-    visit = Visit(browser, server[0])
+    visit = Visit(chromium, base_url)
     visit.open(f"?tab=attention&model={quote_plus(label)}&text={quote_plus(TEXT)}&layer={LAYER}&head={HEAD}"
                f"&query_token={QUERY}")
     visit.page.wait_for_function("""() => { const plots = document.querySelectorAll('#tab-attention .js-plotly-plot');
         return plots.length >= 5 && Array.from(plots).every((gd) => (gd._fullData || []).length > 0)
             && document.querySelector('#attention-grid .js-plotly-plot').layout.title.text.includes('tokens'); }""")
+    return visit
+
+
+@pytest.fixture(scope="module")
+def drawn_page(browser, server):  # noqa: F811
+    """One such page, with the model's own run, for the tests that only read it, hover it and download from it
+    (opening and drawing a page costs seconds); a test that changes the page opens its own (`own_attention_page`)."""
+    visit = _open_attention(browser, server[0])
+    yield visit, use.attention_run(LM, TEXT)
+    visit.context.close()
+    assert visit.errors == [], f"console errors: {visit.errors}"
+
+
+@pytest.fixture
+def attention_page(drawn_page):
+    """The shared page; a console error it logs fails the test that was using it."""
+    visit, run = drawn_page
+    logged = len(visit.errors)
+    yield visit, run
+    assert visit.errors[logged:] == [], f"console errors: {visit.errors[logged:]}"
+
+
+@pytest.fixture
+def own_attention_page(browser, server):  # noqa: F811
+    """A page of its own, for a test that changes it."""
+    visit = _open_attention(browser, server[0])
     yield visit, use.attention_run(LM, TEXT)
     visit.context.close()
     assert visit.errors == [], f"console errors: {visit.errors}"
@@ -108,11 +133,11 @@ def test_each_heatmap_holds_its_labels_in_the_margins_it_was_given(attention_pag
         assert drawn_at == asked
 
 
-def test_a_new_text_is_drawn_once_per_figure_not_also_into_the_plots_gradio_throws_away(attention_page):
+def test_a_new_text_is_drawn_once_per_figure_not_also_into_the_plots_gradio_throws_away(own_attention_page):
     """Gradio replaces a plot's element whenever its figure changes, after handing the new figure to the old
     element as well; the old elements are not drawn again but let go (app.py's HEAD: purged, no window listener
     keeps them alive), and the new ones show the new text."""
-    visit, run = attention_page
+    visit, run = own_attention_page
     page = visit.page
     # the first figures' own last pass (Gradio's resize, 0.1 s after each draw) must be over before counting
     page.evaluate("""() => { window.lastDrawn = performance.now();
