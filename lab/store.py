@@ -257,7 +257,7 @@ def warm() -> None:
     names = list(checkpoints(include_cheats=True).values())
     large = [name for name in names if _weights_bytes(name) > WARM_FIRST_BYTES]
     _load_all([name for name in names if name not in large])
-    threading.Thread(target=_load_all_idly, args=(large,), name="warm-large", daemon=True).start()
+    threading.Thread(target=_load_all_at_low_priority, args=(large,), name="warm-large", daemon=True).start()
 
 
 def _weights_bytes(name: str) -> int:
@@ -267,7 +267,7 @@ def _weights_bytes(name: str) -> int:
         return 0
 
 
-def _load_all_idly(names: list[str]) -> None:
+def _load_all_at_low_priority(names: list[str]) -> None:
     """`_load_all` at the lowest CPU priority of this thread alone (Linux schedules threads by their own
     priority): a hall that arrives with the first page is served before the large checkpoints load beside it,
     three 12-layer encoders' 1.5 s of CPU that the first requests otherwise shared."""

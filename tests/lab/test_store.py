@@ -166,3 +166,20 @@ def test_a_new_model_folder_clears_every_run_cache_and_a_rewritten_checkpoint_ge
     assert lab.models.key("sentiment", "text")[:3] == (str(lab.store.DEFAULT_MODEL_DIR), "sentiment",
                                                        lab.store.identity("sentiment"))
     assert lab.store.identity("sentiment") != ()  # the weights file's size and time
+
+
+def test_the_large_checkpoints_warm_up_at_the_lowest_cpu_priority_of_their_own_thread(monkeypatch):
+    """The hall that arrives with the first page is served before the large checkpoints load beside it; the
+    threads serving it keep their priority."""
+    import os
+    import threading
+
+    def priority() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    ours, loaded = priority(), []
+    monkeypatch.setattr(lab.store, "_load_all", lambda names: loaded.append((names, priority())))
+    warming = threading.Thread(target=lab.store._load_all_at_low_priority, args=(["big-encoder"],))
+    warming.start()
+    warming.join()
+    assert loaded == [(["big-encoder"], 19)] and priority() == ours
