@@ -66,15 +66,15 @@ def set_threads(n: int = SERVING_THREADS) -> None:
 
 
 def set_model_dir(path: str | Path) -> None:
-    """Read checkpoints from another folder (app.py --model-dir)."""
-    global _model_dir
+    """Read checkpoints from another folder (app.py --model-dir), scanned at the next request."""
+    global _model_dir, _signature
     with _lock:
         _model_dir = Path(path)
         _models.clear()
         _tokenizers.clear()
         _failed.clear()
         _listing.clear()
-        forget_signature()
+        _signature = (float("-inf"), ())
     cache.clear_all()  # runs of the old folder's models must not answer for the new one's
 
 
@@ -204,12 +204,6 @@ def folder_signature() -> tuple:
         signature = (str(_model_dir),)
     _signature = (now, signature)  # one assignment: a request beside it reads the old pair or the new, whole
     return signature
-
-
-def forget_signature() -> None:
-    """Scan the model folder again at the next request (a checkpoint written by this process is seen at once)."""
-    global _signature
-    _signature = (float("-inf"), ())
 
 
 def _read_checkpoints() -> list[tuple[int, str, str]]:
