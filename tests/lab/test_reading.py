@@ -87,7 +87,7 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
 
 def test_chinese_typed_into_sentiment_with_no_classifier_chosen_is_read_by_a_chinese_one():
     run = sentiment.classify(CHINESE_REVIEW)
-    assert run.model == "sentiment-zh" and run.verdict == "positive"
+    assert run.model == "sentiment-multilingual" and run.verdict == "positive"
     assert "a model that reads Chinese" in run.notice
     assert sentiment.classify(CHINESE_REVIEW, "") is not None  # the picker's "by the text's language"
     assert sentiment.classify("A moving, beautifully acted film.").notice == ""  # English: as before
