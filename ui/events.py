@@ -136,11 +136,13 @@ _endpoint_running: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fu
 
 
 def _endpoint_of(fn) -> str | None:
-    """The public endpoint wired to run `fn`, if any (a bound method or a builtin is never one)."""
-    try:
-        return _endpoint_running.get(fn)
-    except TypeError:  # not weakly referenceable
-        return None
+    """The public endpoint wired to run `fn`, or the function it wraps (`handlers.when_typed`), if any (a bound
+    method or a builtin is never one)."""
+    for f in (fn, getattr(fn, "__wrapped__", None)):
+        with contextlib.suppress(TypeError):  # not weakly referenceable
+            if (name := _endpoint_running.get(f)) is not None:
+                return name
+    return None
 
 
 def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):

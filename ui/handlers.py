@@ -53,6 +53,22 @@ class Action:
     also: tuple = ()
 
 
+def when_typed(fn, n_outputs: int):
+    """`fn` for the events that run a tab nobody pressed the button of: a link, a lecture step, the language
+    switch, a picker, a section opened. While the text (the first input) is empty the view stays as it is and
+    no error shows: a student who switches the page to Chinese before typing has done nothing wrong. The
+    button and Enter still ask for a text."""
+    @functools.wraps(fn)
+    def run(text, *args, **kwargs):
+        if not (text or "").strip():
+            return gr.skip() if n_outputs == 1 else tuple(gr.skip() for _ in range(n_outputs))
+        return fn(text, *args, **kwargs)
+
+    if hasattr(fn, "cache"):  # a cache hit is still answered outside the queue
+        run.cache = fn.cache
+    return run
+
+
 def _serialized(output):
     """The outputs with every Plotly figure turned into the JSON Gradio sends (its PlotData), so a cached
     answer is encoded once, not once per person: re-encoding was 80% of a cached answer's cost."""

@@ -17,7 +17,7 @@ from i18n import render, t
 from lab import sentiment as use
 from lab.policy import notice
 from ui import events
-from ui.handlers import cached, Action, handler
+from ui.handlers import cached, Action, handler, when_typed
 from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import sentiment as views
@@ -190,6 +190,7 @@ def build(lang: gr.State | None = None) -> Action:
         inputs = [text, method, chosen, lang]
         outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         events.on(button.click, classify, inputs, outputs, api_name="classify")
+        typed = when_typed(classify, len(outputs))  # the events below run it with nobody pressing the button
         one_sentence = [text, method, sentence, chosen, lang]
         events.on(sentence.release, classify_sentence, one_sentence, outputs, api_name="classify_sentence")
         clicked = events.on(strip.click, picked, None, sentence, api_name=False, queue=False)
@@ -197,10 +198,10 @@ def build(lang: gr.State | None = None) -> Action:
         # chained here, after the button, so the public endpoint keeps the plain name "classify"
         events.on(examples.load_input_event.then, classify, inputs, outputs, api_name=False)
         events.on(text.submit, classify, inputs, outputs, api_name=False)
-        events.on(method.input, classify, inputs, outputs, api_name=False)
+        events.on(method.input, typed, inputs, outputs, api_name=False)
         picked_model = events.on(model.change, lambda name: name, model, chosen, api_name=False, queue=False)
-        events.on(picked_model.then, classify, inputs, outputs, api_name=False)
-        events.on(attention_box.expand, classify, inputs, outputs, api_name=False)
+        events.on(picked_model.then, typed, inputs, outputs, api_name=False)
+        events.on(attention_box.expand, typed, inputs, outputs, api_name=False)
 
         if len(compared) > 1:
             with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
@@ -215,18 +216,20 @@ def build(lang: gr.State | None = None) -> Action:
                 gr.Markdown(_("sentiment.compare_note"))  # after the verdicts: on a projector, the figures come first
             compare_in, compare_out = [text, method, lang], [compare_notice, *parts]
             events.on(compare_button.click, compare, compare_in, compare_out, api_name="classify_compare")
-            events.on(compare_box.expand, compare, compare_in, compare_out, api_name=False)
+            events.on(compare_box.expand, when_typed(compare, len(compare_out)), compare_in, compare_out, api_name=False)
             # ticked by hand, by a link (`compare=1`) or by a lecture step: the section opens, runs, comes into view
             ticked = events.on(comparing.change, lambda on: gr.Accordion(open=on), comparing, compare_box,
                                api_name=False, queue=False)
             events.on(ticked.then, compare_if, [comparing, *compare_in], compare_out, api_name=False).then(
                 None, comparing, None, js=SHOW_COMPARE)
-    return Action(classify, inputs, outputs, "classify")
+    return Action(typed, inputs, outputs, "classify")
 
 
 def compare_if(on: bool, text: str | None, method: str, lang: str = "en"):
-    """`compare` when the Compare box is ticked; nothing changes otherwise."""
-    return compare(text, method, lang) if on else tuple(gr.skip() for _ in range(1 + 4 * len(use.compared())))
+    """`compare` when the Compare box is ticked and a text is typed; nothing changes otherwise."""
+    if on and (text or "").strip():
+        return compare(text, method, lang)
+    return tuple(gr.skip() for _ in range(1 + 4 * len(use.compared())))
 
 
 def picked(event: gr.EventData) -> int:
