@@ -332,9 +332,9 @@ def measure_switch(browser, url: str, network: Relay, i: int, lang: str) -> dict
     return {**result, "mb": network.bytes / 1e6}
 
 
-STAGE_TITLE = """(stage) => { const gd = document.querySelector('#forward-diagram .js-plotly-plot');
-  return !!gd && !!gd._fullLayout && !!gd._fullLayout.title && gd._fullLayout.title.text.startsWith(stage); }"""
-STAGE_NEEDS = ["#forward-heatmap .js-plotly-plot", "#forward-diagram .js-plotly-plot"]
+STAGE_TITLE = """(stage) => (document.querySelector('#forward-diagram .forward-title')?.textContent || '')
+  .startsWith(stage)"""
+STAGE_NEEDS = ["#forward-heatmap .js-plotly-plot", "#forward-diagram .forward-title"]  # the title: new each stage
 
 
 def measure_stage(browser, url: str, network: Relay, i: int, lang: str) -> dict:

@@ -31,7 +31,7 @@ EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光�
 def forward_stage(label: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
                   follow: float, lang: str = "en"):
     """One stage of a shipped model's forward pass on a text: (what it does, the architecture with the stage
-    lit, the stage's matrix as a heatmap, the followed token's row), as Markdown and Plotly figures.
+    lit, the stage's matrix as a heatmap, the followed token's row), as Markdown, SVG (in HTML) and Plotly figures.
 
     Args:
         label: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
@@ -139,7 +139,8 @@ def build(lang: gr.State | None = None) -> Action | None:
         gr.HTML("", js_on_load=CLICK_TO_FOLLOW, elem_id="forward-click-to-follow", container=False, padding=False)
         said = gr.Markdown(elem_id="forward-says")
         with gr.Row():
-            diagram = gr.Plot(show_label=False, elem_id="forward-diagram", scale=2)
+            with gr.Column(scale=2):
+                diagram = gr.HTML(elem_id="forward-diagram", padding=False)
             with gr.Column(scale=3):
                 matrix = gr.Plot(show_label=False, elem_id="forward-heatmap")
                 row = gr.Plot(show_label=False, elem_id="forward-row")

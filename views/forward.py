@@ -3,7 +3,8 @@
 Pure functions of a `lab.forward.Walk` and a `Slice` of it. The diagram is drawn here, box by box, as
 "Attention is all you need" draws it: one column for a language model (decoder only) or a classifier
 (encoder only), an encoder beside a decoder for a translator, each box labelled with the tensor's
-shape in the model's real sizes.
+shape in the model's real sizes. It is SVG in the page, not a plotly figure: it is boxes and text that
+nothing hovers or zooms, and plotly's layout of it was a tenth of each stage's click (issue 50's 0.3 s).
 
 Size: a stage's heatmap at 128 tokens is 128 x 192 numbers; sent as floats that is ~100 kB on the wire.
 Its colours need 255 levels, not 7 digits: the heatmap carries each cell as a signed byte (a level of the
@@ -12,6 +13,8 @@ the exact values (hover, and the JSON button of its toolbar).
 """
 
 from __future__ import annotations
+
+import html
 
 import numpy as np
 
@@ -23,8 +26,10 @@ from views.kit import plain, position_labels, top_title
 LEVELS = 127  # a signed byte's levels each side of 0
 SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # blue below 0, red above
 POSITIVE = [[0, "#f7fbff"], [1, "#08306b"]]  # probabilities, weights, the mask
-LIT, BOX, EDGE = "#fdae61", "#eef2fb", "#4c5a8a"
-BOX_H, GAP = 0.8, 0.2
+LIT, BOX, EDGE, INK = "#fdae61", "#eef2fb", "#4c5a8a", "#1f2937"
+# the diagram's sizes, in its SVG's pixels: a box holds two lines (the stage, its shape) of FONT pixels
+BOX_H, ROW_H, COLUMN_W, COLUMN_GAP, HEADING_H, PAD, FONT = 28, 33, 220, 60, 26, 12, 11
+NOTE_W = 26  # "× n_layer", right of a layer's frame
 TICKED = 40  # columns named on the axis; beyond, a vector's dimensions are read by hover
 
 
@@ -36,8 +41,8 @@ def shape_text(piece: Slice) -> str:
     return f"({', '.join(piece.shape)})"
 
 
-def _column(run: Walk, stack: str, lang: str) -> list[tuple[str, str]]:
-    """(stage, label) boxes of one column, top (input) to bottom (output)."""
+def _column(run: Walk, stack: str, lang: str) -> list[tuple[str, str, str]]:
+    """(stage, name, shape) boxes of one column, top (input) to bottom (output)."""
     d_model = run.config["d_model"]
     T = len(run.tokens(stack))
     d_head = d_model // run.n_head
@@ -46,62 +51,72 @@ def _column(run: Walk, stack: str, lang: str) -> list[tuple[str, str]]:
               "scores": f"(H={run.n_head}, T={T}, T={T})", "mask": f"(T={T}, T={T})",
               "attn": f"(H={run.n_head}, T={T}, T={T})", "weighted": f"(H={run.n_head}, T={T}, d_head={d_head})",
               "ff": f"(T={T}, d_ff={run.config['d_ff']})→(T={T}, d_model={d_model})"}
-    boxes = []
-    for stage in STAGES[:14]:
-        boxes.append((stage, f"{names(stage)} {shapes.get(stage, f'(T={T}, d_model={d_model})')}"))
+    boxes = [(stage, names(stage), shapes.get(stage, f"(T={T}, d_model={d_model})")) for stage in STAGES[:14]]
     if run.kind == "classifier" and stack == "encoder":
-        boxes.append(("pooled", f"{names('pooled')} (d_model={d_model})"))
+        boxes.append(("pooled", names("pooled"), f"(d_model={d_model})"))
         n_class = len(run.vocab)
-        boxes += [(s, f"{names(s)} (n_class={n_class})") for s in ("logits", "probs", "loss")]
+        boxes += [(s, names(s), f"(n_class={n_class})") for s in ("logits", "probs", "loss")]
     elif stack == "decoder":
         vocab = run.logits.shape[-1]
-        boxes += [(s, f"{names(s)} (T={T}, vocab={vocab})") for s in ("logits", "probs")]
-        boxes += [("next", f"{names('next')} (T={T})"), ("loss", f"{names('loss')} (T={T})")]
+        boxes += [(s, names(s), f"(T={T}, vocab={vocab})") for s in ("logits", "probs")]
+        boxes += [("next", names("next"), f"(T={T})"), ("loss", names("loss"), f"(T={T})")]
     return boxes
 
 
-def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: bool, lang: str = "en") -> Figure:
-    """The architecture, every box labelled with its shape, the current stage lit."""
+def _svg_text(x: float, y: float, lines: list[str], size: int, **attrs) -> str:
+    extra = "".join(f' {k.replace("_", "-")}="{v}"' for k, v in attrs.items())
+    spans = "".join(f'<tspan x="{x:g}" dy="{0 if i == 0 else size + 2}">{html.escape(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    first = y - (len(lines) - 1) * (size + 2) / 2  # the lines centred on y
+    return f'<text x="{x:g}" y="{first:g}" font-size="{size}" text-anchor="middle" dominant-baseline="central"{extra}>{spans}</text>'
+
+
+def diagram(run: Walk, stage: str, stack: str, layer: int, head: int, cross: bool, lang: str = "en") -> str:
+    """The architecture as SVG (HTML), every box labelled with its stage and its shape, the current stage lit,
+    its title (the stage, and where in the model) above it."""
     columns = ["encoder", "decoder"] if run.kind == "translator" else [run.stack(None)]
-    shapes, notes, texts = [], [], []
-    width = 1.0 / len(columns)
-    rows = 0
+    parts, rows = [], 0
     for c, col in enumerate(columns):
         boxes = _column(run, col, lang)
         rows = max(rows, len(boxes))
-        x0, x1 = c * width + 0.03, (c + 1) * width - 0.03
+        x0 = PAD + c * (COLUMN_W + COLUMN_GAP)
+        middle = x0 + COLUMN_W / 2
         heading = t(f"forward.column.{col if run.kind == 'translator' else run.kind}", lang)
-        notes.append(dict(x=(x0 + x1) / 2, y=-0.7, text=f"<b>{heading}</b>", showarrow=False, xref="x", yref="y",
-                          font=dict(size=13)))
-        for i, (name, label) in enumerate(boxes):
+        parts.append(_svg_text(middle, HEADING_H / 2, [heading], 13, font_weight="bold", fill="currentColor"))
+        for i, (name, label, shape) in enumerate(boxes):
             # a readout's box is in one column only (the decoder's, for a translator): lit whichever stack is picked
             lit = name == stage and (col == run.stack(stack) or STAGES.index(stage) > STAGES.index("final_norm"))
-            shapes.append(dict(type="rect", x0=x0, x1=x1, y0=i, y1=i + BOX_H, xref="x", yref="y", layer="below",
-                               fillcolor=LIT if lit else BOX, line=dict(color=EDGE, width=3 if lit else 1)))
-            if name in ("attn_out",) and col == "decoder" and run.kind == "translator":
+            if name == "attn_out" and col == "decoder" and run.kind == "translator":
                 label = f"{label} · {t('forward.cross_too', lang)}"
-            texts.append(((x0 + x1) / 2, i + BOX_H / 2, plain(label)))
-        first, last = STAGES.index("norm"), STAGES.index("block_out")
-        shapes.append(dict(type="rect", x0=x0 - 0.02, x1=x1 + 0.02, y0=first - 0.1, y1=last + BOX_H + 0.1,
-                           xref="x", yref="y", line=dict(color=EDGE, dash="dot"), fillcolor="rgba(0,0,0,0)"))
-        notes.append(dict(x=x1 + 0.015, y=first - 0.1, text=f"× {run.n_layer}", showarrow=False, xref="x", yref="y",
-                          xanchor="right", yanchor="bottom", font=dict(size=11)))
+            y = HEADING_H + i * ROW_H
+            parts.append(f'<rect class="box{" lit" if lit else ""}" data-stage="{name}" x="{x0}" y="{y}" '
+                         f'width="{COLUMN_W}" height="{BOX_H}" rx="3" fill="{LIT if lit else BOX}" stroke="{EDGE}" '
+                         f'stroke-width="{3 if lit else 1}"/>')
+            parts.append(_svg_text(middle, y + BOX_H / 2, [label, shape], FONT, fill=INK))
+        # one layer's boxes, framed: the model repeats them n_layer times
+        top = HEADING_H + STAGES.index("norm") * ROW_H - 4
+        bottom = HEADING_H + STAGES.index("block_out") * ROW_H + BOX_H + 4
+        parts.append(f'<rect x="{x0 - 6}" y="{top}" width="{COLUMN_W + 12}" height="{bottom - top}" fill="none" '
+                     f'stroke="{EDGE}" stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{x0 + COLUMN_W + 9}" y="{top + 12}" font-size="11" fill="currentColor">'
+                     f'× {run.n_layer}</text>')
+    width = 2 * PAD + len(columns) * COLUMN_W + (len(columns) - 1) * COLUMN_GAP + NOTE_W
+    height = HEADING_H + rows * ROW_H + PAD
     if run.kind == "translator":  # the encoder's output feeds every decoder layer's cross-attention (K and V)
-        y_memory, y_cross = STAGES.index("final_norm") + BOX_H / 2, STAGES.index("qkv") + BOX_H / 2
-        notes.append(dict(x=width + 0.03, y=y_cross, ax=width - 0.03, ay=y_memory, xref="x", yref="y", axref="x",
-                          ayref="y", showarrow=True, arrowhead=2, arrowcolor=EDGE, text=t("forward.kv_arrow", lang),
-                          font=dict(size=11, color=EDGE), bgcolor="rgba(255,255,255,0.8)"))
+        x_from, x_to = PAD + COLUMN_W, PAD + COLUMN_W + COLUMN_GAP
+        y_from = HEADING_H + STAGES.index("final_norm") * ROW_H + BOX_H / 2
+        y_to = HEADING_H + STAGES.index("qkv") * ROW_H + BOX_H / 2
+        parts.append(f'<defs><marker id="forward-arrowhead" markerWidth="8" markerHeight="8" refX="7" refY="4" '
+                     f'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="{EDGE}"/></marker></defs>'
+                     f'<line x1="{x_from}" y1="{y_from}" x2="{x_to - 2}" y2="{y_to}" stroke="{EDGE}" stroke-width="1.5" '
+                     f'marker-end="url(#forward-arrowhead)"/>')
+        parts.append(_svg_text((x_from + x_to) / 2, (y_from + y_to) / 2, [t("forward.kv_arrow", lang)], 10,
+                               fill=EDGE, stroke="white", stroke_width=3, paint_order="stroke"))
     where = t("forward.where", lang, layer=layer, head=head) + (f" · {t('forward.cross', lang)}" if cross else "")
-    layout = dict(title=top_title(f"{stage_title(stage, lang)} — {where}"), shapes=shapes, annotations=notes,
-                  height=80 + 30 * (rows + 1), margin=dict(l=5, r=5, t=40, b=5), showlegend=False,
-                  xaxis=dict(visible=False, range=[0, 1], fixedrange=True),
-                  yaxis=dict(visible=False, range=[rows + 0.2, -1.2], fixedrange=True),
-                  plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)")
-    # the boxes' labels as one text trace: plotly lays out each annotation on its own, ~40 of them a click
-    x, y, labels = zip(*texts)
-    labels_trace = dict(type="scatter", mode="text", x=np.array(x), y=np.array(y), text=np.array(labels, dtype=object),
-                        textfont=dict(size=11 if len(columns) == 1 else 9), hoverinfo="skip")  # two columns: half width
-    return Figure([labels_trace], layout)
+    title = html.escape(f"{stage_title(stage, lang)} — {where}")
+    return (f'<div class="forward-diagram" style="text-align: center"><div class="forward-title">{title}</div>'
+            f'<svg viewBox="0 0 {width} {height}" width="{width}" role="img" aria-label="{title}" '
+            f'style="display: block; margin: 4px auto 0; max-width: 100%; height: auto">{"".join(parts)}</svg></div>')
 
 
 def levels(values: np.ndarray, signed: bool) -> tuple[np.ndarray, float]:

@@ -10,13 +10,11 @@ import i18n
 from lab.forward import STAGES
 from test_browser import ARTIFACTS, Visit, browser, server  # noqa: F401 -- the shared fixtures
 
-TITLE = """() => { const gd = document.querySelector('#forward-diagram .js-plotly-plot');
-                   return gd && gd._fullLayout && gd._fullLayout.title ? gd._fullLayout.title.text : ''; }"""
+TITLE = """() => document.querySelector('#forward-diagram .forward-title')?.textContent || ''"""
 DRAWN = """() => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
-  const lit = document.querySelector('#forward-diagram .js-plotly-plot');
   return {cells: gd && gd._fullData[0] && gd._fullData[0].z ? gd._fullData[0].z.length : 0,
           notes: gd ? (gd._fullLayout.annotations || []).length : 0,
-          lit: lit ? lit._fullLayout.shapes.filter((s) => s.fillcolor === '#fdae61').length : 0}; }"""
+          lit: document.querySelectorAll('#forward-diagram svg rect.box.lit').length}; }"""
 
 
 @pytest.fixture
@@ -27,18 +25,27 @@ def visit(browser, server):  # noqa: F811
     assert v.errors == [], f"console errors: {v.errors}"
 
 
-def _wait_title(visit, starts: str) -> None:
-    visit.page.wait_for_function(f"() => ({TITLE})().startsWith({starts!r})")
+# the heatmap shows stage `name`: its title names it, or, for a stage this kind has not, its note does
+HEATMAP_SHOWS = """(name) => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
+  const L = gd && gd._fullLayout;
+  return !!L && ((L.title && L.title.text.startsWith(name + ' (')) || (L.annotations || []).some((a) => a.text.includes(name))); }"""
+
+
+def _wait_stage(visit, n: int, lang: str = "en") -> None:
+    """Until stage `n` (from 1) is drawn: the diagram's title names it and so does the heatmap (the diagram is
+    HTML, drawn before plotly draws the heatmap)."""
+    visit.page.wait_for_function(f"() => ({TITLE})().startsWith('{n}. ')")
+    visit.page.wait_for_function(HEATMAP_SHOWS, arg=i18n.t(f"forward.stage.{STAGES[n - 1]}", lang))
 
 
 def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_drawn(visit):
     text = quote("The cat sat on the mat because it was tired.")
     visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=ids&follow=7")
-    _wait_title(visit, "1. ")
+    _wait_stage(visit, 1)
     for n, stage in enumerate(STAGES, start=1):
         if n > 1:
             visit.page.locator("#forward-next").click()
-            _wait_title(visit, f"{n}. ")
+            _wait_stage(visit, n)
         visit.page.wait_for_timeout(200)
         drawn = visit.page.evaluate(DRAWN)
         if stage == "pooled":  # not a language model's stage: it says so instead of drawing
@@ -54,14 +61,14 @@ def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_d
 
 def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
     visit.open("?tab=forward&lang=zh-CN&model=translate-reverse+(translator)&text=123456789&stage=next")
-    _wait_title(visit, "17. ")
+    _wait_stage(visit, 17, "zh-CN")
     rows = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-heatmap .js-plotly-plot')
         ._fullLayout.yaxis.ticktext)""")
     picked = [row.split(" → ")[-1] for row in rows]
     assert "".join(picked[:-1]) == "987654321"  # each step writes one token, read by the next step
     assert "解码循环" in visit.page.locator("#forward-says").inner_text()
-    boxes = visit.page.evaluate("""() => document.querySelector('#forward-diagram .js-plotly-plot')
-        ._fullLayout.annotations.map((a) => a.text)""")
+    boxes = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#forward-diagram svg text'))
+        .map((t) => t.textContent)""")
     assert any("编码器" in b for b in boxes) and any("解码器" in b for b in boxes)  # encoder beside decoder
     visit.screenshot("forward-translator-zh")
 
@@ -79,7 +86,7 @@ ROW_AT = """(row) => { const gd = document.querySelector('#forward-heatmap .js-p
 def test_a_click_on_a_heatmap_row_follows_that_token(visit):
     text = quote("The cat sat on the mat because it was tired.")
     visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=resid_mid&follow=0")
-    _wait_title(visit, "11. ")
+    _wait_stage(visit, 11)
     visit.page.wait_for_function(f"() => ({ROW_TITLE})().includes('token 0:')")
     before = visit.page.evaluate(ROW_AT, 7)
     assert before["outline"] == [-0.5]  # row 0 outlined

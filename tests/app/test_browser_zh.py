@@ -28,7 +28,7 @@ NOT_OURS = ", ".join([
 KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub", "Hugging Face", "GPT-2", "GPT",
         "BERT", "MiniLM", "all-MiniLM-L6-v2", "Shakespeare", "BPE", "WordPiece", "softmax", "logits", "top-k",
         "Top-k", "top-p", "Top-p", "min-p", "Min-p", "token", "Abnar", "Zuidema", "nats", "d_model", "d_head",
-        "d_ff", "n_head", "W_q", "W_k", "W_v", "W_o", "TOTAL", "UTF-8", "UNK", "PNG", "SVG", "JSON", "API", "MCP",
+        "d_ff", "n_head", "n_class", "vocab", "W_q", "W_k", "W_v", "W_o", "TOTAL", "UTF-8", "UNK", "PNG", "SVG", "JSON", "API", "MCP",
         "Gradio", "gradio_client", "pig latin", "teacher forcing", "rollout", "English",
         # model names (the checkpoints' folders)
         "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
