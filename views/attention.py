@@ -107,8 +107,12 @@ WHITE = IMAGE_LEVELS  # palette index of the gaps between thumbnails
 def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int, int]:
     """(PNG data URI, width, height) of mats (rows, cols, Tq, Tk) tiled with white gaps, one pixel per weight
     (`scale` pixels for short texts, so a 10-token head is not a 10-pixel dot)."""
-    levels = np.sqrt(np.clip(np.nan_to_num(mats), 0, 1)) * (IMAGE_LEVELS - 1) + 0.5
-    index = levels.astype(np.uint8).repeat(scale, axis=2).repeat(scale, axis=3)
+    # in float32 and unrounded: the image carries 13 colours, not weights (a 144-head grid of 128 tokens is 2.4 M
+    # of them, and float64 rounding first cost more than the PNG)
+    levels = np.sqrt(np.clip(np.nan_to_num(np.asarray(mats, dtype=np.float32)), 0, 1))
+    index = (levels * (IMAGE_LEVELS - 1) + 0.5).astype(np.uint8)
+    if scale > 1:
+        index = index.repeat(scale, axis=2).repeat(scale, axis=3)
     canvas = tiled(index, gap, WHITE)
     image = Image.fromarray(canvas, mode="P")
     image.putpalette(PALETTE)
@@ -150,10 +154,10 @@ def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: lis
     Hover reads "L0 3:soft → H1 2:what: 0.412" (row title and query, column title and key, weight).
     A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note).
     """
-    mats = weights(mats)
+    mats = np.asarray(mats)  # a CPU tensor too, without a copy
     if mats.size > IMAGE_CELLS:
         return _image_grid(mats, row_titles, col_titles, title, lang)
-    return _grid_heatmap(mats, q_labels, k_labels, row_titles, col_titles, title, lang)
+    return _grid_heatmap(weights(mats), q_labels, k_labels, row_titles, col_titles, title, lang)
 
 
 def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> Figure:
@@ -165,7 +169,7 @@ def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str =
 
 def layer_average_grid(attn, q_labels: list[str], k_labels: list[str], lang: str = "en") -> Figure:
     """The head average of each layer side by side: attn (n_layer, n_head, Tq, Tk) -> 1 x n_layer."""
-    mean = weights(attn).mean(axis=1)[None]  # (1, n_layer, Tq, Tk)
+    mean = np.asarray(attn, dtype=np.float32).mean(axis=1)[None]  # (1, n_layer, Tq, Tk); heatmap_grid rounds
     return heatmap_grid(mean, q_labels, k_labels, [t("figure.mean_of_heads", lang)],
                         [f"L{i}" for i in range(mean.shape[1])], t("figure.average_title", lang), lang)
 

@@ -87,7 +87,7 @@ def test_a_grid_too_large_to_hover_is_an_image_whose_pixels_are_each_heads_weigh
     assert pixels.shape == (3 * 130 - 2, 4 * 130 - 2) and (pixels[128:130] == views.WHITE).all()  # 2-pixel gaps
     padded = np.pad(pixels, ((0, 2), (0, 2)), constant_values=views.WHITE)  # a gap after the last block too
     blocks = padded.reshape(3, 130, 4, 130)[:, :128, :, :128].transpose(0, 2, 1, 3)  # (3, 4, 128, 128)
-    steps = np.sqrt(views.weights(attn)) * (views.IMAGE_LEVELS - 1)
+    steps = np.sqrt(attn.numpy().astype(np.float64)) * (views.IMAGE_LEVELS - 1)
     assert np.abs(blocks - steps).max() <= 0.5 + 1e-6  # each weight's nearest step on the square-root scale
     assert layout.xaxis.ticktext == ["H0", "H1", "H2", "H3"] and layout.yaxis.ticktext == ["L0", "L1", "L2"]
     # packed run-length: smaller than zlib's default search (here 32 kB against 36 kB), which takes 4-10x the time
