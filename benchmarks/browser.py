@@ -89,7 +89,9 @@ ACTIONS = {
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # the link an action's page opens first (default: its tab), waited for until drawn
 START = {
-    # with a short text: a link that only picks the classifier runs it on no text, and the page shows an error
+    # with a short text: a link with no text draws no verdict to wait for (the page then waited its whole
+    # 120 s deadline before each click)
+    "classify": {"text": "A fine film."},
     "classify_review": {"classifier": "pre-trained + fine-tuned (22.6M)", "text": "A fine film."},
     "find_head": {"model": "sentiment-pretrained (classifier)", "attention": "encoder", "text": ANIMAL,
                   "heads_view": "find", "find_query": "it", "find_key": "animal"},
