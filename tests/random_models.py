@@ -46,8 +46,21 @@ def randomize(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
 
 
 def lm(vocab_size: int = 40, seed: int = 0, **config) -> tc.DecoderLM:
-    return randomize(tc.DecoderLM(tc.DecoderLMConfig(vocab_size=vocab_size, tie_embeddings=False,
-                                                     **{**SMALL, **config})), seed)
+    return randomize(tc.DecoderLM(tc.DecoderLMConfig(vocab_size=vocab_size, **{"tie_embeddings": False, **SMALL,
+                                                                               **config})), seed)
+
+
+# today's decoders as switches of the one config: Llama / SmolLM2 (RMSNorm, rotary positions, SwiGLU, 4 query heads
+# sharing 2 key/value heads) and Gemma 3 (also QK-norm, a norm after each sublayer, scaled embeddings, 8-head
+# queries of d_head 8 over one key/value head, local layers with a window of 5 and their own rotary base)
+LLAMA = dict(norm="rms", positions="rotary", gated=True, activation="silu", bias=False, n_kv_head=2, rope_base=500.0)
+GEMMA = dict(LLAMA, activation="gelu_tanh", n_head=8, d_head=8, n_kv_head=1, qk_norm=True, sandwich_norm=True,
+             scale_embeddings=True, sliding_window=5, global_every=2, rope_local_base=50.0, rope_base=5000.0,
+             layer_norm_eps=1e-6)
+
+
+def modern_lm(family: dict = LLAMA, vocab_size: int = 40, seed: int = 0, **config) -> tc.DecoderLM:
+    return lm(vocab_size, seed, **{**family, **config})
 
 
 def encdec(src_vocab_size: int = 30, tgt_vocab_size: int = 25, seed: int = 0, **config) -> tc.EncoderDecoder:

@@ -16,6 +16,10 @@ def lm(**kw):
     return random_models.lm(**{"max_len": CONTEXT, **kw})
 
 
+def modern_lm(family=random_models.LLAMA, **kw):
+    return random_models.modern_lm(family, **{"max_len": CONTEXT, **kw})
+
+
 def encdec(**kw):
     return random_models.encdec(**{"max_len": CONTEXT, **kw})
 

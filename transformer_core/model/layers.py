@@ -1,10 +1,16 @@
-"""The pieces a transformer stack is made of: positions, feed-forward, blocks.
+"""The pieces a transformer stack is made of: norms, positions, feed-forward, blocks.
 
 Lesson: attention alone ignores order, so positions are added to the token
 embeddings, either learned or the sinusoidal formula of the original paper.
 A block is attention then a position-wise feed-forward network, each wrapped in
 a residual connection and a LayerNorm, placed after the sum (post-LN, as in the
 2017 paper) or before the sublayer (pre-LN, as in GPT-2: trains more easily).
+
+Today's open decoders (Llama, SmolLM2, Gemma) change three of these pieces:
+RMSNorm rescales without centring (norms.py); rotary positions (RoPE, attention.py)
+turn each query and key by an angle proportional to its position, so their dot
+product depends only on how far apart they are; and the feed-forward layer is
+gated, act(x W_1) * (x W_3).
 """
 
 from __future__ import annotations
@@ -16,15 +22,17 @@ from torch import nn
 
 from . import trace
 from .attention import MultiHeadAttention
+from .norms import RMSNorm, make_norm
 from .kv_cache import LayerCache
 from .masks import Mask
 
 ACTIVATIONS = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
-    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # GPT-2's approximation
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # GPT-2's approximation (and Gemma's GeGLU)
+    "silu": nn.SiLU,  # x * sigmoid(x), "swish": SwiGLU's gate (Llama, SmolLM2)
 }
-POSITIONS = ("learned", "sinusoidal", "none")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 
 
 class SequenceTooLongError(ValueError):
@@ -48,13 +56,6 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-class LayerNorm(nn.LayerNorm, trace.TracePoint):
-    """torch's LayerNorm, passing its output through the point "<path>.out"."""
-
-    def forward(self, x):
-        return self.hook("out", super().forward(x))
-
-
 class Embeddings(nn.Module, trace.TracePoint):
     """Token embedding plus position information, then dropout: (B, T) ids -> (B, T, d_model)."""
 
@@ -64,6 +65,8 @@ class Embeddings(nn.Module, trace.TracePoint):
         super().__init__()
         self.tok = nn.Embedding(vocab_size, config.d_model)
         self.kind, self.max_len = config.positions, config.max_len
+        # the 2017 paper's and Gemma's sqrt(d_model): embeddings drawn small grow to the size of what blocks add
+        self.scale = math.sqrt(config.d_model) if config.scale_embeddings else None
         if self.kind == "learned":
             self.pos = nn.Embedding(config.max_len, config.d_model)
         elif self.kind == "sinusoidal":
@@ -77,7 +80,8 @@ class Embeddings(nn.Module, trace.TracePoint):
         self.drop = nn.Dropout(config.dropout)
 
     def positions(self, T: int, offset: int = 0) -> torch.Tensor | None:
-        """(T, d_model) position vectors for positions offset..offset+T-1; None without positions."""
+        """(T, d_model) position vectors for positions offset..offset+T-1; None without positions added here
+        (none, or rotary: those turn queries and keys inside attention)."""
         if offset + T > self.max_len:
             raise SequenceTooLongError(f"sequence of {offset + T} tokens is longer than max_len={self.max_len}")
         if self.kind == "learned":
@@ -88,6 +92,8 @@ class Embeddings(nn.Module, trace.TracePoint):
 
     def forward(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
         x = self.hook("tok", self.tok(idx))  # (B, T, d_model): the ids' rows
+        if self.scale is not None:
+            x = x * torch.tensor(self.scale, dtype=x.dtype)  # rounded to the weights' type first, as Gemma does
         pos = self.positions(idx.shape[1], offset)
         if pos is not None:
             x = x + self.hook("pos", pos)  # (T, d_model), the same for every batch row
@@ -95,17 +101,25 @@ class Embeddings(nn.Module, trace.TracePoint):
 
 
 class FeedForward(nn.Module, trace.TracePoint):
-    """Position-wise MLP d_model -> d_ff -> d_model, applied to each token separately."""
+    """Position-wise MLP d_model -> d_ff -> d_model, applied to each token separately.
+
+    Gated (SwiGLU, GeGLU): a second projection W_3 multiplies the activation, so each hidden unit is a
+    gate act(x W_1) times a value x W_3 (Shazeer, 2020; W_1, W_3, W_2 as in Llama's code)."""
 
     def __init__(self, config):
         super().__init__()
         self.w_1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.w_3 = nn.Linear(config.d_model, config.d_ff, bias=config.bias) if config.gated else None
         self.act = ACTIVATIONS[config.activation]()
         self.w_2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x):
-        h = self.hook("hidden", self.act(self.w_1(x)))  # (B, T, d_ff)
+        if self.w_3 is None:
+            h = self.hook("hidden", self.act(self.w_1(x)))  # (B, T, d_ff)
+        else:
+            gate, up = self.hook("gate", self.act(self.w_1(x))), self.hook("up", self.w_3(x))  # (B, T, d_ff) each
+            h = self.hook("hidden", gate * up)
         return self.hook("out", self.w_2(self.drop(h)))
 
 
@@ -113,7 +127,8 @@ class Block(nn.Module, trace.TracePoint):
     """One transformer layer: self-attention, optional cross-attention, feed-forward.
 
     Each sublayer is wrapped as `x + dropout(f(norm(x)))` (pre-LN, norm_first) or
-    `norm(x + dropout(f(x)))` (post-LN).
+    `norm(x + dropout(f(x)))` (post-LN); with sandwich_norm, pre-LN's f(norm(x)) is
+    normalised once more before it joins the stream (Gemma).
     """
 
     writes_stream = True  # "out" is the residual stream after this layer
@@ -121,21 +136,24 @@ class Block(nn.Module, trace.TracePoint):
     def __init__(self, config, cross: bool = False):
         super().__init__()
         self.norm_first = config.norm_first
-        eps = config.layer_norm_eps
-        self.norm_self = LayerNorm(config.d_model, eps=eps)
+        self.norm_self = make_norm(config, config.d_model)
         self.self_attn = MultiHeadAttention(config)
         if cross:
-            self.norm_cross = LayerNorm(config.d_model, eps=eps)
+            self.norm_cross = make_norm(config, config.d_model)
             self.cross_attn = MultiHeadAttention(config)
         else:
             self.cross_attn = None
-        self.norm_ff = LayerNorm(config.d_model, eps=eps)
+        self.norm_ff = make_norm(config, config.d_model)
         self.ff = FeedForward(config)
+        sandwich = config.sandwich_norm
+        self.norm_self_out = make_norm(config, config.d_model) if sandwich else None
+        self.norm_ff_out = make_norm(config, config.d_model) if sandwich else None
         self.drop = nn.Dropout(config.dropout)
 
-    def _sublayer(self, x, norm, f):
+    def _sublayer(self, x, norm, f, norm_out=None):
         if self.norm_first:
-            return x + self.drop(f(norm(x)))
+            h = f(norm(x))
+            return x + self.drop(h if norm_out is None else norm_out(h))
         return norm(x + self.drop(f(x)))
 
     def forward(
@@ -146,16 +164,19 @@ class Block(nn.Module, trace.TracePoint):
         memory_mask: Mask | None = None,
         cache: LayerCache | None = None,
         cross_cache: LayerCache | None = None,
+        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
-        """x: (B, T, d_model); memory: (B, S, d_model) encoder output for cross-attention."""
-        x = self._sublayer(x, self.norm_self, lambda h: self.self_attn(h, mask=mask, cache=cache))
+        """x: (B, T, d_model); memory: (B, S, d_model) encoder output for cross-attention;
+        rotation: (cos, sin) of the rotary positions (`rotary_angles`)."""
+        x = self._sublayer(x, self.norm_self, lambda h: self.self_attn(h, mask=mask, cache=cache, rotation=rotation),
+                           self.norm_self_out)
         if self.cross_attn is not None:
             x = self.hook("resid_self", x)  # a decoder's stream after self-attention, before it reads the encoder
             x = self._sublayer(
                 x, self.norm_cross, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache)
             )
         x = self.hook("resid_mid", x)  # the residual stream between attention and feed-forward
-        x = self._sublayer(x, self.norm_ff, self.ff)
+        x = self._sublayer(x, self.norm_ff, self.ff, self.norm_ff_out)
         return self.hook("out", x)
 
 
@@ -168,6 +189,8 @@ def init_weights(module: nn.Module) -> None:
     elif isinstance(module, nn.LayerNorm):
         nn.init.ones_(module.weight)
         nn.init.zeros_(module.bias)
+    elif isinstance(module, RMSNorm):
+        nn.init.ones_(module.weight)
 
 
 def scaled_init_residual(model: nn.Module, n_layer: int) -> None:

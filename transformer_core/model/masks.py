@@ -138,6 +138,16 @@ def global_window_mask(n: int, w: int, global_tokens: list[int], causal: bool = 
     return Mask(allowed, "global_window", {"w": w, "global_tokens": list(global_tokens), "causal": causal})
 
 
+def window_rows(start: int, T: int, size: int) -> Mask:
+    """A sliding-window layer's reach for queries start..start+T-1 over keys 0..start+T-1: each query sees the keys
+    fewer than `size` positions away (made causal by the mask it is combined with: `size` keys, itself included,
+    as Gemma 3 counts its window). Only these rows are built, so a cached step at position 8,000 costs 8,001 cells."""
+    if T < 1 or size < 1:
+        raise MaskError(f"a window of {size} keys for {T} queries: both must be at least 1")
+    offsets = torch.arange(start, start + T)[:, None] - torch.arange(start + T)[None, :]
+    return Mask(offsets.abs() < size, "sliding_window", {"w": size - 1, "causal": False})
+
+
 def build_mask(kind: str, n: int, **params) -> Mask:
     """Build a mask by name, for views and handlers that let the user choose one."""
     builders = {
