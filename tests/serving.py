@@ -99,6 +99,9 @@ def start_app(port: int, *flags: str, timeout_s: float = 120) -> tuple[subproces
     """
     LOGS.mkdir(exist_ok=True)
     log = LOGS / f"app-{port}.log"
+    if "--llm-dir" not in flags:  # the real LLMs are listed, unavailable, and never fetched for a test
+        (LOGS / "no-llms").mkdir(exist_ok=True)
+        flags = (*flags, "--llm-dir", str(LOGS / "no-llms"))
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *flags], cwd=ROOT,
                                stdout=log.open("w"), stderr=subprocess.STDOUT)

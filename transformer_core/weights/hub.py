@@ -34,13 +34,13 @@ class CheckpointError(Exception):
 
 
 class CheckpointTooLarge(CheckpointError):
-    """A checkpoint whose config asks for more parameter bytes (float32) than the caller allows."""
+    """A checkpoint whose model would take more bytes in memory, as loaded, than the caller allows."""
 
-    def __init__(self, folder, parameters: int, limit_bytes: int):
+    def __init__(self, folder, parameters: int, limit_bytes: int, bytes_: int | None = None):
         self.parameters, self.limit_bytes = parameters, limit_bytes
+        self.bytes = parameters * FLOAT32_BYTES if bytes_ is None else bytes_
         super().__init__(f"{folder}: its config asks for {parameters:,} parameters, "
-                         f"{parameters * FLOAT32_BYTES / 2**30:.1f} GiB in float32, over the limit of "
-                         f"{limit_bytes / 2**30:.1f} GiB")
+                         f"{self.bytes / 2**30:.1f} GiB in memory, over the limit of {limit_bytes / 2**30:.1f} GiB")
 
 
 FLOAT32_BYTES = 4
@@ -138,29 +138,46 @@ def shapes_only():
         yield
 
 
-def parameter_count(config: dict) -> int:
-    """How many parameters the model of `config` (a config.json's dict) has, counted on PyTorch's meta device:
-    the model is built, shapes only, and no tensor's memory is allocated. CheckpointError for a config the
-    model class refuses."""
+def _shapes(config: dict) -> nn.Module:
+    """The model of `config` (a config.json's dict) built on PyTorch's meta device: shapes, no memory.
+    CheckpointError for a config the model class refuses."""
     cls = MODEL_CLASSES[config["arch"]]
     config_class = typing.get_type_hints(cls.__init__)["config"]
     # as from_pretrained does, keys that are not the config's fields (`languages`, `weights`, `task`) are skipped
     sizes = {k: v for k, v in config.items() if k in config_class.__dataclass_fields__}
     try:
         with shapes_only():
-            model = cls(config_class(**sizes))
+            return cls(config_class(**sizes))
     except (TypeError, ValueError) as e:  # a field of the wrong type, sizes that do not fit (ConfigError)
         raise CheckpointError(f"config {config!r:.200} does not describe a {cls.__name__}: {e}") from e
-    return sum(p.numel() for p in model.parameters())
+
+
+def parameter_count(config: dict) -> int:
+    """How many parameters the model of `config` has, counted on the meta device (no tensor allocated)."""
+    return sum(p.numel() for p in _shapes(config).parameters())
+
+
+def memory_bytes(config: dict) -> int:
+    """The bytes the model of `config` takes in memory as loaded: 4 a parameter (float32); for a config that
+    says `"serve": "int8"` (weights/int8.py), 1 a matrix weight and 4 a row for its scale, and the tied output
+    matrix a second time, packed for the int8 kernel."""
+    model = _shapes(config)
+    if config.get("serve") != "int8":
+        return sum(p.numel() for p in model.parameters()) * FLOAT32_BYTES
+    matrices = [(p.shape[0], p.numel()) for p in model.parameters() if p.dim() == 2]
+    tied = model.head.weight.shape if getattr(model.config, "tie_embeddings", False) else (0, 0)
+    int8 = sum(n + FLOAT32_BYTES * rows for rows, n in [*matrices, (tied[0], tied[0] * tied[1])])
+    return int8 + sum(p.numel() for p in model.parameters() if p.dim() != 2) * FLOAT32_BYTES
 
 
 def check_size(folder: Path, limit_bytes: int | None) -> int:
     """The parameter count of the checkpoint in `folder`, read from its config alone; CheckpointTooLarge when
-    its float32 parameters would take more than `limit_bytes` (None: no limit). Before any weight is read: a
+    the model would take more than `limit_bytes` in memory (None: no limit). Before any weight is read: a
     config of 2.4 GB took 26-34 s to build and fill, only to be refused."""
-    parameters = parameter_count(read_config(folder))
-    if limit_bytes is not None and parameters * FLOAT32_BYTES > limit_bytes:
-        raise CheckpointTooLarge(folder, parameters, limit_bytes)
+    config = read_config(folder)
+    parameters, taken = parameter_count(config), memory_bytes(config)
+    if limit_bytes is not None and taken > limit_bytes:
+        raise CheckpointTooLarge(folder, parameters, limit_bytes, taken)
     return parameters
 
 
@@ -178,7 +195,7 @@ def load_model(name_or_path: str | Path, device: torch.device | str = "cpu", lim
         if config.get("weights") == "int8":  # int8 matrices with a scale per row (weights/int8.py)
             from .int8 import load_int8
 
-            return load_int8(cls, folder, config).to(device).eval()
+            return load_int8(cls, folder, config, device).to(device).eval()
         # strict: a weight missing from or extra to the file is an error, not a silent random init
         model = cls.from_pretrained(str(folder), strict=True, map_location=str(device))
     except Exception as e:
