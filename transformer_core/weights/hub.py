@@ -27,6 +27,10 @@ from ..model.models import MODEL_CLASSES
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 HUB_PREFIX = "hf://"  # as huggingface_hub's file system writes Hub paths
 READS = ("languages", "script")  # what a checkpoint reads ({"languages": ["zh"], "script": "simplified"})
+# How a checkpoint whose matrices are stored in another form is read back: config.json's "weights" -> its loader,
+# (model class, folder, config) -> model. Each form's module adds its own (weights/int8.py), so the one loader
+# below never imports them.
+LOADERS: dict[str, typing.Callable[[type, Path, dict], nn.Module]] = {}
 
 
 class CheckpointError(Exception):
@@ -175,10 +179,8 @@ def load_model(name_or_path: str | Path, device: torch.device | str = "cpu", lim
         raise CheckpointError(f"{folder} has no model.safetensors (looked for {weights})")
     try:
         config = read_config(folder)
-        if config.get("weights") == "int8":  # int8 matrices with a scale per row (weights/int8.py)
-            from .int8 import load_int8
-
-            return load_int8(cls, folder, config).to(device).eval()
+        if config.get("weights") in LOADERS:  # int8 matrices with a scale per row (weights/int8.py)
+            return LOADERS[config["weights"]](cls, folder, config).to(device).eval()
         # strict: a weight missing from or extra to the file is an error, not a silent random init
         model = cls.from_pretrained(str(folder), strict=True, map_location=str(device))
     except Exception as e:

@@ -17,7 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .hub import save_checkpoint, shapes_only
+from .hub import LOADERS, save_checkpoint, shapes_only
 
 INT8 = "int8"
 _SCALE = ".int8_scale"
@@ -66,3 +66,6 @@ def load_int8(cls: type[nn.Module], folder: Path, config: dict) -> nn.Module:
         model = cls(model_config)
     model.load_state_dict(dequantise(load_file(str(folder / "model.safetensors"))), strict=True, assign=True)
     return model
+
+
+LOADERS[INT8] = load_int8
