@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -27,7 +28,20 @@ from . import cache
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
 log = logging.getLogger("transformer_lab")
-KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a model's `arch` (its config's class) means to the app, said once for every tab."""
+
+    role: str  # "lm", "classifier" or "translator": what a tab does with it (the Forward pass's column)
+    groups: tuple[str, ...]  # the attention it has, the one a tab draws first first: encoder self-attention
+    # sees both ways, decoder self-attention only the past, cross-attention reads the source from the target
+
+
+# every kind of model the app serves, in the order pickers list them
+KINDS = {"DecoderLM": Kind("lm", ("decoder",)), "EncoderClassifier": Kind("classifier", ("encoder",)),
+         "EncoderDecoder": Kind("translator", ("encoder", "decoder", "cross"))}
 
 # _lock guards the dicts below for an instant, never a load: loading one model (seconds, for a large one) must
 # not hold up requests for another, so each name has its own lock, held while that one loads.
@@ -219,7 +233,7 @@ def _read_checkpoints() -> list[tuple[int, str, str]]:
             except CheckpointError as e:
                 _failed[path.name] = (identity(path.name), e)
         if kind is not None:
-            found.append((list(KIND_NAMES).index(kind), path.name,
+            found.append((list(KINDS).index(kind), path.name,
                           Message("store.model_label", name=path.name, kind=Message(f"store.kind.{kind}"))))
     return found
 

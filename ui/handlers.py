@@ -21,7 +21,7 @@ from gradio import caching
 from gradio.components.plot import PlotData
 
 from i18n import DEFAULT, Joined, Message, render, t
-from lab import InputError
+from lab import InputError, models
 from lab.policy import MAX_CHARS
 from lab.cache import RunCache
 from ui.gradio_patches import probing
@@ -52,6 +52,15 @@ class Action:
     # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
     # redraws them too, when it is set and when it is switched
     also: tuple = ()
+
+
+def model_changed(model: str, layer: float, head: float):
+    """A newly picked model: its tab's layer and head sliders sized to it, the values kept where they still fit."""
+    sizes = models.slider_sizes(model, layer, head)
+    if sizes is None:  # an unreadable or unreachable model is reported when it is run
+        return gr.Slider(), gr.Slider()
+    (top_layer, layer), (top_head, head) = sizes
+    return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
 def when_typed(fn, n_outputs: int):

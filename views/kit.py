@@ -66,7 +66,7 @@ def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: st
     if height is not None:  # sized for TOP_AXIS_MARGIN: labels that widen the top margin take room above the rows
         # as well, not from them (upright labels of a long token squeezed every row's label into the next)
         layout["height"] = height + layout["margin"]["t"] - TOP_AXIS_MARGIN["t"]
-    heatmap = dict(type="heatmap", z=weights(z), x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1,
+    heatmap = dict(type="heatmap", z=rounded(z), x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1,
                    hovertemplate=hover, hoverongaps=False)
     return unchecked_figure([heatmap], layout)
 
@@ -108,14 +108,14 @@ def _margin(x_text, y_text) -> dict:
 
 
 def array32(x) -> np.ndarray:
-    """A tensor or array as float32 numpy, values as they are (scores and losses; weights go through `weights`)."""
+    """A tensor or array as float32 numpy, values as they are (scores and losses; weights go through `rounded`)."""
     return x.detach().cpu().numpy().astype(np.float32) if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
 
 
-def weights(x) -> np.ndarray:
+def rounded(attn) -> np.ndarray:
     """Weights rounded to DECIMALS (NaN: a cell not drawn): float64, written as JSON numbers, when there are
     more than TEXT_CELLS of them; else float32, written as a typed array (see the module's note)."""
-    array = x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    array = attn.numpy() if isinstance(attn, torch.Tensor) else np.asarray(attn)
     return np.round(array.astype(np.float64 if array.size > TEXT_CELLS else np.float32), DECIMALS)
 
 
