@@ -251,9 +251,8 @@ def load(name: str) -> tuple[object, TextTokenizer]:
         raise CheckpointError(str(e)) from e
 
 
-# A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the three
-# multilingual-e5 checkpoints (35 MB of int8 each) and the pre-trained classifier (45 MB) took 6 of the app's
-# 23 CPU-seconds to its first page (issue 47's bar: 10 s offline)
+# A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the large
+# encoders (the multilingual-e5 ones, the pre-trained classifier) were a quarter of the wait for the first page
 WARM_FIRST_BYTES = 20 * 2**20
 
 

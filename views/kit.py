@@ -35,13 +35,12 @@ MAX_TICKS = 40  # more token labels than this on an axis collide: every k-th is 
 # the key axis sits on top, under the title; on the right, room for the colour bar (86 px drawn)
 TOP_AXIS_MARGIN = dict(l=10, r=90, t=140, b=10)
 # Tick labels' widths as plotly draws them (12 px type), a little generous: a margin that already holds the
-# labels leaves plotly's automargin nothing to push, and a push draws the figure a second time (at 128
-# tokens, 40% of the time the page spends drawing a heatmap)
+# labels leaves plotly's automargin nothing to push, and a push draws the figure a second time
 NARROW_PX, WIDE_PX = 6.5, 13.0  # a Latin letter or digit (on average); a Han character or other full-width one
 
 
 # Below the figure's top edge by this much: plotly places a title's top by a Latin letter's height (dy 0.7em),
-# and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top (issue 48)
+# and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top
 TITLE_PAD_PX = 6
 
 

@@ -122,8 +122,8 @@ def read_config(folder: Path) -> dict:
 
 
 # what a module's __init__ draws its first weights with: on the meta device they compute nothing, yet each call
-# still ran torch's Python reference implementation, and the first imported torch._dynamo: 3 s of the app's
-# 10-s start-up, which counts every checkpoint's parameters before it loads any
+# still ran torch's Python reference implementation, and the first imported torch._dynamo: seconds of the app's
+# start-up, which counts every checkpoint's parameters before it loads any
 INITIALISERS = frozenset({"normal_", "uniform_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
                           "xavier_normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "fill_", "zero_"})
 
