@@ -622,6 +622,24 @@ def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
             assert all(coerce(components[k], v) is not None for k, v in settings.items()), name
 
 
+def test_ci_runs_the_test_command_the_readme_shows():
+    import subprocess
+
+    root = Path(app.__file__).parent
+    reads = next(line for line in (root / ".ci" / "run").read_text().splitlines() if line.startswith("test_command="))
+    found = subprocess.run(["bash", "-c", f"{reads}; printf %s \"$test_command\""], cwd=root, capture_output=True,
+                           text=True, check=True).stdout
+    assert found.endswith("python -m pytest -q") and f"```bash\n{found}\n```" in (root / "README.md").read_text()
+
+
+def test_the_readme_is_for_its_readers_short_lines_and_the_rest_in_docs():
+    root = Path(app.__file__).parent
+    lines = (root / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200 and max(map(len, lines)) <= 120
+    for linked in re.findall(r"\]\(((?:docs|benchmarks)/[^)]+)\)", "\n".join(lines)):
+        assert (root / linked).is_file(), linked
+
+
 def test_every_image_the_readme_shows_is_in_the_repository():
     root = Path(app.__file__).parent
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (root / "README.md").read_text(encoding="utf-8"))
