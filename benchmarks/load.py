@@ -156,7 +156,7 @@ WHEN = ["at dawn", "at dusk", "in the rain", "before the storm", "after the feas
 PART = ["acting", "plot", "music", "script", "ending", "camera work", "dialogue", "cast", "pacing", "story"]
 VERDICT = ["wonderful", "dull", "moving", "boring", "brilliant", "clumsy", "tender", "lifeless", "witty", "tedious"]
 OWN_SENTENCES = {  # each student's own text: 8-15 tokens (11.7 on average) for the LM, 10-13 for the classifier
-    "attention": lambda i: {"label": "shakespeare-lm (language model)",
+    "attention": lambda i: {"model": "shakespeare-lm (language model)",
                             "text": f"{WHO[i % 10]} {DOES[i // 10 % 10]} {WHEN[(i + i // 100) % 10]}."},
     "classify": lambda i: {"text": f"The {PART[i % 10]} was {VERDICT[i // 10 % 10]}, {WHEN[(i + i // 100) % 10]}."},
 }

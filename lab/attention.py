@@ -24,21 +24,20 @@ from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attenti
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
 
 MAX_NEW_TOKENS = 40
-# which attention a model has: encoder self-attention sees both ways, decoder self-attention
-# only the past, cross-attention reads the source from the target
+# the attention groups a model may have (which it has: its kind's groups, lab/store.KINDS)
 GROUP_NAMES = {group: Message(f"attention.group.{group}") for group in ("encoder", "decoder", "cross")}
-GROUPS_OF = {"DecoderLM": ["decoder"], "EncoderClassifier": ["encoder"], "EncoderDecoder": ["encoder", "decoder", "cross"]}
 EXAMPLE_TEXT = {
-    "DecoderLM": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
-    "EncoderClassifier": "The plot was thin, but the acting was wonderful and I was not bored for a minute.",
+    "lm": "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
+    "classifier": "The plot was thin, but the acting was wonderful and I was not bored for a minute.",
 }
 
 
 @dataclass(frozen=True)
 class AttentionRun:
-    """One group's weights for one text: attn (n_layer, n_head, Tq, Tk) and the axis labels."""
+    """One group's weights for one text, read by checkpoint `name`: attn (n_layer, n_head, Tq, Tk) and the tokens'
+    labels of both axes."""
 
-    model: str
+    name: str
     group: str
     attn: np.ndarray
     q_labels: list[str]
@@ -50,8 +49,13 @@ class AttentionRun:
     def shape(self) -> tuple[int, int, int, int]:
         return self.attn.shape
 
+    def focus(self, layer, head, query, notices: list[str] | None = None) -> tuple[int, int, int]:
+        """(layer, head, query position) a view of this run draws large, each clamped once to the run's sizes."""
+        layer, head, _ = self.head(layer, head, notices)
+        return layer, head, self.query(query, notices)[0]
+
     def head(self, layer, head, notices: list[str] | None = None) -> tuple[int, int, np.ndarray]:
-        """(layer, head, that head's (Tq, Tk) weights), the indices clamped to this model's sizes."""
+        """(layer, head, that head's attn (Tq, Tk)), the indices clamped to this model's sizes."""
         n_layer, n_head = self.attn.shape[:2]
         layer = clamp(layer, 0, n_layer - 1, Message("setting.layer"), notices)
         head = clamp(head, 0, n_head - 1, Message("setting.head"), notices)
@@ -71,11 +75,11 @@ TRANSLATOR_EXAMPLES = {"copy": "31415926", "reverse": "123456789", "sort": "5281
 
 def example_text(name: str) -> str:
     """A text the model can read: a translator gets a source of its own task."""
-    kind = store.arch(name)
-    if not models.checkpoint(name).reads("en"):  # the Chinese models know few Latin letters
+    checkpoint = models.checkpoint(name)
+    if not checkpoint.reads("en"):  # the Chinese models know few Latin letters
         return CHINESE_EXAMPLE
-    if kind != "EncoderDecoder":
-        return EXAMPLE_TEXT[kind]
+    if checkpoint.kind.role != "translator":
+        return EXAMPLE_TEXT[checkpoint.kind.role]
     task = next((t for t in TRANSLATOR_EXAMPLES if t.replace("_", "-") in name), "pig_latin")
     return TRANSLATOR_EXAMPLES[task]
 
@@ -85,21 +89,10 @@ def models_offered() -> dict[str, str]:
     return models.choices()
 
 
-def slider_sizes(label: str, layer, head) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """((top layer, layer kept in range), (top head, head kept in range)) for a newly picked model,
-    read from its config without loading it; None when the model cannot be read (said when it is run)."""
-    try:
-        config = store.config(resolve(label))
-    except Exception:  # noqa: BLE001 -- a missing, unreadable or unreachable model
-        return None
-    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
-    return (top_layer, clamp(layer, 0, top_layer, Message("setting.layer"))), (top_head, clamp(head, 0, top_head, Message("setting.head")))
-
-
-def _translator_run(name: str, model, tokenizer, text: str, group: str) -> AttentionRun:
+def _translator_run(name: str, net, tokenizer, text: str, group: str) -> AttentionRun:
     """One group of the translation run the Translate tab and the heads section share (lab/translate.py)."""
     codec = Codec(tokenizer)
-    text, cut = source_text(codec, model.config.max_len, text)
+    text, cut = source_text(codec, net.config.max_len, text)
     run = translate.translated(name, text)
     target = run.written[:-1]  # without </s>
     room = MAX_DRAWN_TOKENS - 1  # a decoder of more positions than are drawn (pig latin's 160) is drawn in part
@@ -130,7 +123,7 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     """
     name = resolve(model)
     text, cut = reading.prepare(name, text, Message("attention.type_text"))
-    groups = GROUPS_OF[store.arch(name)]
+    groups = models.checkpoint(name).kind.groups
     if group not in groups:
         if group is not None:
             cut = notice(cut, Message("attention.no_group", group=GROUP_NAMES.get(group, group),
@@ -142,18 +135,18 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
 
 @torch.no_grad()
 def _compute(name: str, text: str, group: str) -> AttentionRun:
-    model, tokenizer = models.load(name)
-    if store.arch(name) == "EncoderDecoder":
-        return _translator_run(name, model, tokenizer, text, group)
-    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len),
+    net, tokenizer = models.load(name)
+    if models.checkpoint(name).kind.role == "translator":
+        return _translator_run(name, net, tokenizer, text, group)
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
                         offered=models.choices())
-    attn = _traced(models.key(name), read.ids)  # shares a pass with texts asked at the same time
+    attn = _traced(name, read.ids)  # shares a pass with texts asked at the same time
     return _labelled(name, group, attn, read.labels, read.labels, read.notice)
 
 
-def _traced_together(key: tuple, sequences: list[list[int]]) -> list[torch.Tensor]:
-    """Each token sequence's self-attention (n_layer, n_head, T, T), from one padded pass of model `key[1]`."""
-    return attention_of_each(models.load(key[1])[0], sequences)
+def _traced_together(name: str, sequences: list[list[int]]) -> list[torch.Tensor]:
+    """Each token sequence's self-attention (n_layer, n_head, T, T), from one padded pass of checkpoint `name`."""
+    return attention_of_each(models.load(name)[0], sequences)
 
 
 _traced: Batcher[list[int], torch.Tensor] = Batcher(_traced_together)
@@ -186,19 +179,19 @@ def while_generating_run(model: str, text: str | None, n_new) -> WhileGenerating
     """Generate greedily with the KV cache and keep each new token's attention row."""
     name = resolve(model)
     text, cut = reading.prepare(name, text, Message("attention.type_prompt"), keep="last")  # it continues the end
-    if store.arch(name) != "DecoderLM":
+    if models.checkpoint(name).kind.role != "lm":
         raise InputError(Message("attention.needs_lm"))
     notices: list[str] = []
     n_new = clamp(n_new, 1, MAX_NEW_TOKENS, Message("setting.new_tokens"), notices)
-    model, tokenizer = models.load(name)
-    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, model.config.max_len) - n_new, keep="last")
+    net, tokenizer = models.load(name)
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len) - n_new, keep="last")
     run = _runs.get(models.key(name, tuple(read.ids), "generate", n_new),
-                    lambda: _generate(model, tokenizer, read.ids, n_new))
+                    lambda: _generate(net, tokenizer, read.ids, n_new))
     return replace(run, notice=notice(cut, read.notice, *notices))
 
 
-def _generate(model, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
-    gen = attention_while_generating(model, ids, n_new)
+def _generate(net, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
+    gen = attention_while_generating(net, ids, n_new)
     labels = [tokenizer.decode([i]) for i in gen.ids]
     return WhileGeneratingRun(labels, gen.n_prompt, [r.numpy() for r in gen.rows], tokenizer.decode(gen.generated),
                               "")

@@ -16,7 +16,7 @@ forcing on what it wrote), so its decoder rows are the decoder loop's steps, one
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -24,10 +24,10 @@ import torch
 from i18n import Message
 from transformer_core.decoding.seq2seq import Codec
 
-from . import models, store
+from . import models, reading, store
 from .translate import token_label
 from .cache import RunCache
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, fit_tokens, notice, source_text, truncate
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
 
 # The issue's 19 stages, in order; a layer's stages (3-13) repeat for each block.
 STAGES = ("ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "concat", "attn_out", "resid_mid",
@@ -36,19 +36,19 @@ LAYER_STAGES = frozenset(STAGES[2:13])
 HEAD_STAGES = frozenset({"qkv", "scores", "mask", "attn", "weighted"})
 TOP_COLUMNS = 20  # the vocabulary's columns drawn at the logits and softmax stages: the followed token's likeliest
 EVERYTHING = all  # the trace contract's "keep every point"
-KINDS = {"DecoderLM": "lm", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
 
 
 @dataclass(frozen=True)
 class Walk:
-    """Everything one traced run of `model` on `text` computed, labelled.
+    """Everything one traced run of checkpoint `name` on a text computed, labelled.
 
-    stacks: "encoder"/"decoder" -> (block paths, embedding name, final norm name or None, token labels).
+    stacks: "encoder"/"decoder" -> (block paths, embedding name, final norm name or None, the tokens' labels, ids).
     target: the ids each position is scored against at the loss stage (next tokens / written tokens / a class).
+    vocab: a label per output id; a classifier's classes are messages, named in the reader's language when drawn.
     """
 
-    model: str
-    kind: str  # lm | classifier | translator
+    name: str
+    kind: str  # its role (lab/store.KINDS): lm | classifier | translator
     config: dict
     trace: object
     stacks: dict
@@ -69,14 +69,16 @@ class Walk:
         """The stack a stage is read from: a translator's encoder or decoder; the one stack of the others."""
         return stack if stack in self.stacks else next(iter(self.stacks))
 
-    def tokens(self, stack: str | None = None) -> list[str]:
-        return self.stacks[self.stack(stack)]["tokens"]
+    def labels(self, stack: str | None = None) -> list[str]:
+        """The tokens' labels of a stack, one per position."""
+        return self.stacks[self.stack(stack)]["labels"]
 
 
 @dataclass(frozen=True)
 class Slice:
     """One stage's matrix as drawn: values (rows, cols), the labels of both axes, the trace points it is
-    read from, and its shape named the model's way ("T=9", "d_model=192")."""
+    read from, its shape named the model's way ("T=9", "d_model=192"), and where it was cut: the layer and
+    head, and the followed row among its rows, each clamped once, here."""
 
     stage: str
     values: np.ndarray
@@ -85,10 +87,9 @@ class Slice:
     points: tuple[str, ...]
     shape: tuple[str, ...]
     applies: bool = True  # False: the stage is not part of this kind of model (a note says so)
-
-
-def kind_of(name: str) -> str:
-    return KINDS[store.arch(name)]
+    layer: int = 0
+    head: int = 0
+    follow: int = 0
 
 
 def models_offered() -> dict[str, str]:
@@ -100,62 +101,56 @@ _walks: RunCache[Walk] = RunCache(size=16)
 
 
 def walk(model: str, text: str | None) -> Walk:
-    """The whole forward pass of `model` on `text`, computed once (cached) and sliced by `stage`."""
+    """The whole forward pass of `model` (a picker label or checkpoint name) on `text`, computed once (cached)
+    and sliced by `stage`: the text read through the one reading path (lab/reading.py)."""
     name = models.resolve(model)
     if name == store.GPT2:
         raise InputError(Message("forward.no_gpt2"))
-    text, cut = truncate(text)
-    if not text.strip():
-        raise InputError(Message("attention.type_text"))
-    text, simplified = models.read_as(name, text)
+    text, cut = reading.prepare(name, text, Message("attention.type_text"))
     run = _walks.get(models.key(name, text), lambda: _compute(name, text))
-    extra = notice(cut, simplified)
-    return run if not extra else Walk(**{**run.__dict__, "notice": notice(extra, run.notice)})
+    return run if not cut else Walk(**{**run.__dict__, "notice": notice(cut, run.notice)})
 
 
 @torch.no_grad()
 def _compute(name: str, text: str) -> Walk:
-    model, tokenizer = models.load(name)
+    net, tokenizer = models.load(name)
     config = store.config(name)
-    kind = kind_of(name)
+    kind = models.checkpoint(name).kind.role
     if kind == "translator":
-        return _translator_walk(name, model, tokenizer, config, text)
-    tokens = fit_tokens(tokenizer, text, min(MAX_DRAWN_TOKENS, config["max_len"]), min_tokens=1)
-    idx = torch.tensor([tokens.ids])
+        return _translator_walk(name, net, tokenizer, config, text)
+    read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, config["max_len"]), offered=models_offered())
+    idx = torch.tensor([read.ids])
     if kind == "lm":
-        logits, trace = model.run_with_trace(idx, names=EVERYTHING)
-        target = tokens.ids[1:]  # each position is scored against the token that follows it
+        logits, trace = net.run_with_trace(idx, names=EVERYTHING)
+        target = read.ids[1:]  # each position is scored against the token that follows it
         vocab = _vocab(tokenizer, config["vocab_size"])
     else:
-        logits, trace = model.run_with_trace(idx, torch.tensor([len(tokens.ids)]), names=EVERYTHING)
+        logits, trace = net.run_with_trace(idx, torch.tensor([len(read.ids)]), names=EVERYTHING)
         target = [int(logits[0].argmax())]  # the loss of the verdict it gives (the lesson: loss of a label)
-        vocab = [str(Message(f"forward.class.{i}")) if config["n_class"] == 2 else str(i)
-                 for i in range(config["n_class"])]
+        vocab = [Message(f"forward.class.{i}") if config["n_class"] == 2 else str(i) for i in range(config["n_class"])]
     stack = "decoder" if kind == "lm" else "encoder"
     stacks = {stack: dict(blocks=[f"layers.{i}" for i in range(config["n_layer"])], embed="embed",
-                          norm="norm.out" if config["norm_first"] else None, tokens=tokens.labels,
-                          ids=tokens.ids)}
-    return Walk(name, kind, config, trace, stacks, logits[0].float(), vocab, target,
-                notice(tokens.notice, tokens.split))
+                          norm="norm.out" if config["norm_first"] else None, labels=read.labels, ids=read.ids)}
+    return Walk(name, kind, config, trace, stacks, logits[0].float(), vocab, target, read.notice)
 
 
-def _translator_walk(name: str, model, tokenizer, config: dict, text: str) -> Walk:
+def _translator_walk(name: str, net, tokenizer, config: dict, text: str) -> Walk:
     from transformer_core.decoding.seq2seq import translate
 
     codec = Codec(tokenizer)
     text, cut = source_text(codec, config["max_len"], text)
-    written = list(translate(model, codec, text, 1).ids)  # the greedy translation Translate shows
+    written = list(translate(net, codec, text, 1).ids)  # the greedy translation Translate shows
     src, src_lengths = codec.sources([text])
     tgt = torch.tensor([[codec.bos, *written]])
-    logits, trace = model.run_with_trace(src, tgt, src_lengths, names=EVERYTHING)
+    logits, trace = net.run_with_trace(src, tgt, src_lengths, names=EVERYTHING)
     label = token_label(codec)
     n = config["n_layer"]
     stacks = {"encoder": dict(blocks=[f"encoder.{i}" for i in range(n)], embed="src_embed",
                               norm="encoder_norm.out" if config["norm_first"] else None,
-                              tokens=[label(int(i)) for i in src[0]], ids=src[0].tolist()),
+                              labels=[label(int(i)) for i in src[0]], ids=src[0].tolist()),
               "decoder": dict(blocks=[f"decoder.{i}" for i in range(n)], embed="tgt_embed",
                               norm="decoder_norm.out" if config["norm_first"] else None,
-                              tokens=[label(int(i)) for i in tgt[0]], ids=tgt[0].tolist())}
+                              labels=[label(int(i)) for i in tgt[0]], ids=tgt[0].tolist())}
     vocab = [label(i) for i in range(config["tgt_vocab_size"])]
     return Walk(name, "translator", config, trace, stacks, logits[0].float(), vocab, [*written, codec.eos], cut)
 
@@ -197,42 +192,49 @@ def point_names(run: Walk, stage: str, layer: int, stack: str | None = None, cro
 
 def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cross: bool = False,
                 follow: int = 0) -> Slice:
-    """Stage `stage` of the run as one matrix (layer, head and stack picked; indices clamped to the model)."""
+    """Stage `stage` of the run as one matrix (layer, head and stack picked), and where it was cut: the layer, the
+    head and the followed position clamped to the model and the text, here and only here."""
     stage = stage_of(stage)
     stack = run.stack(stack)
     layer = clamp(layer, 0, run.n_layer - 1, Message("setting.layer"))
     head = clamp(head, 0, run.n_head - 1, Message("setting.head"))
-    cross = bool(cross) and stack == "decoder" and run.kind == "translator"
-    tokens = run.tokens(stack)
-    T, d_model, d_head = len(tokens), run.config["d_model"], run.config["d_model"] // run.n_head
-    keys = run.tokens("encoder") if cross else tokens
-    follow = clamp(follow, 0, T - 1, Message("setting.position"))
+    follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"))
+    piece = _cut(run, stage, layer, head, stack, bool(cross) and stack == "decoder" and run.kind == "translator",
+                 follow)
+    # the followed position's row: a classifier's readouts have one row, for the whole text
+    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)))
+
+
+def _cut(run: Walk, stage: str, layer: int, head: int, stack: str, cross: bool, follow: int) -> Slice:
+    labels = run.labels(stack)
+    T, d_model, d_head = len(labels), run.config["d_model"], run.config["d_model"] // run.n_head
+    keys = run.labels("encoder") if cross else labels
     names = point_names(run, stage, layer, stack, cross)
     tr = run.trace
     dims = [str(j) for j in range(d_model)]
     if stage == "ids":
         ids = run.stacks[stack]["ids"]
-        return Slice(stage, np.array(ids, dtype=np.float32)[:, None], tokens, ["id"], names, (f"T={T}",))
+        return Slice(stage, np.array(ids, dtype=np.float32)[:, None], labels, ["id"], names, (f"T={T}",))
     if stage in ("embed", "norm", "concat", "attn_out", "resid_mid", "ff", "block_out", "final_norm"):
-        return Slice(stage, tr[names[0]][0].numpy(), tokens, dims, names, (f"T={T}", f"d_model={d_model}"))
+        return Slice(stage, tr[names[0]][0].numpy(), labels, dims, names, (f"T={T}", f"d_model={d_model}"))
     if stage == "qkv":
         q, k, v = (tr[n][0, head].numpy() for n in names)
         cols = [f"{part}{j}" for part in ("q", "k", "v") for j in range(d_head)]
         if cross:  # the three arrows: Q from the decoder's rows, K and V from the encoder's (another length)
             S = len(keys)
-            rows = [f"{part} · {token}" for part, labels in (("Q", tokens), ("K", keys), ("V", keys))
-                    for token in labels]
+            rows = [f"{part} · {token}" for part, side in (("Q", labels), ("K", keys), ("V", keys))
+                    for token in side]
             return Slice(stage, np.concatenate([q, k, v], axis=0), rows, [str(j) for j in range(d_head)], names,
                          (f"T={T} + S={S} + S={S}", f"d_head={d_head}"))
-        return Slice(stage, np.concatenate([q, k, v], axis=1), tokens, cols, names, (f"T={T}", f"d_head={d_head}"))
+        return Slice(stage, np.concatenate([q, k, v], axis=1), labels, cols, names, (f"T={T}", f"d_head={d_head}"))
     if stage in ("scores", "attn"):
-        return Slice(stage, tr[names[0]][0, head].numpy(), tokens, keys, names, (f"T={T}", f"T={len(keys)}"))
+        return Slice(stage, tr[names[0]][0, head].numpy(), labels, keys, names, (f"T={T}", f"T={len(keys)}"))
     if stage == "mask":
         allowed = tr[names[0]] if names[0] in tr else torch.ones(1, 1, T, len(keys), dtype=torch.bool)
         allowed = allowed.expand(-1, run.n_head, -1, -1)[0, head] if allowed.dim() == 4 else allowed[0]
-        return Slice(stage, allowed.numpy().astype(np.float32), tokens, keys, names, (f"T={T}", f"T={len(keys)}"))
+        return Slice(stage, allowed.numpy().astype(np.float32), labels, keys, names, (f"T={T}", f"T={len(keys)}"))
     if stage == "weighted":
-        return Slice(stage, tr[names[0]][0, head].numpy(), tokens, [str(j) for j in range(d_head)], names,
+        return Slice(stage, tr[names[0]][0, head].numpy(), labels, [str(j) for j in range(d_head)], names,
                      (f"T={T}", f"d_head={d_head}"))
     return _readout(run, stage, names, stack, follow)
 
@@ -260,22 +262,22 @@ def _readout(run: Walk, stage: str, names, stack: str, follow: int) -> Slice:
                          (f"d_model={pooled.shape[1]}",))
         values = {"logits": run.logits, "probs": probabilities(run), "loss": losses(run)}[stage].numpy()[None]
         cols = run.vocab if stage != "loss" else [run.vocab[run.target[0]]]
-        return Slice(stage, values, [run.model], cols, names, (f"n_class={len(run.vocab)}",))
+        return Slice(stage, values, [run.name], cols, names, (f"n_class={len(run.vocab)}",))
     if stage == "pooled":
         return Slice(stage, np.zeros((0, 0), np.float32), [], [], names, (), applies=False)
-    tokens = run.tokens(stack if run.kind != "translator" else "decoder")
+    labels = run.labels(stack if run.kind != "translator" else "decoder")
     vocab_size = run.logits.shape[-1]
     if stage in ("logits", "probs"):
         values = run.logits if stage == "logits" else probabilities(run)
         top = torch.topk(run.logits[follow], min(TOP_COLUMNS, vocab_size)).indices
-        return Slice(stage, values[:, top].numpy(), tokens, [run.vocab[int(i)] for i in top], names,
-                     (f"T={len(tokens)}", f"vocab={vocab_size}"))
+        return Slice(stage, values[:, top].numpy(), labels, [run.vocab[int(i)] for i in top], names,
+                     (f"T={len(labels)}", f"vocab={vocab_size}"))
     if stage == "next":  # one column: the probability of the token the argmax picks, named in the row label
         probs = probabilities(run)
-        picked = [f"{token} → {run.vocab[int(i)]}" for token, i in zip(tokens, probs.argmax(-1))]
-        return Slice(stage, probs.max(-1).values.numpy()[:, None], picked, ["p"], names, (f"T={len(tokens)}",))
+        picked = [f"{token} → {run.vocab[int(i)]}" for token, i in zip(labels, probs.argmax(-1))]
+        return Slice(stage, probs.max(-1).values.numpy()[:, None], picked, ["p"], names, (f"T={len(labels)}",))
     values = losses(run).numpy()
-    return Slice(stage, values[:, None], tokens[: len(values)], ["-log p"], names, (f"T={len(values)}",))
+    return Slice(stage, values[:, None], labels[: len(values)], ["-log p"], names, (f"T={len(values)}",))
 
 
 def chosen(run: Walk) -> list[str]:

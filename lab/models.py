@@ -22,7 +22,7 @@ from i18n import Message
 from transformer_core import CheckpointError, to_simplified
 
 from . import store
-from .policy import InputError, mostly_chinese
+from .policy import InputError, clamp, mostly_chinese
 
 GPT2_LABEL = Message("attention.gpt2_label")
 # an older picker label still opens its model (links written before the one label existed)
@@ -57,6 +57,11 @@ class Checkpoint:
 
     def reads(self, language: str) -> bool:
         return language in self.languages
+
+    @property
+    def kind(self) -> store.Kind | None:
+        """What the app does with its `arch` (store.KINDS); None for a folder of no kind (a tokenizer's)."""
+        return store.KINDS.get(self.arch)
 
     def accuracy(self, language: str) -> float | None:
         """Its measured test accuracy on `language` (TEST_ACCURACY), None when not measured."""
@@ -155,3 +160,15 @@ def load(name: str) -> tuple[object, object]:
 def key(name: str, *inputs) -> tuple:
     """A run cache key: model folder, checkpoint name and identity, then what the run read."""
     return (str(store.model_dir()), name, store.identity(name), *inputs)
+
+
+def slider_sizes(model: str, layer, head) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """((top layer, layer kept in range), (top head, head kept in range)) for a newly picked model,
+    read from its config without loading it; None when the model cannot be read (said when it is run)."""
+    try:
+        config = store.config(resolve(model))
+    except Exception:  # noqa: BLE001 -- a missing, unreadable or unreachable model
+        return None
+    top_layer, top_head = config["n_layer"] - 1, config["n_head"] - 1
+    return ((top_layer, clamp(layer, 0, top_layer, Message("setting.layer"))),
+            (top_head, clamp(head, 0, top_head, Message("setting.head"))))

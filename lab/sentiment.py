@@ -63,9 +63,10 @@ COMPARED_COLUMNS = 2
 
 @dataclass(frozen=True)
 class SentimentRun:
-    """A verdict with its evidence: P(label), per-token scores, attention (n_layer, n_head, T, T)."""
+    """Checkpoint `name`'s verdict with its evidence: P(class), the tokens' labels, per-token scores, attention
+    (n_layer, n_head, T, T)."""
 
-    model: str
+    name: str
     probs: dict[str, float]
     labels: list[str]
     grad_x_input: np.ndarray
@@ -161,7 +162,7 @@ def classify(text: str | None, model: str | None = None, sentence: int | None = 
 
 
 def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
-    model, tokenizer = models.load(name)
+    net, tokenizer = models.load(name)
     # invisible characters only, or mostly words it never learned: say so in one line, give no verdict
     spans = tokenizer.tokens(text)
     partly = reading.check(name, tokenizer, text, spans, classifiers())
@@ -169,7 +170,7 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
     if len(spans) <= LONG_TEXT_TOKENS or len(sentences.spans) < 2:
         run = _explained(name, text, spans)
         return replace(run, notice=notice(partly, run.notice))
-    document, tokens = _documents.get(models.key(name, text), lambda: _read(model, tokenizer, text, sentences))
+    document, tokens = _documents.get(models.key(name, text), lambda: _read(net, tokenizer, text, sentences))
     last = len(document.sentences) - 1
     i = weightiest(document) if sentence in (None, "") else clamp(sentence, 1, last + 1, Message("sentiment.sentence_name")) - 1
     evidence = _explained(name, document.sentences[i].text, tokens[i], sentence=i)
@@ -181,10 +182,10 @@ def _compute(name: str, text: str, sentence: int | None) -> SentimentRun:
 _documents: RunCache[tuple[DocumentVerdict, list]] = RunCache(size=32)
 
 
-def _read(model, tokenizer, text: str, sentences) -> tuple[DocumentVerdict, list]:
+def _read(net, tokenizer, text: str, sentences) -> tuple[DocumentVerdict, list]:
     tokens = [tokenizer.tokens(text[a:b]) for a, b in sentences.spans]  # each sentence tokenized once
     try:
-        document = read_document(model, tokenizer, text, sentences=sentences,
+        document = read_document(net, tokenizer, text, sentences=sentences,
                                  ids=[[s.id for s in spans] for spans in tokens])
     except EmptyTextError as e:  # a sentence of characters this tokenizer drops entirely
         raise InputError(Message("sentiment.review_unreadable", error=e)) from e
@@ -205,7 +206,7 @@ def _explained(name: str, text: str, spans: list, sentence: int | None = None) -
     """Today's reading of a short text (its `spans`, tokenized already): one traced forward pass, gradient x
     input, attention rollout."""
     try:
-        verdict = _batched_explain(models.key(name), (text, spans))  # shares a pass with texts asked at the same time
+        verdict = _batched_explain(name, (text, spans))  # shares a pass with texts asked at the same time
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
         if sentence is not None:
             raise InputError(Message("sentiment.sentence_unreadable", i=sentence + 1)) from e
@@ -226,9 +227,9 @@ def _explained(name: str, text: str, spans: list, sentence: int | None = None) -
                         notice(*notices))
 
 
-def _explain_together(key: tuple, read: list[tuple[str, list]]) -> list:
-    """Each (text, its tokens)'s verdict from one padded pass of classifier `key[1]` (see lab/batching.py)."""
-    return explain_each(*models.load(key[1]), [text for text, _ in read], [spans for _, spans in read])
+def _explain_together(name: str, read: list[tuple[str, list]]) -> list:
+    """Each (text, its tokens)'s verdict from one padded pass of classifier `name` (see lab/batching.py)."""
+    return explain_each(*models.load(name), [text for text, _ in read], [spans for _, spans in read])
 
 
 _batched_explain = Batcher(_explain_together)
@@ -236,7 +237,7 @@ _batched_explain = Batcher(_explain_together)
 
 def attention_link(run: SentimentRun) -> str:
     """The query string that opens the Attention tab on this classifier and the text it read."""
-    label = next((lab for lab, name in models.choices().items() if name == run.model), run.model)
+    label = next((lab for lab, name in models.choices().items() if name == run.name), run.name)
     return "?" + urlencode({"tab": "attention", "model": label, "text": run.read_text})
 
 

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -30,7 +31,20 @@ from . import cache, llms
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets"
 GPT2 = "gpt2"  # the one model that comes from the Hugging Face Hub instead of the model folder
 log = logging.getLogger("transformer_lab")
-KIND_NAMES = {"DecoderLM": "language model", "EncoderClassifier": "classifier", "EncoderDecoder": "translator"}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a model's `arch` (its config's class) means to the app, said once for every tab."""
+
+    role: str  # "lm", "classifier" or "translator": what a tab does with it (the Forward pass's column)
+    groups: tuple[str, ...]  # the attention it has, the one a tab draws first first: encoder self-attention
+    # sees both ways, decoder self-attention only the past, cross-attention reads the source from the target
+
+
+# every kind of model the app serves, in the order pickers list them
+KINDS = {"DecoderLM": Kind("lm", ("decoder",)), "EncoderClassifier": Kind("classifier", ("encoder",)),
+         "EncoderDecoder": Kind("translator", ("encoder", "decoder", "cross"))}
 
 # _lock guards the dicts below for an instant, never a load: loading one model (seconds, for a large one) must
 # not hold up requests for another, so each name has its own lock, held while that one loads.
@@ -273,7 +287,7 @@ def _read_checkpoints() -> list[tuple[int, str, str]]:
         if kind is not None and path.name not in _failed:
             _check_size(path.name)
         if kind is not None:
-            found.append((list(KIND_NAMES).index(kind), path.name,
+            found.append((list(KINDS).index(kind), path.name,
                           Message("store.model_label", name=path.name, kind=Message(f"store.kind.{kind}"))))
     return found
 
@@ -291,9 +305,8 @@ def load(name: str) -> tuple[object, TextTokenizer]:
         raise CheckpointError(str(e)) from e
 
 
-# A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the three
-# multilingual-e5 checkpoints (35 MB of int8 each) and the pre-trained classifier (45 MB) took 6 of the app's
-# 23 CPU-seconds to its first page (issue 47's bar: 10 s offline)
+# A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the large
+# encoders (the multilingual-e5 ones, the pre-trained classifier) were a quarter of the wait for the first page
 WARM_FIRST_BYTES = 20 * 2**20
 
 

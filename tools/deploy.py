@@ -28,8 +28,9 @@ from transformer_core.weights.hub import CHECKPOINT_FILES
 ROOT = Path(__file__).resolve().parent.parent
 
 SPACE_ALLOW = [
-    "app.py", "README.md", "LICENSE", "requirements.txt",
-    "transformer_core/*.py", "lab/*.py", "ui/*.py", "views/*.py",
+    "app.py", "cli.py", "README.md", "LICENSE", "requirements.txt",
+    "transformer_core/*.py", "lab/*.py", "ui/*.py", "views/*.py", "i18n/*.py", "i18n/*.json",
+    "ui/*.js", "ui/*.css",  # the page's scripts and style (and plotly's zh-CN locale, ui/plotly/)
     "assets/*.json", "assets/*.safetensors", "assets/*.md", "assets/screenshots/*.png",
 ]
 SPACE_IGNORE = ["*__pycache__*", "*.pyc"]

@@ -4,7 +4,8 @@ Gradio gives each event a concurrency group (`concurrency_id`, `concurrency_limi
 once) and the whole queue one `max_size`. That kept one client from nothing: 257 joins for live
 training from one session, never read, filled the queue, and every student's tokenize got HTTP 503
 "Queue is full" for hours. What Gradio lacks, added here at the queue's door (`Queue.push`, the one
-place both the browser's `/queue/join` and the HTTP API's `/call/<endpoint>` go through):
+place both the browser's `/queue/join` and the HTTP API's `/call/<endpoint>` go through; the patch that
+opens that door is ui/gradio_patches.guard_queue):
 
 - a session holds at most SESSION_JOBS jobs (waiting or running) of one concurrency group, and a
   client address at most ADDRESS_JOBS (a lecture hall behind one NAT is a hundred students), and
@@ -18,10 +19,8 @@ A refused join is HTTP 429 with the reason as its `detail`, which the page shows
 and an API client reads from the response, in the language the browser asks for.
 
 Jobs are counted where they wait (each group's queue) and run (the queue's active jobs), not in
-`event_ids_to_events`: Gradio (6.31) puts a join answered from a cache there and never takes it out,
-so every cached view a client was answered with counted against it for good: after 256, that
-address was refused everything ("already has 256 requests"), and the events, inputs and all, were
-never freed. Such an answered join is taken out here.
+`event_ids_to_events`, where Gradio (6.31) keeps a join answered from a cache for good (the door lets
+it go): counted there, every cached view a client was answered with would count against it forever.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from collections.abc import Callable
 from fastapi import HTTPException
 
 from i18n import normalise, t
+from ui.gradio_patches import guard_queue, jobs
 
 SESSION_JOBS = 4  # per session and concurrency group: a student clicks again before the first answer arrives
 ADDRESS_JOBS = 128  # per client address and group: 100 students of one lecture hall share one address
@@ -42,25 +42,24 @@ TOO_MANY = 429
 
 
 class Admission:
-    """Wraps a Gradio queue's `push` with the caps above. `admits(group)` is a group's own cap (None: GROUP_JOBS),
-    `seconds_left(group)` how long until a full group frees a place (for the "try again in N s")."""
+    """The caps above at a Gradio queue's door (its `push`, ui/gradio_patches.guard_queue). `admits(group)` is a
+    group's own cap (None: GROUP_JOBS), `seconds_left(group)` how long until a full group frees a place (for the
+    "try again in N s")."""
 
     def __init__(self, queue, admits: Callable[[str], int | None], seconds_left: Callable[[str], float]):
         self.queue, self.admits, self.seconds_left = queue, admits, seconds_left
-        self._push = queue.push
-        queue.push = self.push
+        guard_queue(queue, self.refused)
 
-    async def push(self, body, request, username):
-        if (fn_index := getattr(body, "fn_index", None)) is not None and fn_index in self.queue.blocks.fns:
-            group = self.queue.blocks.fns[fn_index].concurrency_id
-            if refusal := self.refusal(group, body.session_hash, address(request)):
-                lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
-                key, params = refusal
-                raise HTTPException(status_code=TOO_MANY, detail=t(key, lang, **params))
-        success, event_id, state = await self._push(body, request, username)
-        if success and not any(e._id == event_id for e in jobs(self.queue)):  # answered from a cache at the door
-            self.queue.event_ids_to_events.pop(event_id, None)
-        return success, event_id, state
+    def refused(self, body, request) -> HTTPException | None:
+        """HTTP 429 with the reason, in the browser's language, for a join the caps refuse; None to admit it."""
+        if (fn_index := getattr(body, "fn_index", None)) is None or fn_index not in self.queue.blocks.fns:
+            return None
+        group = self.queue.blocks.fns[fn_index].concurrency_id
+        if (refusal := self.refusal(group, body.session_hash, address(request))) is None:
+            return None
+        lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
+        key, params = refusal
+        return HTTPException(status_code=TOO_MANY, detail=t(key, lang, **params))
 
     def refusal(self, group: str, session: str | None, client: str) -> tuple[str, dict] | None:
         """(message id, its parameters) of the reason a job of `group` from `session` at `client` is refused,
@@ -79,12 +78,6 @@ class Admission:
         if sum(address(e.request) == client for e in everyone) >= ADDRESS_TOTAL:
             return "door.address_jobs", {"n": ADDRESS_TOTAL}
         return None
-
-
-def jobs(queue) -> list:
-    """The events of a Gradio queue that wait (in their group's queue) or run (its active jobs)."""
-    waiting = [e for group in list(queue.event_queue_per_concurrency_id.values()) for e in list(group.queue)]
-    return waiting + [e for job in list(queue.active_jobs) if job for e in job]
 
 
 def address(request) -> str:

@@ -15,10 +15,10 @@ from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import heads as heads_section
 from ui import events
-from ui.handlers import cached, Action, handler
+from ui.handlers import cached, Action, handler, model_changed
 from ui.i18n import choice, language, text as _
-from views import attention as figures
-from views.kit import placeholder, plain
+from views import attention as views
+from views.kit import plain
 
 
 CSS = heads_section.CSS
@@ -38,81 +38,55 @@ def examples(offered: dict[str, str]) -> list[list[str]]:
     pre-trained encoder shipped for its heads (it reads both languages)."""
     rows = []
     for label, name in offered.items():
-        group = use.GROUPS_OF[store.arch(name)][-1]
+        group = registry.checkpoint(name).kind.groups[-1]
         texts = SEEDS if registry.checkpoint(name).encoder else [use.example_text(name)]
         rows += [[label, text, group] for text in texts]
     return rows
 
 
-def _focus_figures(run: use.AttentionRun, layer, head, query, notices: list[str], lang: str):
-    layer, head, weights = run.head(layer, head, notices)
-    query, rows = run.query(query, notices)
-    head_fig = figures.head_heatmap(weights, run.q_labels, run.k_labels, t("attention.head_title", lang, layer=layer,
-                                                                            head=head), lang)
-    rows_fig = figures.query_rows_heatmap(rows, run.k_labels, t("attention.rows_title", lang, query=query,
-                                                                token=plain(repr(run.q_labels[query]))), lang)
-    return head_fig, rows_fig
-
-
 @cached
 @handler
-def attention(label: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
+def attention(model: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
     """Every attention head of a shipped model on a text: (notice, layer x head grid, selected head,
     head average per layer, one query's row in every head, attention rollout), as Plotly figures.
 
     Args:
-        label: the model, as the picker names it, e.g. "shakespeare-lm (language model)"
+        model: the model, as the picker names it or by its checkpoint name, e.g. "shakespeare-lm (language model)"
         text: the text to read (at most 128 tokens are drawn)
         group: "encoder", "decoder" or "cross" attention (a model lacking it falls back, with a notice)
         layer: the layer of the selected head
         head: the head to draw large
         query: the query position whose row is drawn in every head
     """
-    run = use.attention_run(label, text, group)
-    n_layer, n_head, Tq, Tk = run.shape
+    run = use.attention_run(model, text, group)
     notices = [run.notice]
-    grid = figures.layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
-                                                                           n_head=n_head, n_query=Tq, n_key=Tk), lang)
-    head_fig, rows_fig = _focus_figures(run, layer, head, query, notices, lang)
-    average = figures.layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
-    if run.rollout is not None:
-        rollout = figures.rollout_heatmap(run.rollout, run.q_labels, lang)
-    else:
-        rollout = placeholder(t("attention.rollout_needs_self", lang))
-    return render(notice(*notices), lang), grid, head_fig, average, rows_fig, rollout
+    layer, head, query = run.focus(layer, head, query, notices)
+    return render(notice(*notices), lang), *views.figures(run, layer, head, query, lang)
 
 
 @cached
 @handler
-def attention_focus(label: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
+def attention_focus(model: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
     """Only the selected head and query figures, re-sliced from the (cached) run: the grid stays as it is."""
-    return _focus_figures(use.attention_run(label, text, group), layer, head, query, [], lang)
+    run = use.attention_run(model, text, group)
+    return views.focus_figures(run, *run.focus(layer, head, query), lang)
 
 
 @cached
 @handler
-def attention_generate(label: str, text: str, n_new: float, layer: float, head: float, step: float,
+def attention_generate(model: str, text: str, n_new: float, layer: float, head: float, step: float,
                        lang: str = "en"):
     """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
-    gen = use.while_generating_run(label, text, n_new)
+    gen = use.while_generating_run(model, text, n_new)
     notices = [gen.notice]
     layer, head = gen.head(layer, head, notices)
     step, chosen, rows, read = gen.step(step, notices)
-    staircase = figures.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
-    step_fig = figures.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=step,
+    staircase = views.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
+    step_fig = views.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=step,
                                                         token=plain(repr(chosen))), lang)
     cut = render(notice(*notices), lang)
     continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')
     return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig
-
-
-def model_changed(label: str, layer: float, head: float):
-    """New model: size the layer/head sliders to it and keep the chosen values where they still fit."""
-    sizes = use.slider_sizes(label, layer, head)
-    if sizes is None:  # an unreadable or unreachable model is reported when it is run
-        return gr.Slider(), gr.Slider()
-    (top_layer, layer), (top_head, head) = sizes
-    return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
 def build(lang: gr.State | None = None) -> Action | None:
@@ -128,7 +102,7 @@ def build(lang: gr.State | None = None) -> Action | None:
             model = gr.Dropdown([choice(label) for label in labels], value=labels[0], label=_("common.model"),
                                 elem_id="model")
             group = gr.Dropdown([(_(f"attention.group.{g}"), g) for g in use.GROUP_NAMES],
-                                value=use.GROUPS_OF[first["arch"]][0], label=_("common.attention"), elem_id="attention")
+                                value=store.KINDS[first["arch"]].groups[0], label=_("common.attention"), elem_id="attention")
         with gr.Row(equal_height=True):
             text = gr.Textbox(use.example_text(models[labels[0]]), lines=1, max_lines=4, scale=5,
                               label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")

@@ -12,20 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import html
-import math
 import weakref
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import gradio as gr
-from gradio import caching
-from gradio.i18n import I18nData
 
-from i18n import DEFAULT as DEFAULT_LANGUAGE, t
 from lab import live
-from ui.handlers import log
-from ui.i18n import translated
+from ui.gradio_patches import guard
 
 
 @dataclass(frozen=True)
@@ -168,7 +161,7 @@ def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):
         options["concurrency_limit"] = serving.limit
         options["concurrency_id"] = serving.group or options["concurrency_id"]
     for component in _components(inputs):
-        _guard(component)
+        guard(component)
     wire = trigger if callable(trigger) else functools.partial(gr.on, trigger)
     dependency = wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
     clear_on_failure(dependency, outputs)
@@ -216,7 +209,7 @@ def examples(*args, **kwargs) -> gr.Examples:
     """`gr.Examples` on one page, whose sample picker refuses an index it does not hold with a message (its own
     event only fills the inputs, unqueued: it runs no model and needs no GPU)."""
     made = gr.Examples(*args, **{"examples_per_page": EXAMPLES_PER_PAGE, **kwargs})
-    _guard(made.dataset)
+    guard(made.dataset)
     return made
 
 
@@ -225,114 +218,3 @@ def check_declared(demo: gr.Blocks) -> None:
     public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
     if missing := public - set(ENDPOINTS):
         raise KeyError(f"ui/events.ENDPOINTS does not declare {sorted(missing)}")
-
-
-def integer_choices(component) -> None:
-    """Publish a picker whose choices are all whole numbers with an integer type: Gradio's own schema says
-    "string" with an integer enum, which no agent can satisfy."""
-    values = [value for _, value in component.choices]
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        component.api_info = lambda: {"type": "integer", "enum": [value for _, value in component.choices]}
-
-
-class _NotCached(caching.CacheMissError, gr.Error):
-    """A probe's miss raised while preprocessing: Gradio passes its own Error type through preprocessing
-    unwrapped, and its queue takes a CacheMissError as "queue the request as usual"."""
-
-
-def _guard(component) -> None:
-    """A value a component cannot take (a list for a dropdown, 1e400 for a slider) answers with a clear
-    message, and while Gradio's queue only asks for a cached answer it means "not cached" (the request
-    is then queued and answered with that message), never an HTTP 500.
-
-    The guard is put on the component's class, not on the one component: once an event has updated a
-    component's properties (a slider's maximum when a model is picked, a table's headers in the page's
-    language), Gradio keeps the session's own copy of it, built anew with `block.__class__(**kwargs)`,
-    and preprocesses the session's inputs with that copy. A guard on the app's instance was lost there:
-    a session that had run the page-load event got HTTP 500 where a fresh one got a message."""
-    if not hasattr(component, "preprocess"):
-        return
-    if isinstance(component, (gr.Dropdown, gr.Radio)):
-        integer_choices(component)
-    cls = type(component)
-    if "_guarded_preprocess" in vars(cls):
-        return
-    preprocess = cls.preprocess
-
-    @functools.wraps(preprocess)
-    def checked(self, payload):
-        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(self, (gr.Slider, gr.Number)):
-            error: Exception = ValueError(f"{payload} is not a finite number")
-        else:
-            try:
-                return preprocess(self, payload)
-            except Exception as e:  # noqa: BLE001 -- any refusal of a component is the client's input
-                error = e
-        if caching._probe_mode_active.get():
-            raise _NotCached("not cached")
-        lang = PAGE_LANGUAGE.get()
-        log.warning("input refused by %s: %s", label_of(self), _shortened(error).encode("unicode_escape",
-                    "backslashreplace").decode("ascii"))
-        raise gr.Error(html.escape(t("common.value_refused", lang, name=label_of(self, lang),
-                                     reason=_reason(self, lang)), quote=False),
-                       title=t("common.error_title", lang), print_exception=False)
-
-    cls.preprocess = checked
-    cls._guarded_preprocess = True
-
-
-def _reason(component, lang: str) -> str:
-    """Why `component` refused a value, in `lang`: what it takes. (Gradio's own reason, which the log keeps, is
-    English in every locale and may quote the value or a Python type.)"""
-    if getattr(component, "choices", None) is not None:
-        return t("common.value_refused.choice", lang)
-    if isinstance(component, (gr.Slider, gr.Number)):
-        low, high = component.minimum, component.maximum
-        if low is None or high is None:
-            return t("common.value_refused.number", lang)
-        return t("common.value_refused.range", lang, low=low, high=high)
-    return t("common.value_refused.other", lang)
-
-
-SHOWN_CHARS = 300  # of a refusal's reason in the log: it may quote the refused value, which can be megabytes
-
-
-def _shortened(error: Exception) -> str:
-    try:
-        shown = str(error)
-    except ValueError:  # str() of an int over 4,300 digits, quoted in the reason
-        return type(error).__name__
-    return shown if len(shown) < SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
-
-
-def label_of(component, lang: str = DEFAULT_LANGUAGE) -> str:
-    """The name a person knows a component by: its label in `lang` (a label from the catalogue is an
-    I18nData, whose str() is a marker, not a name), else its kind."""
-    label = component.label
-    if isinstance(label, I18nData):
-        label = translated(label, lang)
-    return str(label) if label else type(component).__name__
-
-
-# The language of the page a request comes from, while Gradio preprocesses its inputs (the guard's refusals
-# are in it): Gradio gives a component's preprocess no request, so `speak_page_language` sets it around that
-# step from the session's language state. The worker thread that preprocesses gets a copy of the context.
-PAGE_LANGUAGE: ContextVar[str] = ContextVar("page_language", default=DEFAULT_LANGUAGE)
-
-
-def speak_page_language(demo: gr.Blocks, lang: gr.State) -> None:
-    """Preprocess every request of `demo` with PAGE_LANGUAGE set to its session's `lang` (the page's language,
-    which the page load and the switch keep; English for an API client, which has none)."""
-    preprocess_data = demo.preprocess_data
-
-    async def in_page_language(block_fn, inputs, state, *args, **kwargs):
-        page = DEFAULT_LANGUAGE
-        with contextlib.suppress(Exception):  # a session Gradio made without the state: English
-            page = state[lang._id] if state is not None else page
-        token = PAGE_LANGUAGE.set(page if isinstance(page, str) else DEFAULT_LANGUAGE)
-        try:
-            return await preprocess_data(block_fn, inputs, state, *args, **kwargs)
-        finally:
-            PAGE_LANGUAGE.reset(token)
-
-    demo.preprocess_data = in_page_language

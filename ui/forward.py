@@ -16,7 +16,7 @@ from i18n import render, t
 from lab import forward as use
 from lab import store
 from ui import events
-from ui.handlers import Action, cached, handler
+from ui.handlers import Action, cached, handler, model_changed
 from ui.i18n import choice, language, text as _
 from views import forward as views
 from views.kit import placeholder
@@ -28,13 +28,13 @@ EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光�
 
 @cached
 @handler
-def forward_stage(label: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
+def forward_stage(model: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
                   follow: float, lang: str = "en"):
     """One stage of a shipped model's forward pass on a text: (what it does, the architecture with the stage
     lit, the stage's matrix as a heatmap, the followed token's row), as Markdown, SVG (in HTML) and Plotly figures.
 
     Args:
-        label: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
+        model: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
         text: the text it reads (a translator's source); at most 128 tokens
         stage: one of the 19 stages ("ids", "embed", "norm", "qkv", ... "loss") or its number 1-19
         layer: the layer of stages 3-13
@@ -43,22 +43,16 @@ def forward_stage(label: str, text: str, stage: str, layer: float, head: float, 
         cross: the decoder's cross-attention instead of its self-attention (translators)
         follow: the position of the token whose row is drawn
     """
-    run = use.walk(label, text)
+    run = use.walk(model, text)
     piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-    follow = min(max(int(follow or 0), 0), max(len(piece.rows) - 1, 0))
-    layer, head = int(piece_index(layer, run.n_layer)), int(piece_index(head, run.n_head))
     says = views.sentence(run, piece, lang)
     where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
     shown = "  \n".join(part for part in (render(run.notice, lang), f"**{views.stage_title(piece.stage, lang)}.** "
                                           f"{says}", where) if part)
-    diagram = views.diagram(run, piece.stage, stack or "", layer, head, bool(cross), lang)
+    diagram = views.diagram(run, piece.stage, stack or "", piece.layer, piece.head, bool(cross), lang)
     if not piece.applies:
         return shown, diagram, placeholder(says), placeholder(says)
-    return shown, diagram, views.heatmap(piece, follow, lang), views.row(piece, follow, lang)
-
-
-def piece_index(value, n: int) -> int:
-    return min(max(int(float(value or 0)), 0), n - 1)
+    return shown, diagram, views.heatmap(piece, lang), views.row(piece, lang)
 
 
 # the stage `by` places after the current one, among all of them (the first and last stay put)
@@ -88,16 +82,6 @@ CLICK_TO_FOLLOW = """(() => {
 # the row the click left on the button, for the follow slider (the slider's own value if there is none)
 CLICKED_ROW = """(follow) => { const row = parseInt(document.querySelector('#forward-follow-row').dataset.row, 10);
   return Number.isFinite(row) ? row : follow; }"""
-
-
-def model_changed(label: str, layer: float, head: float):
-    """A new model: the layer and head sliders sized to it."""
-    try:
-        config = store.config(store.checkpoints().get(label, label))
-    except Exception:  # noqa: BLE001 -- an unreadable model is reported when it is run
-        return gr.Slider(), gr.Slider()
-    return (gr.Slider(maximum=max(1, config["n_layer"] - 1), value=piece_index(layer, config["n_layer"])),
-            gr.Slider(maximum=max(1, config["n_head"] - 1), value=piece_index(head, config["n_head"])))
 
 
 def build(lang: gr.State | None = None) -> Action | None:

@@ -21,9 +21,10 @@ from gradio import caching
 from gradio.components.plot import PlotData
 
 from i18n import DEFAULT, Joined, Message, render, t
-from lab import InputError
+from lab import InputError, models
 from lab.policy import MAX_CHARS
 from lab.cache import RunCache
+from ui.gradio_patches import probing
 from views.figure import Figure
 
 log = logging.getLogger("transformer_lab")
@@ -51,6 +52,15 @@ class Action:
     # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
     # redraws them too, when it is set and when it is switched
     also: tuple = ()
+
+
+def model_changed(model: str, layer: float, head: float):
+    """A newly picked model: its tab's layer and head sliders sized to it, the values kept where they still fit."""
+    sizes = models.slider_sizes(model, layer, head)
+    if sizes is None:  # an unreadable or unreachable model is reported when it is run
+        return gr.Slider(), gr.Slider()
+    (top_layer, layer), (top_head, head) = sizes
+    return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
 def when_typed(fn, n_outputs: int):
@@ -81,14 +91,6 @@ def _serialized(output):
     return output
 
 
-def _probing() -> bool:
-    """Whether Gradio's queue is only asking if a request can be answered from a cache. It asks before
-    queueing each request: a hit is then answered at once, outside the queue's limits, and a miss
-    must raise CacheMissError rather than compute (the request is then queued as usual). The flag is
-    private to Gradio (its gr.cache reads it); tests/ui/test_ui_cache.py fails if it changes."""
-    return caching._probe_mode_active.get()
-
-
 def _key_part(value):
     """An input as it enters a cache key: a text longer than any tab reads (MAX_CHARS) is kept as
     what the model reads, its first MAX_CHARS characters, plus its length and SHA-256 (the notice
@@ -117,7 +119,7 @@ def cached(fn):
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def stream(*args, **kwargs):
-            if _probing() and not results.holds(key(args, kwargs)):
+            if probing() and not results.holds(key(args, kwargs)):
                 raise caching.CacheMissError()
             yield from results.stream(key(args, kwargs), lambda: map(_serialized, fn(*args, **kwargs)))
         stream.cache = results
@@ -125,7 +127,7 @@ def cached(fn):
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if _probing() and not results.holds(key(args, kwargs)):
+        if probing() and not results.holds(key(args, kwargs)):
             raise caching.CacheMissError()
         return results.get(key(args, kwargs), lambda: _serialized(fn(*args, **kwargs)))
     call.cache = results

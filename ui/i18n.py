@@ -20,7 +20,6 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from i18n import DEFAULT, LANGUAGES, NAMES, Message, t
-from ui.links import redraw_id
 
 _texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
 
@@ -128,16 +127,3 @@ HEAD = f"""
 
 # demo.load's input: the language the page chose (the server cannot see navigator.language).
 LOAD_JS = f"(lang) => [window.labLang || {_RESOLVE}]"
-
-# The switch: the shown tab's view is asked for again at once, through its redraw button (app.py; the tab's
-# panel is "tab-<id>"), and the labels change in the browser meanwhile.
-SWITCH_JS = f"""async (lang) => {{
-  window.labLang = lang;
-  const tab = document.querySelector('[role=tab][aria-selected=true]');
-  const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
-  if (redraw) redraw.click();
-  const core = await window.labCore;
-  if (core) core.changeLocale(lang);
-  return lang;
-}}"""
-

@@ -22,6 +22,7 @@ import gradio as gr
 from i18n import DEFAULT, normalise, t
 from lab.policy import truncate
 from lab.sentiment import REVIEW
+from ui.i18n import translated
 
 SETTABLE = (gr.Textbox, gr.Slider, gr.Number, gr.Dropdown, gr.Radio, gr.Checkbox)
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -113,6 +114,19 @@ def redraw_id(tab_id: str) -> str:
 # After a link or lecture step has set its inputs: draw the view of the tab it opened (none for a plain visit).
 REDRAW_LINKED = "(tab) => { const redraw = tab && document.getElementById('%s' + tab); if (redraw) redraw.click(); }" % (
     redraw_id(""))
+
+# The language switch: the shown tab's view is asked for again at once, through its redraw button (the tab's panel
+# is "tab-<id>"), in the new language (plotly's toolbar too, ui/page.js); the labels change in the browser meanwhile.
+SWITCH_JS = f"""async (lang) => {{
+  window.labLang = lang;
+  if (window.labPlotLocale) window.labPlotLocale();
+  const tab = document.querySelector('[role=tab][aria-selected=true]');
+  const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
+  if (redraw) redraw.click();
+  const core = await window.labCore;
+  if (core) core.changeLocale(lang);
+  return lang;
+}}"""
 
 
 # tab -> {link parameter: (endpoint, argument position) | "#elem_id"}, in the order a link lists them.
@@ -264,8 +278,6 @@ def link_notice(clamped: list[Clamped], lang: str) -> gr.Markdown:
     """The link's notice line (app.py, above the tabs), in language `lang`: for each number moved into its
     input's range, the notice a slider's value out of range gets, naming the input by its label; hidden when
     nothing was moved."""
-    from ui.i18n import translated  # ui.i18n reads this module's redraw ids: imported when first needed
-
     said = " ".join(t("policy.clamped", lang, name=translated(c.component.label, lang), low=_shown(c.low),
                       high=_shown(c.high), used=c.used) for c in clamped)
     return gr.Markdown(f"🔗 {said}" if said else "", visible=bool(said))

@@ -95,7 +95,7 @@ def build(lang: gr.State | None = None) -> Action:
                  ["To be, or not to be, that is the question", "dilated_window", 3, True],
                  ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "sliding_window", 4, True]],  # the poetry LM
                 # the look-back setting is set but not shown: Gradio writes a checkbox's example as true/false
-                # in every language (issue 48)
+                # in every language
                 [text, kind, w, causal], label=_("common.examples"), visible_columns=[0, 1, 2],
             )
         notice_box = gr.Markdown()

@@ -27,6 +27,7 @@ from PIL import Image
 from plotly.colors import hex_to_rgb
 
 from i18n import render, t
+from lab.attention import AttentionRun
 from views.figure import Figure
 from views.kit import (
     COLORSCALE,
@@ -35,9 +36,11 @@ from views.kit import (
     head_heatmap,
     label_px,
     matrix_figure,
+    placeholder,
+    plain,
     position_labels,
+    rounded,
     unchecked_figure,
-    weights,
 )
 
 IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG instead of a heatmap
@@ -46,13 +49,40 @@ IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG in
 IMAGE_LEVELS = 13
 
 
-def tiled(mats: np.ndarray, gap: int, fill) -> np.ndarray:
-    """mats (rows, cols, Tq, Tk) as one matrix, the blocks `gap` cells apart, the gaps set to `fill`."""
-    n_row, n_col, Tq, Tk = mats.shape
-    canvas = np.full((n_row * (Tq + gap) - gap, n_col * (Tk + gap) - gap), fill, dtype=mats.dtype)
+def figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "en") -> tuple:
+    """Every figure of the Attention view of `run`, in one call: (the layer x head grid, head `head` of layer `layer`
+    large, the head average per layer, query `query`'s row in every head, the rollout). The indices are the
+    run's own (`run.focus` clamps them)."""
+    n_layer, n_head, Tq, Tk = run.shape
+    grid = layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
+                                                                     n_head=n_head, n_query=Tq, n_key=Tk), lang)
+    head_fig, rows_fig = focus_figures(run, layer, head, query, lang)
+    average = layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
+    if run.rollout is not None:
+        rollout = rollout_heatmap(run.rollout, run.q_labels, lang)
+    else:
+        rollout = placeholder(t("attention.rollout_needs_self", lang))
+    return grid, head_fig, average, rows_fig, rollout
+
+
+def focus_figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "en") -> tuple[Figure, Figure]:
+    """The two figures a slider redraws from the run it already has: (the head large, the query's row in every
+    head)."""
+    head_fig = head_heatmap(run.attn[layer, head], run.q_labels, run.k_labels,
+                            t("attention.head_title", lang, layer=layer, head=head), lang)
+    rows_fig = query_rows_heatmap(run.attn[:, :, query], run.k_labels,
+                                  t("attention.rows_title", lang, query=query,
+                                    token=plain(repr(run.q_labels[query]))), lang)
+    return head_fig, rows_fig
+
+
+def tiled(attn: np.ndarray, gap: int, fill) -> np.ndarray:
+    """attn (rows, cols, Tq, Tk) as one matrix, the blocks `gap` cells apart, the gaps set to `fill`."""
+    n_row, n_col, Tq, Tk = attn.shape
+    canvas = np.full((n_row * (Tq + gap) - gap, n_col * (Tk + gap) - gap), fill, dtype=attn.dtype)
     for i in range(n_row):
         for j in range(n_col):
-            canvas[i * (Tq + gap): i * (Tq + gap) + Tq, j * (Tk + gap): j * (Tk + gap) + Tk] = mats[i, j]
+            canvas[i * (Tq + gap): i * (Tq + gap) + Tq, j * (Tk + gap): j * (Tk + gap) + Tk] = attn[i, j]
     return canvas
 
 
@@ -67,9 +97,9 @@ def _grid_labels(titles: list[str], labels: list[str], lang: str = "en") -> np.n
     return np.array(out, dtype=object)
 
 
-def _grid_heatmap(mats: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str, lang: str) -> Figure:
-    n_row, n_col = mats.shape[:2]
-    z = tiled(mats, 1, np.nan)
+def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str, lang: str) -> Figure:
+    n_row, n_col = attn.shape[:2]
+    z = tiled(attn, 1, np.nan)
     heatmap = dict(type="heatmap", z=z, x=_grid_labels(col_titles, k_labels, lang), y=_grid_labels(row_titles, q_labels, lang),
                    coloraxis="coloraxis", hoverongaps=False,
                    hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")
@@ -104,12 +134,12 @@ PALETTE = np.concatenate([_palette(IMAGE_LEVELS), [[255, 255, 255]]]).astype(np.
 WHITE = IMAGE_LEVELS  # palette index of the gaps between thumbnails
 
 
-def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int, int]:
-    """(PNG data URI, width, height) of mats (rows, cols, Tq, Tk) tiled with white gaps, one pixel per weight
+def grid_image(attn: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int, int]:
+    """(PNG data URI, width, height) of attn (rows, cols, Tq, Tk) tiled with white gaps, one pixel per weight
     (`scale` pixels for short texts, so a 10-token head is not a 10-pixel dot)."""
     # in float32 and unrounded: the image carries 13 colours, not weights (a 144-head grid of 128 tokens is 2.4 M
     # of them, and float64 rounding first cost more than the PNG)
-    levels = np.sqrt(np.clip(np.nan_to_num(np.asarray(mats, dtype=np.float32)), 0, 1))
+    levels = np.sqrt(np.clip(np.nan_to_num(np.asarray(attn, dtype=np.float32)), 0, 1))
     index = (levels * (IMAGE_LEVELS - 1) + 0.5).astype(np.uint8)
     if scale > 1:
         index = index.repeat(scale, axis=2).repeat(scale, axis=3)
@@ -117,18 +147,18 @@ def grid_image(mats: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int
     image = Image.fromarray(canvas, mode="P")
     image.putpalette(PALETTE)
     buffer = io.BytesIO()
-    # run-length deflate: the image is long runs of a few colours, so zlib's RLE packs it 0-9% smaller than its
-    # default search, 4-10x faster (a 128-token grid: 55 kB in 4 ms against 59 kB in 17 ms)
+    # run-length deflate: the image is long runs of a few colours, which zlib's RLE packs as small as its default
+    # search does, several times faster
     image.save(buffer, format="PNG", compress_level=6, compress_type=zlib.Z_RLE)
     source = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
     return source, canvas.shape[1], canvas.shape[0]
 
 
-def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], title: str, lang: str) -> Figure:
+def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], title: str, lang: str) -> Figure:
     """The grid as one image trace: row and column titles as tick labels, no per-cell hover."""
-    n_row, n_col, Tq, Tk = mats.shape
+    n_row, n_col, Tq, Tk = attn.shape
     scale = max(1, 64 // max(Tq, Tk))
-    source, width, height = grid_image(mats, scale=scale)
+    source, width, height = grid_image(attn, scale=scale)
     cell_w, cell_h = width / n_col, height / n_row
     image = dict(type="image", source=source, x0=0, y0=0, dx=1, dy=1, hoverinfo="skip")
     colourbar = dict(type="heatmap", z=[[0, 1]], x=[0, 0], y=[0, 0], coloraxis="coloraxis", opacity=0,
@@ -147,17 +177,17 @@ def _image_grid(mats: np.ndarray, row_titles: list[str], col_titles: list[str], 
     return unchecked_figure([image, colourbar], layout)
 
 
-def heatmap_grid(mats, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
+def heatmap_grid(attn, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
                  title: str = "", lang: str = "en") -> Figure:
-    """A rows x cols grid of heatmaps, mats (rows, cols, Tq, Tk), on one 0..1 colour scale.
+    """A rows x cols grid of heatmaps, attn (rows, cols, Tq, Tk), on one 0..1 colour scale.
 
     Hover reads "L0 3:soft → H1 2:what: 0.412" (row title and query, column title and key, weight).
     A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note).
     """
-    mats = np.asarray(mats)  # a CPU tensor too, without a copy
-    if mats.size > IMAGE_CELLS:
-        return _image_grid(mats, row_titles, col_titles, title, lang)
-    return _grid_heatmap(weights(mats), q_labels, k_labels, row_titles, col_titles, title, lang)
+    attn = np.asarray(attn)  # a CPU tensor too, without a copy
+    if attn.size > IMAGE_CELLS:
+        return _image_grid(attn, row_titles, col_titles, title, lang)
+    return _grid_heatmap(rounded(attn), q_labels, k_labels, row_titles, col_titles, title, lang)
 
 
 def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> Figure:
@@ -180,7 +210,7 @@ def query_rows_heatmap(rows, k_labels: list[str], title: str, lang: str = "en") 
     Each line is one (layer, head); columns are the keys, so a glance shows which
     heads of which layers read which tokens.
     """
-    rows = weights(rows)
+    rows = rounded(rows)
     n_layer, n_head, Tk = rows.shape
     names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)], dtype=object)
     x = position_labels(k_labels, lang)
@@ -204,7 +234,7 @@ def generation_heatmap(rows: list, labels: list[str], n_prompt: int, layer: int,
     n_steps, T = len(rows), rows[-1].shape[-1]  # the last chosen token is never read: no column for it
     z = np.full((n_steps, T), np.nan, dtype=np.float32)
     for s, row in enumerate(rows):
-        z[s, : row.shape[-1]] = weights(row[layer, head])
+        z[s, : row.shape[-1]] = rounded(row[layer, head])
     chosen = [f"→ {render(labels[n_prompt + s], lang)!r}" for s in range(n_steps)]
     x, y = position_labels(labels[:T], lang), position_labels(chosen)
     prompt_end = dict(type="line", x0=n_prompt - 0.5, x1=n_prompt - 0.5, y0=0, y1=1, xref="x", yref="paper",

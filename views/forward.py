@@ -4,7 +4,7 @@ Pure functions of a `lab.forward.Walk` and a `Slice` of it. The diagram is drawn
 "Attention is all you need" draws it: one column for a language model (decoder only) or a classifier
 (encoder only), an encoder beside a decoder for a translator, each box labelled with the tensor's
 shape in the model's real sizes. It is SVG in the page, not a plotly figure: it is boxes and text that
-nothing hovers or zooms, and plotly's layout of it was a tenth of each stage's click (issue 50's 0.3 s).
+nothing hovers or zooms, and laid out by plotly it cost a tenth of each stage's click.
 
 Size: a stage's heatmap at 128 tokens is 128 x 192 numbers; sent as floats that is ~100 kB on the wire.
 Its colours need 255 levels, not 7 digits: the heatmap carries each cell as a signed byte (a level of the
@@ -18,10 +18,10 @@ import html
 
 import numpy as np
 
-from i18n import t
+from i18n import render, t
 from lab.forward import STAGES, Slice, Walk
 from views.figure import Figure
-from views.kit import plain, position_labels, top_title
+from views.kit import axis_text, plain, position_labels, top_title
 
 LEVELS = 127  # a signed byte's levels each side of 0
 SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # blue below 0, red above
@@ -44,7 +44,7 @@ def shape_text(piece: Slice) -> str:
 def _column(run: Walk, stack: str, lang: str) -> list[tuple[str, str, str]]:
     """(stage, name, shape) boxes of one column, top (input) to bottom (output)."""
     d_model = run.config["d_model"]
-    T = len(run.tokens(stack))
+    T = len(run.labels(stack))
     d_head = d_model // run.n_head
     names = lambda s: t(f"forward.stage.{s}", lang)  # noqa: E731
     shapes = {"ids": f"(T={T})", "qkv": f"(H={run.n_head}, T={T}, d_head={d_head})",
@@ -126,17 +126,12 @@ def levels(values: np.ndarray, signed: bool) -> tuple[np.ndarray, float]:
     return np.round(values / scale * LEVELS).astype(np.int8), scale
 
 
-def followed(piece: Slice, follow: int) -> int:
-    """The followed row, within this stage's rows (a classifier's readouts have one)."""
-    return min(max(int(follow), 0), max(len(piece.rows) - 1, 0))
-
-
-def heatmap(piece: Slice, follow: int, lang: str = "en") -> Figure:
+def heatmap(piece: Slice, lang: str = "en") -> Figure:
     """The stage's matrix, rows are tokens (positions), the followed row outlined."""
-    follow = followed(piece, follow)
+    follow = piece.follow
     signed = bool((piece.values < 0).any())
     z, scale = levels(piece.values, signed)
-    rows, cols = position_labels(piece.rows), np.array([plain(c) for c in piece.cols], dtype=object)
+    rows, cols = position_labels(piece.rows, lang), axis_text(piece.cols, lang)
     ticks = [-LEVELS, 0, LEVELS] if signed else [0, LEVELS]
     colorbar = dict(tickvals=ticks, ticktext=[f"{v / LEVELS * scale:.3g}" for v in ticks], thickness=12)
     trace = dict(type="heatmap", z=z, x=cols, y=rows, colorscale=SIGNED if signed else POSITIVE,
@@ -149,16 +144,16 @@ def heatmap(piece: Slice, follow: int, lang: str = "en") -> Figure:
                   height=min(700, 160 + 9 * len(rows)), margin=dict(l=110, r=20, t=50, b=40), shapes=outline,
                   xaxis=dict(type="category", showticklabels=len(cols) <= TICKED),
                   yaxis=dict(type="category", autorange="reversed", tickmode="array", tickvals=rows[::every],
-                             ticktext=[plain(r) for r in piece.rows][::every]))
+                             ticktext=axis_text(piece.rows, lang)[::every]))
     return Figure([trace], layout)
 
 
-def row(piece: Slice, follow: int, lang: str = "en") -> Figure:
+def row(piece: Slice, lang: str = "en") -> Figure:
     """The followed token's row, with its exact values."""
-    follow = followed(piece, follow)
+    follow = piece.follow
     values = piece.values[follow] if len(piece.values) else np.zeros(0, np.float32)
-    label = piece.rows[follow] if piece.rows else ""
-    x = np.array([plain(c) for c in piece.cols], dtype=object)
+    label = render(piece.rows[follow], lang) if piece.rows else ""
+    x = axis_text(piece.cols, lang)
     if len(values) <= TICKED:  # a bar per named column (the vocabulary's, the classes)
         trace = dict(type="bar", x=x, y=values.astype(np.float32), marker=dict(color=EDGE),
                    hovertemplate="%{x}: %{y:.4f}<extra></extra>")

@@ -19,7 +19,7 @@ from transformer_core.decoding.sampling import STAGES, StepRecord
 
 KEPT, CUT, CHOSEN, BEST = "#4f46e5", "#d1d5db", "#f97316", "#f97316"
 # the stages' names over their columns: five or six columns share about 240 px on a 390-px phone, where plotly's
-# 16-px subplot titles ran into each other (issue 48)
+# 16-px subplot titles ran into each other
 STAGE_TITLE_PX = 13
 # the foot of the step's title's first line, below the plot's label at the top left: plotly anchors a title of two
 # lines by its first, and the second goes below it, above the stages' titles

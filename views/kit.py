@@ -35,13 +35,12 @@ MAX_TICKS = 40  # more token labels than this on an axis collide: every k-th is 
 # the key axis sits on top, under the title; on the right, room for the colour bar (86 px drawn)
 TOP_AXIS_MARGIN = dict(l=10, r=90, t=140, b=10)
 # Tick labels' widths as plotly draws them (12 px type), a little generous: a margin that already holds the
-# labels leaves plotly's automargin nothing to push, and a push draws the figure a second time (at 128
-# tokens, 40% of the time the page spends drawing a heatmap)
+# labels leaves plotly's automargin nothing to push, and a push draws the figure a second time
 NARROW_PX, WIDE_PX = 6.5, 13.0  # a Latin letter or digit (on average); a Han character or other full-width one
 
 
 # Below the figure's top edge by this much: plotly places a title's top by a Latin letter's height (dy 0.7em),
-# and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top (issue 48)
+# and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top
 TITLE_PAD_PX = 6
 
 
@@ -66,7 +65,7 @@ def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: st
     if height is not None:  # sized for TOP_AXIS_MARGIN: labels that widen the top margin take room above the rows
         # as well, not from them (upright labels of a long token squeezed every row's label into the next)
         layout["height"] = height + layout["margin"]["t"] - TOP_AXIS_MARGIN["t"]
-    heatmap = dict(type="heatmap", z=weights(z), x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1,
+    heatmap = dict(type="heatmap", z=rounded(z), x=x, y=y, colorscale=COLORSCALE, zmin=0, zmax=1,
                    hovertemplate=hover, hoverongaps=False)
     return unchecked_figure([heatmap], layout)
 
@@ -108,14 +107,14 @@ def _margin(x_text, y_text) -> dict:
 
 
 def array32(x) -> np.ndarray:
-    """A tensor or array as float32 numpy, values as they are (scores and losses; weights go through `weights`)."""
+    """A tensor or array as float32 numpy, values as they are (scores and losses; weights go through `rounded`)."""
     return x.detach().cpu().numpy().astype(np.float32) if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
 
 
-def weights(x) -> np.ndarray:
+def rounded(attn) -> np.ndarray:
     """Weights rounded to DECIMALS (NaN: a cell not drawn): float64, written as JSON numbers, when there are
     more than TEXT_CELLS of them; else float32, written as a typed array (see the module's note)."""
-    array = x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    array = attn.numpy() if isinstance(attn, torch.Tensor) else np.asarray(attn)
     return np.round(array.astype(np.float64 if array.size > TEXT_CELLS else np.float32), DECIMALS)
 
 

@@ -19,7 +19,7 @@ from views.kit import axis_text, grid_axes, plain, position_labels, unchecked_fi
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
 # a panel's title is broken into lines this wide, centred on its panel: four panels to a row leave each about 76 px
-# on a 390-px phone, where titles on one line ran into each other (issue 48)
+# on a 390-px phone, where titles on one line ran into each other
 TITLE_PX = 72
 
 

@@ -17,12 +17,13 @@ import types  # noqa: E402
 import gradio as gr  # noqa: E402
 
 import app  # noqa: E402
+import cli  # noqa: E402
 import torch  # noqa: E402
 
 import i18n  # noqa: E402
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
-from ui import events, sessions  # noqa: E402
+from ui import events, gradio_patches  # noqa: E402
 from ui.links import LECTURE_PRESETS, LINK_KEYS, Links, REDRAW_LINKED, apply, coerce, link_tabs, next_step, previous_step, redraw_id
 from ui.handlers import cached  # noqa: E402
 
@@ -30,33 +31,33 @@ from ui.handlers import cached  # noqa: E402
 def test_defaults_serve_locally_on_7860(monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
-    args = app.parse_args([])
+    args = cli.parse_args([])
     assert (args.host, args.port, args.share, args.model_dir, args.hub_repo) == ("127.0.0.1", 7860, False, None, None)
 
 
 def test_spaces_environment_variables_pick_host_and_port(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
-    args = app.parse_args([])
+    args = cli.parse_args([])
     assert (args.host, args.port) == ("0.0.0.0", 7861)
 
 
 def test_flags_override_everything(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
-    args = app.parse_args(["--host", "0.0.0.0", "--port", "9000", "--share", "--hub-repo", "me/lab"])
+    args = cli.parse_args(["--host", "0.0.0.0", "--port", "9000", "--share", "--hub-repo", "me/lab"])
     assert (args.host, args.port, args.share, args.hub_repo) == ("0.0.0.0", 9000, True, "me/lab")
 
 
 def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch, capsys):
     monkeypatch.delenv("TRANSFORMER_LAB_THREADS", raising=False)
-    assert app.parse_args([]).threads == 1
+    assert cli.parse_args([]).threads == 1
     monkeypatch.setenv("TRANSFORMER_LAB_THREADS", "2")
-    assert app.parse_args([]).threads == 2 and app.parse_args(["--threads", "3"]).threads == 3
+    assert cli.parse_args([]).threads == 2 and cli.parse_args(["--threads", "3"]).threads == 3
     with pytest.raises(SystemExit, match="at least 1"):
         app.main(["--threads", "0"])
     monkeypatch.setenv("TRANSFORMER_LAB_THREADS", "many")
     with pytest.raises(SystemExit):  # argparse's usage error names the value, no traceback
-        app.parse_args([])
+        cli.parse_args([])
     assert "invalid int value: 'many'" in capsys.readouterr().err
     threads = torch.get_num_threads()
     try:
@@ -68,7 +69,7 @@ def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch, 
 
 def test_model_dir_and_hub_repo_cannot_be_combined():
     with pytest.raises(SystemExit):
-        app.parse_args(["--model-dir", "x", "--hub-repo", "me/lab"])
+        cli.parse_args(["--model-dir", "x", "--hub-repo", "me/lab"])
 
 
 def test_a_missing_model_dir_is_named_before_anything_starts(tmp_path):
@@ -85,7 +86,7 @@ def test_a_bad_device_is_named_before_anything_starts(monkeypatch):
 def test_hub_repo_offline_says_what_to_do(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(SystemExit) as e:
-        app.hub_model_dir("someone/transformer-lab-checkpoints")
+        cli.hub_model_dir("someone/transformer-lab-checkpoints")
     assert "someone/transformer-lab-checkpoints" in str(e.value) and "without --hub-repo" in str(e.value)
 
 
@@ -198,7 +199,7 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     store.set_model_dir(store.DEFAULT_MODEL_DIR)  # forget what earlier tests loaded
     demo = app.build_app()
     assert store._models == {}  # models load on first use: the first page must not wait for them
-    assert SessionState.__init__ is sessions._lazy_init  # a new visitor's session renders no configs
+    assert SessionState.__init__ is gradio_patches._lazy_init  # a new visitor's session renders no configs
     public = [fn for fn in demo.fns.values() if fn.api_visibility == "public"]
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
     assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("Links")]
@@ -444,8 +445,8 @@ def test_a_link_a_lecture_step_or_the_switch_runs_one_view_the_shown_tabs_in_the
     # every event that opens a view ends by pressing the opened tab's button, and no view runs on its own
     pressing = [fn for fn in demo.fns.values() if fn.js == REDRAW_LINKED]
     assert len(pressing) == 4 and all(fn.inputs == [linked] for fn in pressing)  # load, step picker, back, next
-    from ui import i18n as ui_i18n
-    assert redraw_id("") in ui_i18n.SWITCH_JS  # the switch presses the shown tab's
+    from ui.links import SWITCH_JS
+    assert redraw_id("") in SWITCH_JS  # the switch presses the shown tab's
 
 
 def test_the_apps_instant_events_show_progress_on_one_hidden_box(offline):
@@ -520,6 +521,9 @@ def test_the_real_repository_uploads_every_module_the_app_imports():
     files = deploy.space_files()
     assert {"app.py", "README.md", "requirements.txt", "ui/handlers.py", "lab/store.py", "views/attention.py",
             "transformer_core/model/attention.py", "lab/policy.py"} <= set(files)
+    # what app.py reads besides modules: the command line, the catalogue, the page's scripts and style
+    assert {"cli.py", "i18n/__init__.py", "i18n/en.json", "i18n/zh-CN.json", "ui/page.js", "ui/page.css",
+            "ui/gradio_patches.js", "ui/plotly/zh-cn.js"} <= set(files)
     assert "tools/deploy.py" not in files
     assert not [f for f in files if f.startswith(("tests/", "runs/", ".cache/", "benchmarks/", "test-artifacts/"))]
 
@@ -616,6 +620,24 @@ def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
             components = linked[preset["tab"]].components
             assert set(settings) <= set(components), f"{name}: {set(settings) - set(components)}"
             assert all(coerce(components[k], v) is not None for k, v in settings.items()), name
+
+
+def test_ci_runs_the_test_command_the_readme_shows():
+    import subprocess
+
+    root = Path(app.__file__).parent
+    reads = next(line for line in (root / ".ci" / "run").read_text().splitlines() if line.startswith("test_command="))
+    found = subprocess.run(["bash", "-c", f"{reads}; printf %s \"$test_command\""], cwd=root, capture_output=True,
+                           text=True, check=True).stdout
+    assert found.endswith("python -m pytest -q") and f"```bash\n{found}\n```" in (root / "README.md").read_text()
+
+
+def test_the_readme_is_for_its_readers_short_lines_and_the_rest_in_docs():
+    root = Path(app.__file__).parent
+    lines = (root / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200 and max(map(len, lines)) <= 120
+    for linked in re.findall(r"\]\(((?:docs|benchmarks)/[^)]+)\)", "\n".join(lines)):
+        assert (root / linked).is_file(), linked
 
 
 def test_every_image_the_readme_shows_is_in_the_repository():

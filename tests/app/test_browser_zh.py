@@ -88,8 +88,12 @@ def test_the_switch_keeps_the_text_and_settings_and_redraws_the_view(visit):
     panel.get_by_role("button", name="Show attention").click()
     title = "() => Array.from(document.querySelectorAll('#tab-attention .gtitle')).map((e) => e.textContent)"
     visit.page.wait_for_function(f"() => ({title})().some((t) => t.startsWith('Layer 2'))")
+    camera = "() => Array.from(document.querySelectorAll('#tab-attention .modebar-btn')).map((b) => b.dataset.title)"
+    assert "Download plot as a PNG" in visit.page.evaluate(camera)
     visit.page.locator("#lang").get_by_text("简体中文").click()
     visit.page.wait_for_function(f"() => ({title})().some((t) => t.startsWith('第 2 层'))")
+    # plotly's own toolbar in the page's language too (its zh-CN locale)
+    visit.page.wait_for_function(f"() => ({camera})().includes('下载图表为PNG格式')")
     assert_drawn(wait_drawn(visit, "attention", LINKS["attention"][1]), "attention")
     assert text.input_value() == "The animal did not cross the street because it was too tired"
     assert layer.input_value() == "2"

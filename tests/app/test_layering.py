@@ -66,3 +66,55 @@ def test_serving_the_app_imports_no_ddp_code(served_modules):
     where a model runs (device.py) reads the process layout without it."""
     assert sorted(m for m in served_modules
                   if m == "transformer_core.distributed" or m.startswith("torch.distributed.elastic")) == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _project_imports(path: Path, modules: set[str]) -> set[str]:
+    """The project's modules a file imports (a name imported from a package counts as its own module if it is
+    one: `from lab import store` is lab.store), at any depth of the file: imports inside functions too."""
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    if path.name == "__init__.py":
+        package = path.relative_to(ROOT).parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            names = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def test_no_two_modules_import_each_other_even_by_way_of_others():
+    paths = [p for folder in ("app.py", "cli.py", "i18n", "lab", "ui", "views", "transformer_core", "tools")
+             for p in ([ROOT / folder] if folder.endswith(".py") else files(folder))]
+    modules = {_module_name(p): p for p in paths}
+    graph = {name: _project_imports(path, set(modules)) - {name} for name, path in modules.items()}
+    # a package's __init__ gathering its modules' names is no circle: its modules never need it to be read first
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    graph = {name: {m for m in imported if m not in packages} for name, imported in graph.items()}
+    circles = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            name, path = stack.pop()
+            for nxt in graph.get(name, ()):
+                if nxt == start:
+                    circles.append(" -> ".join([*path, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert circles == []

@@ -129,7 +129,7 @@ def test_the_load_benchmarks_socket_client_reads_an_answer_and_an_error_as_httpx
     from benchmarks import load
 
     info = httpx.get(f"{server}/gradio_api/info").json()["named_endpoints"]
-    data = load._payload(info, "attention", {"label": "shakespeare-lm (language model)", "text": "To be or not."})
+    data = load._payload(info, "attention", {"model": "shakespeare-lm (language model)", "text": "To be or not."})
     stream = asyncio.run(load._exchange(f"{server}/", "POST", "/gradio_api/call/attention",
                                         json.dumps({"data": data, "session_hash": "socket-test"}).encode()))
     answer = asyncio.run(load._exchange(f"{server}/", "GET", f"/gradio_api/call/attention/{json.loads(stream)['event_id']}",
@@ -137,7 +137,7 @@ def test_the_load_benchmarks_socket_client_reads_an_answer_and_an_error_as_httpx
     event, payload = answer.split(b"event: complete\n", 1)[1].split(b"\n", 1)[0].split(b": ", 1)
     assert event == b"data" and "layers" in json.loads(payload)[1]["plot"]  # the grid figure, gunzipped whole
     assert isinstance(asyncio.run(load._call_socket(f"{server}/", "attention", data, "socket-test")), float)
-    empty = load._payload(info, "attention", {"label": "shakespeare-lm (language model)", "text": " "})
+    empty = load._payload(info, "attention", {"model": "shakespeare-lm (language model)", "text": " "})
     with pytest.raises(RuntimeError, match="error"):
         asyncio.run(load._call_socket(f"{server}/", "attention", empty, "socket-test"))
 

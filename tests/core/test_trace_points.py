@@ -1,4 +1,5 @@
-"""Every point of the trace contract (notes: TRACE.md) for each kind of model, read and edited by one mechanism."""
+"""Every point of the trace contract (transformer_core/model/trace.py) for each kind of model, read and edited by
+one mechanism."""
 
 import re
 import threading

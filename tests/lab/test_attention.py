@@ -48,7 +48,7 @@ def test_every_offered_checkpoint_reads_its_own_example_text():
     for label, name in list(offered.items())[:-1]:
         text = lab.attention.example_text(name)
         run = lab.attention_run(label, text)
-        assert run.model == name and run.shape[2] > 1
+        assert run.name == name and run.shape[2] > 1
         if lab.store.arch(name) == "EncoderDecoder":  # a translator gets a source of its own task
             assert run.notice.startswith("Translation: **")
             assert "".join(run.k_labels[:-1]).replace(" ", "") == text.replace(" ", "")

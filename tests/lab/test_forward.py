@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from i18n import render
 from lab import forward, store
 from lab.policy import InputError
 
@@ -101,7 +102,7 @@ def check_stack(read, run, model, stack, mask, memory=None):
 
 
 def check_walk(run, read):
-    model, _ = store.load(run.model)
+    model, _ = store.load(run.name)
     assert run.config["norm_first"] and run.config["activation"] == "gelu"  # what the arithmetic above writes
     if run.kind == "translator":
         S, T = len(run.stacks["encoder"]["ids"]), len(run.stacks["decoder"]["ids"])
@@ -162,14 +163,14 @@ def test_a_perturbed_decoder_stage_fails_the_arithmetic_check(runs, point):
 def test_the_decoder_shows_the_residual_after_self_attention_then_cross_attention_with_its_three_arrows(runs):
     """Q from the decoder's rows, K and V from the encoder's output: each recomputed from the stream it comes from."""
     run = runs["translate-reverse"]
-    model, _ = store.load(run.model)
+    model, _ = store.load(run.name)
     tr, last, head = run.trace, run.n_layer - 1, run.n_head - 1
     path = f"decoder.{last}"
     assert forward.stage_slice(run, "resid_mid", last, head, "decoder").points == (f"{path}.resid_self",)
     assert forward.stage_slice(run, "resid_mid", last, head, "decoder", cross=True).points == (f"{path}.resid_mid",)
     piece = forward.stage_slice(run, "qkv", last, head, "decoder", cross=True)
     assert piece.points == tuple(f"{path}.cross_attn.{p}" for p in "qkv")
-    T, S = len(run.tokens("decoder")), len(run.tokens("encoder"))
+    T, S = len(run.labels("decoder")), len(run.labels("encoder"))
     assert [r.split(" · ")[0] for r in piece.rows] == ["Q"] * T + ["K"] * S + ["V"] * S
     block = model.get_submodule(path)
     memory = tr["encoder_norm.out"][0]
@@ -250,7 +251,7 @@ def test_every_stage_draws_for_every_model_kind(runs, name):
                     assert "<svg" in views.diagram(run, stage, stack or "", 0, 0, cross, lang)
                     assert views.sentence(run, piece, lang)
                     if piece.applies:
-                        assert views.heatmap(piece, 2, lang).to_json() and views.row(piece, 2, lang).to_json()
+                        assert views.heatmap(piece, lang).to_json() and views.row(piece, lang).to_json()
 
 
 @pytest.mark.parametrize("stage", ["0", "20", "attention", "", None, "1e9"])
@@ -263,9 +264,9 @@ def test_a_128_token_stage_fits_in_60_kb():
     from views import forward as views
 
     run = forward.walk("shakespeare-lm", "To be, or not to be, that is the question. " * 30)
-    assert len(run.tokens()) == 128
+    assert len(run.labels()) == 128
     piece = forward.stage_slice(run, "resid_mid", 1, 0, None, False, 5)
-    sizes = [len(f.to_json().encode()) for f in (views.heatmap(piece, 5), views.row(piece, 5))]
+    sizes = [len(f.to_json().encode()) for f in (views.heatmap(piece), views.row(piece))]
     sizes.append(len(views.diagram(run, "resid_mid", "", 1, 0, False).encode()))
     assert sum(sizes) < 60_000, sizes
 
@@ -278,3 +279,12 @@ def test_the_walk_is_computed_once_and_every_stage_is_a_slice_of_it(monkeypatch)
         again = forward.walk("shakespeare-lm", text)
         assert again is run  # the cache's hit: the one traced run
         forward.stage_slice(again, stage, 1, 1, None, False, 3)
+
+
+def test_the_walk_reads_through_the_reading_path_and_says_when_the_model_cannot_read_the_text():
+    """A text the model cannot read gets the reading path's one line, as the Attention tab's does, and an
+    empty one the reading path's error."""
+    english = forward.walk("shakespeare-lm", "这部电影的演员演得很好，故事却很无聊。")
+    assert "cannot read this text" in render(english.notice, "en"), english.notice
+    with pytest.raises(InputError):
+        forward.walk("shakespeare-lm", "   ")

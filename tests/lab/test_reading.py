@@ -73,8 +73,8 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
     assert "poems (language model)" in lab.attention.models_offered()
     # routed: a Chinese text to the models that read Chinese, an English one where it always went
     chinese = sentiment.classify(CHINESE_REVIEW)
-    assert chinese.model == "bilingual-reviews" and "Read by bilingual-reviews (classifier)" in chinese.notice
-    assert sentiment.classify("A moving film.").model == "sentiment"
+    assert chinese.name == "bilingual-reviews" and "Read by bilingual-reviews (classifier)" in chinese.notice
+    assert sentiment.classify("A moving film.").name == "sentiment"
     assert sentiment.classify("A moving, beautifully acted film.", "bilingual-reviews").probs  # both: reads English
     assert list(sentiment.compared(CHINESE_REVIEW).values()) == ["bilingual-reviews"]
     assert masking.lm_for("床前明月光") == "poems" and masking.lm_for("To be") == "shakespeare-lm"
@@ -87,7 +87,7 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
 
 def test_chinese_typed_into_sentiment_with_no_classifier_chosen_is_read_by_a_chinese_one():
     run = sentiment.classify(CHINESE_REVIEW)
-    assert run.model == "sentiment-multilingual" and run.verdict == "positive"
+    assert run.name == "sentiment-multilingual" and run.verdict == "positive"
     assert "a model that reads Chinese" in run.notice
     assert sentiment.classify(CHINESE_REVIEW, "") is not None  # the picker's "by the text's language"
     assert sentiment.classify("A moving, beautifully acted film.").notice == ""  # English: as before

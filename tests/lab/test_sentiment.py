@@ -31,12 +31,12 @@ def strongest(run, sign: int, k: int = 3) -> set[str]:
     ("A wonderful, moving and beautifully acted film.", "positive", 1, {"wonderful", "moving", "beautifully"})])
 def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verdict, sign, words):
     runs = [run for _, run in sentiment.compare(text)]
-    assert [r.model for r in runs] == ["sentiment", "sentiment-pretrained"]  # picker order
+    assert [r.name for r in runs] == ["sentiment", "sentiment-pretrained"]  # picker order
     for run in runs:
         assert max(run.probs, key=run.probs.get) == verdict and sum(run.probs.values()) == pytest.approx(1)
-        assert run.labels == [t.text for t in lab.store.tokenizer(run.model).tokens(text)]
+        assert run.labels == [t.text for t in lab.store.tokenizer(run.name).tokens(text)]
         assert len(run.grad_x_input) == len(run.rollout) == len(run.labels) == run.attn.shape[-1]
-        assert strongest(run, sign) & words, (run.model, run.labels, run.grad_x_input)
+        assert strongest(run, sign) & words, (run.name, run.labels, run.grad_x_input)
         assert run.read_text == text and run.notice == ""
     assert sentiment.classify(text, "pre-trained + fine-tuned (22.6M)") is runs[1]  # label or name: one run
     assert "model=sentiment-pretrained+%28classifier%29" in sentiment.attention_link(runs[1])
@@ -60,7 +60,7 @@ def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
     try:
         assert sentiment.classifiers() == {"trained from scratch (5.8M)": "sentiment"}
         (only,) = sentiment.compare("Not bad at all.")
-        assert only[1].model == "sentiment"
+        assert only[1].name == "sentiment"
         with pytest.raises(policy.InputError, match="cannot read this text"):  # no Chinese pair installed
             sentiment.compare("一点也不好。")
         with pytest.raises(policy.InputError, match="No classifier"):
@@ -165,7 +165,7 @@ def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_tw
 def test_compare_on_chinese_text_sets_the_head_that_saw_chinese_labels_beside_the_one_that_saw_english_only():
     """Issue 47 item 6: does pre-training carry a sentiment head across languages?"""
     pair = sentiment.compare("质量太差了，非常失望。")
-    assert [run.model for _, run in pair] == ["sentiment-multilingual", "sentiment-crosslingual"]
+    assert [run.name for _, run in pair] == ["sentiment-multilingual", "sentiment-crosslingual"]
     assert [str(label) for label, _ in pair] == [str(label) for label in sentiment.compared("中文").keys()]
     assert all(run.probs["positive"] < 0.5 for _, run in pair) and all(run.notice == "" for _, run in pair)
     assert all(run.verdict == "positive" for _, run in sentiment.compare("这本书很好看，我会推荐给朋友。"))
@@ -184,10 +184,10 @@ def test_chinese_with_no_classifier_chosen_goes_to_the_reader_that_measured_best
     figures = lab.models.TEST_ACCURACY
     best = max((n for n in sentiment.classifiers().values() if lab.models.checkpoint(n).reads("zh")),
                key=lambda n: figures.get(n, {}).get("zh", 0))
-    assert sentiment.classify("这本书很好看。").model == best
+    assert sentiment.classify("这本书很好看。").name == best
     monkeypatch.setitem(figures, "sentiment-crosslingual", {"zh": 0.99})  # were it measured best, it would read
-    assert sentiment.classify("这部电影太棒了！").model == "sentiment-crosslingual"
-    assert sentiment.classify("A moving film, beautifully shot.").model == "sentiment"
+    assert sentiment.classify("这部电影太棒了！").name == "sentiment-crosslingual"
+    assert sentiment.classify("A moving film, beautifully shot.").name == "sentiment"
 
 
 LONG_ZH = ("这本书我等了很久才买到，包装很好，送货也很快。刚开始读的时候觉得有点慢，人物太多，记不住名字。"

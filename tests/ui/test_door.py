@@ -8,7 +8,7 @@ import gradio as gr
 import orjson
 import pytest
 
-from ui import events
+from ui import events, gradio_patches
 from ui.links import Links, coerce, link_notice
 from ui.i18n import text as _
 
@@ -95,8 +95,8 @@ def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong()
         def __str__(self):
             return str(10**5000)  # ValueError: Python will not write an int of over 4,300 digits
 
-    assert events._shortened(Quoting()) == "Quoting"
-    assert len(events._shortened(ValueError("x" * 10_000_000))) <= events.SHOWN_CHARS + 1
+    assert gradio_patches._shortened(Quoting()) == "Quoting"
+    assert len(gradio_patches._shortened(ValueError("x" * 10_000_000))) <= gradio_patches.SHOWN_CHARS + 1
 
 
 # ---------------------------------------------------------------- fair admission (ui/admission.py)
@@ -244,13 +244,13 @@ def test_the_page_tracker_counts_a_heartbeat_stream_while_it_is_open():
 
 
 def test_the_cache_budget_is_a_flag_and_an_environment_variable(monkeypatch):
-    import app
+    import cli
     from lab import cache
 
-    assert app.parse_args([]).cache_mb * 2**20 == cache.BUDGET_BYTES <= 2 * 2**30  # fits a free 16 GB Space
+    assert cli.parse_args([]).cache_mb * 2**20 == cache.BUDGET_BYTES <= 2 * 2**30  # fits a free 16 GB Space
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE_MB", "300")
-    assert app.parse_args([]).cache_mb == 300
-    assert app.parse_args(["--cache-mb", "50"]).cache_mb == 50
+    assert cli.parse_args([]).cache_mb == 300
+    assert cli.parse_args(["--cache-mb", "50"]).cache_mb == 50
 
 
 def test_a_5000_character_text_sends_the_chips_drawn_not_megabytes():
@@ -278,6 +278,6 @@ def test_the_real_app_admits_through_the_door_and_gives_every_group_its_threads(
     import app
 
     demo = app.serve_queue(app.build_app())
-    assert getattr(demo._queue.push, "__self__", None).__class__ is admission.Admission
+    assert getattr(demo._queue.push.refused, "__self__", None).__class__ is admission.Admission
     assert events.admits("training") == 2 and events.admits("generation") is None
     assert events.threads_needed(demo) > 40  # Gradio's default, shared by every group

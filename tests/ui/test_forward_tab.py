@@ -9,7 +9,7 @@ import json
 import gradio as gr
 import pytest
 
-from lab import forward as use
+from lab import forward as use, models
 from ui import forward as tab
 from ui.links import LECTURE_PRESETS, apply, link_tabs
 from views import forward as views
@@ -50,7 +50,7 @@ def assert_drawn(shown, stage: str, lang: str, applies: bool) -> None:
 
 def test_the_shipped_models_are_the_four_kinds():
     offered = use.models_offered()
-    assert {name: use.kind_of(name) for name in offered.values() if name in KINDS} == KINDS
+    assert {name: models.checkpoint(name).kind.role for name in offered.values() if name in KINDS} == KINDS
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -72,6 +72,19 @@ def test_every_stage_draws_from_a_link_for_every_model_kind(linked, name, lang):
 @pytest.mark.parametrize("step", [name for name, preset in LECTURE_PRESETS.items() if preset["tab"] == "forward"])
 def test_the_lecture_steps_of_the_walk_draw_every_stage(linked, step, lang):
     preset = {key: value for key, value in LECTURE_PRESETS[step].items() if key != "focus"}
-    assert use.kind_of(preset["model"].split(" (")[0]) != "classifier"  # the steps walk a language model, a translator
+    # the steps walk a language model, a translator
+    assert models.checkpoint(preset["model"].split(" (")[0]).kind.role != "classifier"
     for stage in use.STAGES:
         assert_drawn(opened(linked, {**preset, "stage": stage, "lang": lang}), stage, lang, stage != "pooled")
+
+
+@pytest.mark.parametrize("stage", ["logits", "probs", "loss"])
+def test_a_classifiers_classes_are_named_in_the_pages_language(linked, stage):
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "sentiment")
+    params = {"tab": "forward", "model": label, "text": tab.EXAMPLES["sentiment"], "stage": stage}
+    english = opened(linked, {**params, "lang": "en"})
+    chinese = opened(linked, {**params, "lang": "zh-CN"})
+    classes = {"en": {"negative", "positive"}, "zh-CN": {"负面", "正面"}}
+    for lang, (says, diagram, heatmap, row) in (("en", english), ("zh-CN", chinese)):
+        drawn = {*heatmap["data"][0]["x"], *row["data"][0]["x"]}
+        assert drawn and drawn <= classes[lang], (stage, lang, drawn)

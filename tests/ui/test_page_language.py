@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ui import concepts as tab
-from ui import events
+from ui import events, gradio_patches
 from ui.i18n import text as _
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -62,23 +62,23 @@ def _guarded():
 def test_the_input_guards_refusal_is_in_the_page_language():
     slider = _guarded()
     english = _shown(lambda: slider.preprocess(["a", "list"]))
-    token = events.PAGE_LANGUAGE.set("zh-CN")
+    token = gradio_patches.PAGE_LANGUAGE.set("zh-CN")
     try:
         with pytest.raises(gr.Error) as refused:
             slider.preprocess(["a", "list"])
     finally:
-        events.PAGE_LANGUAGE.reset(token)
+        gradio_patches.PAGE_LANGUAGE.reset(token)
     assert english.startswith("Seed:") and "cannot be used" in english
     assert refused.value.message.startswith("随机种子：") and "不能使用这个值" in refused.value.message
     assert refused.value.title == "错误"
 
 
 def _refused_in(lang: str, component, value) -> str:
-    token = events.PAGE_LANGUAGE.set(lang)
+    token = gradio_patches.PAGE_LANGUAGE.set(lang)
     try:
         return _shown(lambda: component.preprocess(value))
     finally:
-        events.PAGE_LANGUAGE.reset(token)
+        gradio_patches.PAGE_LANGUAGE.reset(token)
 
 
 def test_the_guards_reason_in_brackets_is_in_the_page_language_too():
@@ -102,13 +102,13 @@ def test_the_guard_speaks_the_language_of_the_session_that_sent_the_request():
     seen = []
 
     async def preprocess_data(block_fn, inputs, state, explicit_call=False):  # Gradio's, recording the language
-        seen.append(events.PAGE_LANGUAGE.get())
+        seen.append(gradio_patches.PAGE_LANGUAGE.get())
 
     demo.preprocess_data = preprocess_data
-    events.speak_page_language(demo, lang)
+    gradio_patches.speak_page_language(demo, lang)
     asyncio.run(demo.preprocess_data(None, [], {lang._id: "zh-CN"}))  # a Chinese page's session
     asyncio.run(demo.preprocess_data(None, [], None))  # an API client's request: no page, English
-    assert seen == ["zh-CN", "en"] and events.PAGE_LANGUAGE.get() == "en"
+    assert seen == ["zh-CN", "en"] and gradio_patches.PAGE_LANGUAGE.get() == "en"
 
 
 def test_an_event_that_fails_clears_its_results_not_its_inputs():

@@ -4,7 +4,7 @@ import gradio as gr
 import pytest
 from gradio.state_holder import SessionState
 
-from ui import sessions
+from ui import gradio_patches
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +31,14 @@ def _configs(state: SessionState) -> dict:
 
 
 def test_a_lazy_session_holds_what_gradios_own_constructor_makes(demo):
-    eager, lazy = _session(demo, sessions.EAGER_INIT), _session(demo, sessions._lazy_init)
+    eager, lazy = _session(demo, gradio_patches.EAGER_INIT), _session(demo, gradio_patches._lazy_init)
     assert vars(eager).keys() - {"config_values"} <= vars(lazy).keys()  # no attribute of Gradio's is missing
     assert lazy.STATE_TTL_WHEN_CLOSED == eager.STATE_TTL_WHEN_CLOSED
     assert _configs(lazy) == _configs(eager) and len(_configs(eager)) == len(demo.blocks)
 
 
 def test_a_lazy_session_renders_no_config_until_gradio_asks_and_then_only_the_blocks_asked(demo):
-    lazy, eager = _session(demo, sessions._lazy_init), _session(demo, sessions.EAGER_INIT)
+    lazy, eager = _session(demo, gradio_patches._lazy_init), _session(demo, gradio_patches.EAGER_INIT)
     assert dict.__len__(lazy.config_values) == 0
     text = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox))
     for state in (lazy, eager):  # what a request does with its inputs and outputs
@@ -51,7 +51,7 @@ def test_a_lazy_session_renders_no_config_until_gradio_asks_and_then_only_the_bl
 
 
 def test_an_updated_block_is_rendered_from_the_sessions_own_copy(demo):
-    lazy, eager = _session(demo, sessions._lazy_init), _session(demo, sessions.EAGER_INIT)
+    lazy, eager = _session(demo, gradio_patches._lazy_init), _session(demo, gradio_patches.EAGER_INIT)
     slider = next(b for b in demo.blocks.values() if isinstance(b, gr.Slider))
     for state in (lazy, eager):  # what Gradio does with a gr.update(maximum=12) for the slider
         state[slider._id] = gr.Slider(1, 12, value=9, step=1, label="n", render=False)
@@ -68,11 +68,11 @@ def test_the_apps_own_blocks_are_rendered_once_for_every_session_and_each_sessio
     render = type(demo.default_config).config_for_block
     monkeypatch.setattr(type(demo.default_config), "config_for_block",
                         staticmethod(lambda *args: rendered.append(args[0]) or render(*args)))
-    monkeypatch.setattr(sessions, "_RENDERED", {})
-    first, second = _session(demo, sessions._lazy_init), _session(demo, sessions._lazy_init)
+    monkeypatch.setattr(gradio_patches, "_RENDERED", {})
+    first, second = _session(demo, gradio_patches._lazy_init), _session(demo, gradio_patches._lazy_init)
     first._update_value_in_config(text._id, "the first student's sentence")
     second._update_value_in_config(text._id, "the second student's sentence")
     assert rendered == [text._id]  # once, not once per session
     assert first.config_values[text._id]["props"]["value"] == "the first student's sentence"
     assert second.config_values[text._id]["props"]["value"] == "the second student's sentence"
-    assert _configs(_session(demo, sessions._lazy_init)) == _configs(_session(demo, sessions.EAGER_INIT))
+    assert _configs(_session(demo, gradio_patches._lazy_init)) == _configs(_session(demo, gradio_patches.EAGER_INIT))

@@ -45,8 +45,8 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     Each pair of dimensions is a clock of a different frequency, so every
     position gets a distinct pattern and relative offsets are linear maps.
     """
-    # computed on the CPU, where models are built (`.to(device)` moves it), even inside `torch.device("meta")`:
-    # there these few operations ran torch's reference kernels, whose first use imports its compiler (2 s)
+    # computed on the CPU, where models are built (`.to(device)` moves it), even while a model is built on the
+    # meta device (shapes only): a table of fixed values has no meta version worth having
     pos = torch.arange(max_len, dtype=torch.float32, device="cpu")[:, None]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu")
     angle = pos / torch.pow(10000.0, two_i / d_model)  # (max_len, d_model/2)
@@ -71,9 +71,8 @@ class Embeddings(nn.Module, trace.TracePoint):
             self.pos = nn.Embedding(config.max_len, config.d_model)
         elif self.kind == "sinusoidal":
             # a fixed formula, not a parameter: not saved in checkpoints. Its values are of size 1 and,
-            # unlike the 2017 paper, token embeddings are not scaled up by sqrt(d_model) to match: fine
-            # where training grows the embeddings (the copy task), harmful where they stay small (the
-            # sentiment card measures 0.68-0.70 against 0.77-0.78 with learned positions)
+            # unlike the 2017 paper, token embeddings are not scaled up by sqrt(d_model) to match, so the
+            # positions can drown out small embeddings (the sentiment model card compares both kinds)
             self.register_buffer("pe", sinusoidal_encoding(config.max_len, config.d_model), persistent=False)
         # a plain LayerNorm: its output is this module's "out" (after dropout, the identity in eval)
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embed_norm else nn.Identity()

@@ -27,6 +27,10 @@ from ..model.models import MODEL_CLASSES
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "README.md")
 HUB_PREFIX = "hf://"  # as huggingface_hub's file system writes Hub paths
 READS = ("languages", "script")  # what a checkpoint reads ({"languages": ["zh"], "script": "simplified"})
+# How a checkpoint whose matrices are stored in another form is read back: config.json's "weights" -> its loader,
+# (model class, folder, config) -> model. Each form's module adds its own (weights/int8.py), so the one loader
+# below never imports them.
+LOADERS: dict[str, typing.Callable[[type, Path, dict, typing.Any], nn.Module]] = {}
 
 
 class CheckpointError(Exception):
@@ -118,8 +122,8 @@ def read_config(folder: Path) -> dict:
 
 
 # what a module's __init__ draws its first weights with: on the meta device they compute nothing, yet each call
-# still ran torch's Python reference implementation, and the first imported torch._dynamo: 3 s of the app's
-# 10-s start-up, which counts every checkpoint's parameters before it loads any
+# still ran torch's Python reference implementation, and the first imported torch._dynamo: seconds of the app's
+# start-up, which counts every checkpoint's parameters before it loads any
 INITIALISERS = frozenset({"normal_", "uniform_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
                           "xavier_normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "fill_", "zero_"})
 
@@ -192,10 +196,8 @@ def load_model(name_or_path: str | Path, device: torch.device | str = "cpu", lim
         raise CheckpointError(f"{folder} has no model.safetensors (looked for {weights})")
     try:
         config = read_config(folder)
-        if config.get("weights") == "int8":  # int8 matrices with a scale per row (weights/int8.py)
-            from .int8 import load_int8
-
-            return load_int8(cls, folder, config, device).to(device).eval()
+        if config.get("weights") in LOADERS:  # int8 matrices with a scale per row (weights/int8.py)
+            return LOADERS[config["weights"]](cls, folder, config, device).to(device).eval()
         # strict: a weight missing from or extra to the file is an error, not a silent random init
         model = cls.from_pretrained(str(folder), strict=True, map_location=str(device))
     except Exception as e:

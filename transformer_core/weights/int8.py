@@ -24,7 +24,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .hub import save_checkpoint, shapes_only
+from .hub import LOADERS, save_checkpoint, shapes_only
 
 INT8 = "int8"
 _SCALE = ".int8_scale"
@@ -149,3 +149,6 @@ def _kept_int8(model: nn.Module, stored) -> nn.Module:
             model.head = Int8Linear(weight, scale)  # the same rows write the logits (packed for the kernel)
     model.load_state_dict({name: stored.get_tensor(name).float() for name in names}, strict=True, assign=True)
     return model
+
+
+LOADERS[INT8] = load_int8

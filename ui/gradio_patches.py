@@ -1,0 +1,334 @@
+"""Every place the app changes what Gradio (6.31) or Plotly does, in one module, each with its reason.
+
+Gradio serves this app well, except in a few places where a public lecture hall or a Space meets it. There the
+app replaces a piece of Gradio, and only here: each patch below says what Gradio does, why that fails our users,
+and the line of Gradio's source it works around. `PATCHES` lists those lines; tests/ui/test_gradio_patches.py
+checks that each is still in the installed Gradio, so an upgrade that rewrites one fails there and the patch is
+read again (kept, changed, or deleted for a public way). The behaviour each patch gives is tested beside its
+users: tests/ui/test_sessions.py, test_door.py, test_page_language.py, test_ui_cache.py, and
+tests/app/test_browser_attention.py for the page's.
+
+1. Lazy sessions (`make_sessions_lazy`, Python): SessionState.__init__ renders every block's config per visitor.
+2. The queue's door (`guard_queue`, Python): Queue.push admits any number of jobs from one visitor, and keeps
+   a join it answered from a cache for good.
+3. Refused inputs (`guard`, Python): a component's preprocess may raise anything; the queue's cache probe
+   turns that into HTTP 500, and the message otherwise is Gradio's English, quoting Python.
+4. The page's language while preprocessing (`speak_page_language`, Python): Gradio gives preprocess no request.
+5. The cache probe (`probing`, Python): whether the queue only asks for a cached answer is a private flag.
+6. Drawing a figure once (`gradio_patches.js`): Gradio's Plot draws each new figure twice and leaks the plot
+   it throws away.
+7. Toast titles in the page's language (`gradio_patches.js`): Gradio titles a toast "Error" in every locale.
+8. Integer choices in the API schema (`integer_choices`, Python): a picker of whole numbers is published as a
+   string.
+
+Replaced by a public way and deleted: Plotly's toolbar in Chinese. The page wrapped Plotly.newPlot and
+Plotly.react to add `config.locale` to every plot; now plotly.js registers its zh-CN locale from
+`window.PlotlyLocales` as it loads (its own way for locales loaded before it) and the page sets the locale with
+`Plotly.setPlotConfig` (ui/page.js), which every plot Gradio draws reads.
+
+Read but not replaced (ui/sessions.py: a StateHolder's `session_data` and `time_last_used` and the queue's
+`pending_messages_per_session`, to forget a session; `jobs` here: the queue's waiting and running events) and
+the gzip'd stream (ui/wire.py), which goes through Gradio's public `app_kwargs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html
+import logging
+import math
+import os
+from collections.abc import Callable
+from contextvars import ContextVar
+from copy import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+from gradio import caching
+from gradio.i18n import I18nData
+from gradio.state_holder import SessionState
+
+from i18n import DEFAULT as DEFAULT_LANGUAGE, t
+from ui.i18n import translated
+
+log = logging.getLogger("transformer_lab")
+
+# The page's half of the patches (6 and 7), served in the page's head by app.py.
+PAGE_SCRIPT = Path(__file__).with_name("gradio_patches.js")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A patch and the line of Gradio's source it works around (`file` under gradio/; a glob for built assets)."""
+
+    name: str
+    file: str
+    line: str
+
+
+PATCHES = (
+    Patch("lazy sessions", "state_holder.py", "k: self.blocks_config.config_for_block(k, [], v)"),
+    Patch("the queue's door", "routes.py", "success, event_id, state = await blocks._queue.push("),
+    Patch("the queue's door", "queueing.py", "self.event_ids_to_events[event._id] = event"),
+    Patch("refused inputs", "blocks.py", "state[block._id] = block.__class__(**kwargs)"),
+    Patch("refused inputs", "queueing.py", "except CacheMissError:"),
+    Patch("the page's language", "blocks.py", "block.preprocess, inputs_cached, limiter=self.limiter"),
+    Patch("the cache probe", "caching.py", "_probe_mode_active: ContextVar[bool] = ContextVar("),
+    Patch("the cache probe", "queueing.py", 'if hasattr(fn.fn, "cache"):'),
+    Patch("drawing a figure once", "templates/frontend/assets/PlotlyPlot-*.js",
+          "p.default.react(g,e.data,e.layout,e.config),p.default.Plots.resize(g)"),
+    Patch("toast titles", "templates/frontend/assets/statustracker-*.js",
+          "S=n(()=>t.type.charAt(0).toUpperCase()+t.type.slice(1))"),
+    Patch("integer choices", "components/dropdown.py", '"type": "string"'),
+)
+
+
+# ---------------------------------------------------------------- 1. lazy sessions
+
+# What Gradio does: when a session starts, SessionState.__init__ renders every block's config for it
+# (state_holder.py, `self.config_values = {...}`) so that gr.DeepLinkButton can later save the page as that
+# visitor left it. Why that fails our users: this app shows no deep-link button (its links carry their state in
+# the URL), and with ~345 blocks that eager copy held the server's one Python thread for every new visitor, so
+# a lecture hall opening one link waited on sessions being set up. The patch: a session renders a block's config
+# the first time Gradio asks for it (a request's own inputs and outputs: a few blocks), and all of them when
+# something lists them, so what Gradio sees is the same, only later. A block's config is rendered once for the
+# whole app, not once per session (rendering calls `inspect.signature` on each component's constructor); a
+# session gets its own copy of the config and of its props, the one dict Gradio writes into (the session's
+# `value`); a block a session replaced (a `gr.update` for it alone) is rendered from the session's own copy.
+
+# block id -> (the app's block, its config): filled as sessions ask; the block is held to tell it from a
+# session's replacement, or from another app's block with the same id (tests build several apps)
+_RENDERED: dict[int, tuple[object, dict]] = {}
+
+
+class _LazyConfigs(dict):
+    """SessionState.config_values, filled on demand: block id -> that block's config."""
+
+    def __init__(self, state: SessionState, app_blocks: dict):
+        super().__init__()
+        self._state = state
+        self._app_blocks = app_blocks  # the app's blocks, id -> block (a session's config may hold more)
+
+    def _config(self, key: int) -> dict:
+        block = self._state.blocks_config.blocks[key]
+        if block is not self._app_blocks[key]:  # the session's own copy of it
+            return self._state.blocks_config.config_for_block(key, [], block)
+        app_block, config = _RENDERED.get(key, (None, None))
+        if app_block is not block:
+            config = self._state.blocks_config.config_for_block(key, [], block)
+            _RENDERED[key] = (block, config)
+        return {**config, "props": dict(config["props"])} if "props" in config else dict(config)
+
+    def __missing__(self, key: int) -> dict:
+        if key not in self._app_blocks or key not in self._state.blocks_config.blocks:
+            raise KeyError(key)
+        self[key] = config = self._config(key)
+        return config
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or (key in self._app_blocks and key in self._state.blocks_config.blocks)
+
+    def _fill(self) -> None:
+        for key in self._state.blocks_config.blocks:
+            if key in self._app_blocks and not dict.__contains__(self, key):
+                self[key] = self._config(key)
+
+    def __iter__(self):
+        self._fill()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._fill()
+        return super().__len__()
+
+    def keys(self):
+        self._fill()
+        return super().keys()
+
+    def values(self):
+        self._fill()
+        return super().values()
+
+    def items(self):
+        self._fill()
+        return super().items()
+
+
+def _lazy_init(self: SessionState, blocks) -> None:
+    # Gradio's own constructor, with config_values made lazy
+    self.blocks_config = copy(blocks.default_config)
+    self.config_values = _LazyConfigs(self, blocks.blocks)
+    self.state_data = {}
+    self._state_ttl = {}
+    self.is_closed = False
+    self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+
+EAGER_INIT = SessionState.__init__
+
+
+def make_sessions_lazy() -> None:
+    """Make every later Gradio session render its blocks' configs on demand (idempotent)."""
+    SessionState.__init__ = _lazy_init
+
+
+# ---------------------------------------------------------------- 2. the queue's door
+
+# What Gradio does: Queue.push (queueing.py), the one place both the browser's /queue/join and the HTTP API's
+# /call/<endpoint> go through (routes.py), caps only the whole queue (`max_size`). Why that fails our users:
+# 257 joins for live training from one session, never read, filled the queue, and every student's tokenize got
+# HTTP 503 for hours (ui/admission.py holds the caps). And push files every join in `event_ids_to_events`
+# before it asks a function's cache, and never takes out a join answered from it: every cached view a client
+# was answered with counted against it for good, its event and inputs never freed. The patch: push asks
+# `refused` first, and lets such an answered join go.
+
+
+def jobs(queue) -> list:
+    """The events of a Gradio queue that wait (in their group's queue) or run (its active jobs)."""
+    waiting = [e for group in list(queue.event_queue_per_concurrency_id.values()) for e in list(group.queue)]
+    return waiting + [e for job in list(queue.active_jobs) if job for e in job]
+
+
+def guard_queue(queue, refused: Callable[[object, object], Exception | None]) -> None:
+    """Make `queue.push` raise `refused(body, request)` when that is an exception, and forget a join it answered
+    from a cache."""
+    push = queue.push
+
+    async def guarded(body, request, username):
+        if (refusal := refused(body, request)) is not None:
+            raise refusal
+        success, event_id, state = await push(body, request, username)
+        if success and not any(e._id == event_id for e in jobs(queue)):  # answered from a cache at the door
+            queue.event_ids_to_events.pop(event_id, None)
+        return success, event_id, state
+
+    guarded.__wrapped__, guarded.refused = push, refused  # what it guards, and with what
+    queue.push = guarded
+
+
+# ---------------------------------------------------------------- 3. refused inputs, 4. the page's language
+
+class _NotCached(caching.CacheMissError, gr.Error):
+    """A probe's miss raised while preprocessing: Gradio passes its own Error type through preprocessing
+    unwrapped, and its queue takes a CacheMissError as "queue the request as usual"."""
+
+
+def guard(component) -> None:
+    """A value a component cannot take (a list for a dropdown, 1e400 for a slider) answers with a clear
+    message, and while Gradio's queue only asks for a cached answer it means "not cached" (the request
+    is then queued and answered with that message), never an HTTP 500.
+
+    The guard is put on the component's class, not on the one component: once an event has updated a
+    component's properties (a slider's maximum when a model is picked, a table's headers in the page's
+    language), Gradio keeps the session's own copy of it, built anew with `block.__class__(**kwargs)`,
+    and preprocesses the session's inputs with that copy. A guard on the app's instance was lost there:
+    a session that had run the page-load event got HTTP 500 where a fresh one got a message."""
+    if not hasattr(component, "preprocess"):
+        return
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        integer_choices(component)
+    cls = type(component)
+    if "_guarded_preprocess" in vars(cls):
+        return
+    preprocess = cls.preprocess
+
+    @functools.wraps(preprocess)
+    def checked(self, payload):
+        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(self, (gr.Slider, gr.Number)):
+            error: Exception = ValueError(f"{payload} is not a finite number")
+        else:
+            try:
+                return preprocess(self, payload)
+            except Exception as e:  # noqa: BLE001 -- any refusal of a component is the client's input
+                error = e
+        if caching._probe_mode_active.get():
+            raise _NotCached("not cached")
+        lang = PAGE_LANGUAGE.get()
+        log.warning("input refused by %s: %s", label_of(self), _shortened(error).encode("unicode_escape",
+                    "backslashreplace").decode("ascii"))
+        raise gr.Error(html.escape(t("common.value_refused", lang, name=label_of(self, lang),
+                                     reason=_reason(self, lang)), quote=False),
+                       title=t("common.error_title", lang), print_exception=False)
+
+    cls.preprocess = checked
+    cls._guarded_preprocess = True
+
+
+def _reason(component, lang: str) -> str:
+    """Why `component` refused a value, in `lang`: what it takes. (Gradio's own reason, which the log keeps, is
+    English in every locale and may quote the value or a Python type.)"""
+    if getattr(component, "choices", None) is not None:
+        return t("common.value_refused.choice", lang)
+    if isinstance(component, (gr.Slider, gr.Number)):
+        low, high = component.minimum, component.maximum
+        if low is None or high is None:
+            return t("common.value_refused.number", lang)
+        return t("common.value_refused.range", lang, low=low, high=high)
+    return t("common.value_refused.other", lang)
+
+
+SHOWN_CHARS = 300  # of a refusal's reason in the log: it may quote the refused value, which can be megabytes
+
+
+def _shortened(error: Exception) -> str:
+    try:
+        shown = str(error)
+    except ValueError:  # str() of an int over 4,300 digits, quoted in the reason
+        return type(error).__name__
+    return shown if len(shown) < SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
+
+
+def label_of(component, lang: str = DEFAULT_LANGUAGE) -> str:
+    """The name a person knows a component by: its label in `lang` (a label from the catalogue is an
+    I18nData, whose str() is a marker, not a name), else its kind."""
+    label = component.label
+    if isinstance(label, I18nData):
+        label = translated(label, lang)
+    return str(label) if label else type(component).__name__
+
+
+# The language of the page a request comes from, while Gradio preprocesses its inputs (the guard's refusals
+# are in it): Gradio gives a component's preprocess no request, so `speak_page_language` sets it around that
+# step from the session's language state. The worker thread that preprocesses gets a copy of the context.
+PAGE_LANGUAGE: ContextVar[str] = ContextVar("page_language", default=DEFAULT_LANGUAGE)
+
+
+def speak_page_language(demo: gr.Blocks, lang: gr.State) -> None:
+    """Preprocess every request of `demo` with PAGE_LANGUAGE set to its session's `lang` (the page's language,
+    which the page load and the switch keep; English for an API client, which has none)."""
+    preprocess_data = demo.preprocess_data
+
+    async def in_page_language(block_fn, inputs, state, *args, **kwargs):
+        page = DEFAULT_LANGUAGE
+        with contextlib.suppress(Exception):  # a session Gradio made without the state: English
+            page = state[lang._id] if state is not None else page
+        token = PAGE_LANGUAGE.set(page if isinstance(page, str) else DEFAULT_LANGUAGE)
+        try:
+            return await preprocess_data(block_fn, inputs, state, *args, **kwargs)
+        finally:
+            PAGE_LANGUAGE.reset(token)
+
+    demo.preprocess_data = in_page_language
+
+
+# ---------------------------------------------------------------- 5. the cache probe
+
+def probing() -> bool:
+    """Whether Gradio's queue is only asking if a request can be answered from a cache. It asks before queueing
+    each request of a function with a `.cache` attribute (queueing.py): a hit is then answered at once, outside
+    the queue's limits, and a miss must raise CacheMissError rather than compute (the request is then queued as
+    usual). Gradio's own gr.cache reads the same flag; it has no public reader, and gr.cache itself keeps
+    neither one computation for concurrent equal requests nor figures encoded once (ui/handlers.cached)."""
+    return caching._probe_mode_active.get()
+
+
+# ---------------------------------------------------------------- 8. integer choices in the API schema
+
+def integer_choices(component) -> None:
+    """Publish a picker whose choices are all whole numbers with an integer type: Gradio's own schema says
+    "string" with an integer enum (components/dropdown.py, `api_info`), which no agent can satisfy."""
+    values = [value for _, value in component.choices]
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        component.api_info = lambda: {"type": "integer", "enum": [value for _, value in component.choices]}

@@ -1,0 +1,68 @@
+// The app's own page script (app.py serves it in the page's head, once): buttons on every plot's toolbar and
+// Plotly's strings in the page's language. What the app changes in Gradio's page is ui/gradio_patches.js.
+(() => {
+  // Plotly's camera button downloads a PNG; beside it go two more buttons, for every plot of every tab: the same
+  // figure as SVG (through plotly's own exporter) and the numbers drawn (each trace's x, y, z and hover labels)
+  // as JSON -- for an attention heatmap, the weights.
+  const icon = (label) => `<svg viewBox="0 0 28 16" height="1em" width="1.75em" class="icon">
+    <text x="0" y="13" font-size="12" font-family="monospace" font-weight="bold" fill="currentColor">${label}</text></svg>`;
+  const plain = (v) => ArrayBuffer.isView(v) ? Array.from(v) : Array.isArray(v) ? v.map(plain) : v;
+  const save = (name, text, type) => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([text], {type}));
+    a.download = name;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  };
+  const zh = () => window.labLang === 'zh-CN';
+  const addButtons = (modebar) => {
+    if (modebar.querySelector('.lab-svg')) return;
+    // plotly's camera button, titled in the page's language (plotly's zh-CN locale, below)
+    const camera = modebar.querySelector('[data-title^="Download plot"], [data-title^="下载图表"]');
+    const gd = modebar.closest('.js-plotly-plot');
+    if (!camera || !gd) return;
+    // PNGs at twice the screen resolution, so a figure stays sharp on a slide
+    camera.addEventListener('click', () => {
+      gd._context.toImageButtonOptions = {filename: 'transformer-lab', scale: 2, ...gd._context.toImageButtonOptions};
+    }, true);
+    const svg = camera.cloneNode(false);
+    svg.classList.add('lab-svg');
+    svg.setAttribute('data-title', zh() ? '下载图表为SVG格式' : 'Download plot as SVG');  // worded as plotly's own
+    svg.innerHTML = icon('SVG');
+    svg.addEventListener('click', () => {
+      const saved = gd._context.toImageButtonOptions;
+      gd._context.toImageButtonOptions = {...saved, format: 'svg'};
+      camera.click();
+      gd._context.toImageButtonOptions = saved;
+    });
+    const data = camera.cloneNode(false);
+    data.setAttribute('data-title', zh() ? '下载图中的数值（JSON）' : 'Download the numbers (JSON)');
+    data.innerHTML = icon('{}');
+    data.addEventListener('click', () => {
+      const title = gd.layout.title && (gd.layout.title.text || gd.layout.title);
+      // _fullData holds the arrays decoded (plotly.py may send them base64-packed in `data`)
+      const traces = gd.data.map((t, i) => {
+        const full = gd._fullData.find((f) => f.index === i) || t;
+        return Object.fromEntries(['type', 'name', 'x', 'y', 'z', 'customdata', 'text']
+          .filter((key) => t[key] !== undefined).map((key) => [key, plain(full[key] ?? t[key])]));
+      });
+      save('transformer-lab-data.json', JSON.stringify({title: title || '', traces}), 'application/json');
+    });
+    camera.after(svg, data);
+  };
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      document.querySelectorAll('.modebar').forEach(addButtons);
+    });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+
+  // Plotly's own strings (the toolbar's hover titles) in the page's language, through plotly.js's public ways:
+  // its zh-CN locale waits in window.PlotlyLocales, which plotly.js registers as it loads, and the page's
+  // language is every plot's default locale (setPlotConfig), set when plotly.js loads and at each switch
+  window.labPlotLocale = () => window.Plotly && window.Plotly.setPlotConfig({locale: window.labLang || 'en'});
+  (window.labWhenPlotly = window.labWhenPlotly || []).push(window.labPlotLocale);
+})();
