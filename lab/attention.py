@@ -17,7 +17,7 @@ from i18n import Message
 from transformer_core import attention_of_each, attention_rollout, attention_while_generating
 from transformer_core.decoding.seq2seq import Codec
 
-from . import models, reading, store, translate
+from . import llms, models, reading, store, translate
 from .batching import Batcher
 from .cache import RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
@@ -44,10 +44,27 @@ class AttentionRun:
     k_labels: list[str]
     notice: str
     rollout: np.ndarray | None  # (T, T) after the last layer; None for cross-attention
+    # a modern decoder's layout, which the figures label: query heads per key/value head (grouped-query
+    # attention), and the sliding-window layers with their window (Gemma 3)
+    group_size: int = 1
+    local_layers: tuple[int, ...] = ()
+    window: int | None = None
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
         return self.attn.shape
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head query head `head` reads (itself without grouped-query attention)."""
+        return head // self.group_size
+
+    @property
+    def first_token_share(self) -> np.ndarray:
+        """(n_layer, n_head): the mean weight the queries after the first put on the first token (the "attention
+        sink" of trained LLMs); nan for a one-token text."""
+        if self.attn.shape[2] < 2:
+            return np.full(self.attn.shape[:2], np.nan, dtype=np.float32)
+        return self.attn[:, :, 1:, 0].mean(axis=-1)
 
     def focus(self, layer, head, query, notices: list[str] | None = None) -> tuple[int, int, int]:
         """(layer, head, query position) a view of this run draws large, each clamped once to the run's sizes."""
@@ -109,7 +126,12 @@ def _translator_run(name: str, net, tokenizer, text: str, group: str) -> Attenti
 
 def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
     rollout = None if group == "cross" else attention_rollout(attn)[-1].numpy()
-    return AttentionRun(name, group, attn.numpy().astype(np.float32), q, k, cut, rollout)
+    config = store.config(name)
+    n_head = config.get("n_head", attn.shape[1])
+    window = config.get("sliding_window")
+    local = tuple(i for i in range(attn.shape[0]) if window and (i + 1) % config["global_every"])
+    return AttentionRun(name, group, attn.numpy().astype(np.float32), q, k, cut, rollout,
+                        n_head // (config.get("n_kv_head") or n_head), local, window)
 
 
 _runs: RunCache[AttentionRun] = RunCache(size=64)
@@ -186,12 +208,13 @@ def while_generating_run(model: str, text: str | None, n_new) -> WhileGenerating
     net, tokenizer = models.load(name)
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len) - n_new, keep="last")
     run = _runs.get(models.key(name, tuple(read.ids), "generate", n_new),
-                    lambda: _generate(net, tokenizer, read.ids, n_new))
+                    lambda: _generate(name, net, tokenizer, read.ids, n_new))
     return replace(run, notice=notice(cut, read.notice, *notices))
 
 
-def _generate(net, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
-    gen = attention_while_generating(net, ids, n_new)
+def _generate(name: str, net, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
+    with llms.lane(name):  # a real LLM generates in the one lane of the real LLMs
+        gen = attention_while_generating(net, ids, n_new)
     labels = [tokenizer.decode([i]) for i in gen.ids]
     return WhileGeneratingRun(labels, gen.n_prompt, [r.numpy() for r in gen.rows], tokenizer.decode(gen.generated),
                               "")

@@ -13,7 +13,7 @@ from transformer_core import CheckpointError, EncoderClassifier
 from transformer_core.analysis import concepts as core
 from transformer_core.tokenization import TokenizerError
 
-from . import models, store
+from . import llms, models, store
 from .markdown import literal
 from .policy import InputError, truncate
 
@@ -57,8 +57,10 @@ def whole(value, name: str, lo: int, hi: int) -> int:
 
 
 def shipped_models() -> list[str]:
-    """The checkpoints of the one registry (lab/models.py), by name; GPT-2, which is downloaded, is not shipped."""
-    return sorted(c.name for c in models.registry(include_cheats=True) if c is not models.GPT2)
+    """The checkpoints of the one registry (lab/models.py), by name; GPT-2 and the real LLMs, which are downloaded,
+    are not shipped."""
+    return sorted(c.name for c in models.registry(include_cheats=True)
+                  if c is not models.GPT2 and c.name not in llms.LLMS)
 
 
 def weighted_average(x_text, use_projections, wq_text, wk_text, wv_text, scaled):

@@ -9,6 +9,7 @@ asking for the same seeded sample computes it once.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,18 +25,21 @@ from transformer_core import (
 )
 from transformer_core.decoding.beam import MAX_WIDTH
 
-from . import models, reading, store
+from . import llms, models, reading, store
 from .cache import RunCache
 from .policy import InputError, clamp, fit_tokens, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
 TANG = Message("generate.model.tang")
-# the shipped language models' picker names; any other language model in the model folder is offered under
-# its registry label (see `choices`)
-MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", GPT2: store.GPT2}
-# the language models here have no end token: every beam has the same length, so no length penalty
-# can change their ranking (it would, for a model that can end a text early)
+SMOLLM2 = Message("generate.model.smollm2")
+GEMMA = Message("generate.model.gemma")
+# the shipped language models' and the real LLMs' picker names; any other language model in the model folder is
+# offered under its registry label (see `choices`)
+MODELS = {SHIPPED: "shakespeare-lm", TANG: "tang-poems-char", SMOLLM2: llms.SMOLLM2.name, GEMMA: llms.GEMMA3.name,
+          GPT2: store.GPT2}
+# a language model without an end token gives every beam the same length, so no length penalty can change
+# their ranking (it does for a model that ends its texts: the real LLMs)
 NO_END_TOKEN = Message("generate.no_end_token")
 # a poem of the Tang LM ends at a blank line (its training text separates poems so): the text stops there
 STOP_AT = {"tang-poems-char": "\n\n"}
@@ -43,6 +47,10 @@ MODES = ("sample", "greedy", "beam")
 MAX_NEW_TOKENS = 200
 BEAM_MAX_NEW_TOKENS = 40  # every beam step is drawn; longer trees stop being readable
 EMPTY_PROMPT = "\n"  # an empty prompt starts the text from a new line
+# What one request may ask of a real LLM (~0.05-0.1 s of a core a token here): the prompt's last tokens it reads,
+# and the seconds its generation may run before it stops with a notice. Their new tokens are MAX_NEW_TOKENS too.
+LLM_PROMPT_TOKENS = 512
+LLM_SECONDS = llms.LANE_SECONDS
 
 
 def choices() -> dict[str, str]:
@@ -77,6 +85,43 @@ def load(label: str) -> tuple[object, object, str]:
         return model, tokenizer, Message("generate.gpt2_fallback", error=str(e).rstrip("."))
 
 
+def stop_ids(name: str, tokenizer) -> tuple[int, ...]:
+    """The ids of the tokens that end a text or a turn of checkpoint `name` (its config's "stop_tokens": a real
+    LLM's <|im_end|>, <eos>); () for a model that never ends one."""
+    try:
+        tokens = store.config(name).get("stop_tokens") or ()
+    except Exception:  # noqa: BLE001 -- GPT-2 offline, a folder gone: no end token known
+        return ()
+    return tuple(i for i in (tokenizer.token_to_id(t) for t in tokens) if i is not None)
+
+
+def chat_template(name: str) -> str | None:
+    """The chat template (Jinja) checkpoint `name` ships, None for a model that has none."""
+    try:
+        return store.config(name).get("chat_template")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+QUESTION = "\x00question\x00"  # stands for the person's text while the template is rendered
+
+
+def chat_prompt(template: str, tokenizer, question: str) -> tuple[str, list[int], int]:
+    """(the prompt the template writes around `question`, its ids, how many of them the template wrote).
+
+    The template is rendered in Jinja's sandbox, as transformers renders it; its own text is read with its
+    special tokens as control tokens (<|im_start|>), and the question as text, so a question that spells a
+    control token stays text."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    rendered = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template).render(
+        messages=[{"role": "user", "content": QUESTION}], add_generation_prompt=True)
+    before, _, after = rendered.partition(QUESTION)
+    around = tokenizer.encode_template(before), tokenizer.encode_template(after)
+    asked = tokenizer.encode(question, add_special_tokens=False)
+    return before + question + after, [*around[0], *asked, *around[1]], len(around[0]) + len(around[1])
+
+
 @dataclass(frozen=True)
 class Request:
     """Validated inputs: prompt ids, sampling config, limits, and what was changed to fit."""
@@ -90,6 +135,7 @@ class Request:
     width: int
     length_penalty: float
     notices: tuple[str, ...]
+    stops: tuple[int, ...] = ()  # the ids that end the text (a real LLM's end of turn)
 
     @property
     def key(self) -> tuple:
@@ -104,18 +150,22 @@ class Request:
 
 
 def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k, top_p, min_p,
-          repetition_penalty, max_new_tokens, seed, width=4, length_penalty=1.0) -> Request:
-    """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix."""
+          repetition_penalty, max_new_tokens, seed, width=4, length_penalty=1.0, chat=False) -> Request:
+    """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix. With `chat`, a model that
+    ships a chat template reads the prompt as a question inside it."""
     notices: list[str] = []
     if mode not in MODES:
         raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
+    name = checkpoint(label)
+    if name in llms.LLMS:  # a real LLM reads the end of a long prompt: its prefill is its slowest step
+        max_len = min(max_len, LLM_PROMPT_TOKENS + (max_new_tokens_limit(mode) if mode == "beam" else 0))
     text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
-    text, simplified = models.read_as(checkpoint(label), text)
+    text, simplified = models.read_as(name, text)
     notices.extend(n for n in (cut, simplified) if n)
     if not text:
         text = EMPTY_PROMPT
         notices.append(Message("generate.empty_prompt"))
-    limit = BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
+    limit = max_new_tokens_limit(mode)
     max_new = clamp(max_new_tokens, 1, limit, Message("setting.new_tokens_beam" if mode == "beam" else "setting.new_tokens"),
                     notices)
     width = clamp(width, 1, MAX_WIDTH, Message("setting.beam_width"), notices)
@@ -129,6 +179,12 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     if tokens.notice:
         notices.append(Message("generate.prompt_cut", n=len(tokenizer.encode(text)), room=room, max_len=max_len))
         text = tokenizer.decode(ids)
+    template = chat_template(name) if _checked(chat) else None
+    if _checked(chat) and template is None:
+        notices.append(Message("generate.no_chat_template"))
+    elif template is not None:
+        text, ids, n_template = chat_prompt(template, tokenizer, text)
+        notices.append(Message("generate.chat", n_template=n_template, n_question=len(ids) - n_template))
     try:
         config = SamplingConfig(
             temperature=0.0 if mode == "greedy" else float(temperature),
@@ -141,10 +197,20 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
         raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
-    if mode == "beam" and length_penalty != 1.0:
+    stops = stop_ids(name, tokenizer)
+    if mode == "beam" and length_penalty != 1.0 and not stops:
         notices.append(NO_END_TOKEN)
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty,
-                   tuple(n for n in notices if n))
+                   tuple(n for n in notices if n), stops)
+
+
+def max_new_tokens_limit(mode: str) -> int:
+    return BEAM_MAX_NEW_TOKENS if mode == "beam" else MAX_NEW_TOKENS
+
+
+def _checked(value) -> bool:
+    """A checkbox's value from any client: True, or a string a link or API client may send ("1", "true")."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"))
 
 
 @dataclass
@@ -181,15 +247,19 @@ def new_session(request: Request) -> Session:
 
 
 def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: int,
-                 stop: str = "") -> Iterator[Session]:
+                 stop: str = "", stops: tuple[int, ...] = (), seconds: float | None = None) -> Iterator[Session]:
     """Advance `session` by n sampled tokens, yielding it after each one (KV cache reused within the call);
-    with `stop`, the text ends early once the new text ends with it."""
+    with `stop`, the text ends early once the new text ends with it; with `stops`, once a token of them is
+    chosen (an end of turn); with `seconds`, once that much time has passed (said in the session's notice)."""
     sampler = Sampler(config)
     sampler.step = len(session.records)
     if session.rng_state is not None:
         sampler.generator.set_state(session.rng_state)
-    cache = None
+    cache, started = None, time.monotonic()
     for _ in range(n):
+        if seconds is not None and time.monotonic() - started > seconds:
+            session.notice = Message("generate.time_limit", seconds=seconds, n=len(session.records))
+            return
         logits, cache = next_token_logits(model, session.ids, cache)
         token, record = sampler(logits, session.ids)
         session.ids.append(token)
@@ -197,7 +267,7 @@ def sample_steps(model, tokenizer, session: Session, config: SamplingConfig, n: 
         session.records.append(record)
         session.rng_state = sampler.generator.get_state()
         yield session
-        if stop and "".join(session.pieces[-len(stop):]).endswith(stop):
+        if token in stops or stop and "".join(session.pieces[-len(stop):]).endswith(stop):
             return
 
 
@@ -213,8 +283,9 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
     """
 
     def produce() -> Iterator[Session]:
-        return sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
-                            STOP_AT.get(checkpoint(request.model), ""))
+        with llms.lane(checkpoint(request.model)):  # a real LLM's text is written in its lane; a cached one is not
+            yield from sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
+                                    STOP_AT.get(checkpoint(request.model), ""), request.stops, seconds(request))
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
     yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)
@@ -233,9 +304,15 @@ def step(model, tokenizer, request: Request, session: Session | None) -> Session
     else:
         session = copy.deepcopy(session)
         session.notice = ""
-    for session in sample_steps(model, tokenizer, session, request.config, 1):
-        pass
+    with llms.lane(checkpoint(request.model)):
+        for session in sample_steps(model, tokenizer, session, request.config, 1, stops=request.stops):
+            pass
     return session
+
+
+def seconds(request: Request) -> float | None:
+    """How long the request's generation may run: LLM_SECONDS for a real LLM, no bound for the small models."""
+    return LLM_SECONDS if checkpoint(request.model) in llms.LLMS else None
 
 
 @dataclass(frozen=True)
@@ -258,13 +335,15 @@ def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
 
 
 def beam_run(model, tokenizer, request: Request) -> BeamRun:
-    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
+    with llms.lane(checkpoint(request.model)):
+        return BeamRun(beam(model, request), sampled(model, tokenizer, request),
+                       Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:
     """Beam search of the request's width and length penalty."""
     return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
-                          request.length_penalty)
+                          request.length_penalty, eos_id=request.stops or None)
 
 
 def sampled(model, tokenizer, request: Request) -> Session:

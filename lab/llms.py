@@ -22,8 +22,13 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from i18n import Message
+
+from .policy import InputError
 
 log = logging.getLogger("transformer_lab")
 FETCH_COMMAND = "python -m tools.llms"
@@ -58,6 +63,12 @@ CARDS = Path(__file__).resolve().parent / "llm_cards"
 
 _making: dict[str, str] = {}  # name -> what is happening to it now ("fetching"), while a thread makes it
 _lock = threading.Lock()
+# The one lane of the real LLMs' generations: one at a time in the whole app (a thread may enter again: beam search
+# samples a text beside its tree). The Generate button's queue ("llm", ui/events.py) keeps them in line; any other
+# path that finds the lane taken is told at once how long to wait, instead of holding a worker while it waits.
+_lane = threading.RLock()
+_lane_since: list[float] = []  # when the generation in the lane started (for "try again in N s")
+LANE_SECONDS = 30.0  # the longest a generation may hold the lane (lab/generate.py stops it then)
 
 
 def make(llm: LLM, llm_dir: Path) -> Path:
@@ -89,6 +100,24 @@ def make(llm: LLM, llm_dir: Path) -> Path:
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return llm_dir / llm.name
+
+
+@contextlib.contextmanager
+def lane(name: str | None):
+    """Run a generation of checkpoint `name` in the LLMs' lane (nothing to wait for when it is no real LLM);
+    InputError when another generation holds it."""
+    if name not in LLMS:
+        yield
+        return
+    if not _lane.acquire(blocking=False):
+        waited = time.monotonic() - _lane_since[0] if _lane_since else 0.0
+        raise InputError(Message("llms.busy", seconds=max(1, round(LANE_SECONDS - waited))))
+    try:
+        _lane_since.append(time.monotonic())
+        yield
+    finally:
+        _lane_since.pop()
+        _lane.release()
 
 
 def missing(llm_dir: Path | None) -> list[LLM]:

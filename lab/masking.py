@@ -142,24 +142,34 @@ def gallery_masks(n: int, lengths: list[int], s: MaskSettings) -> list[tuple[str
 _runs: RunCache[MaskingRun] = RunCache(size=32)
 
 
+BY_LANGUAGE = ""  # the picker's first choice: the language model the text's language routes to
+
+
+def models_offered() -> dict[str, str]:
+    """The Masking tab's picker: label -> checkpoint name, the language models a mask can be tried on (GPT-2, which
+    needs the Hub, and the cheating lesson's models aside), the real LLMs among them."""
+    return {label: name for label, name in models.choices(arch="DecoderLM").items() if name != store.GPT2}
+
+
 def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, global_text: str | None,
-                causal: bool) -> MaskingRun:
-    """The gallery for the text and the shipped LM read with its causal mask and with the chosen one
-    (the Tang-poetry LM when the text is mostly Chinese)."""
+                causal: bool, model: str | None = BY_LANGUAGE) -> MaskingRun:
+    """The gallery for the text and a language model read with its causal mask and with the chosen one: `model`
+    (a picker label or name), or by default the one the text's language routes to (the Tang-poetry LM when the
+    text is mostly Chinese, else the Shakespeare LM)."""
     text, cut = truncate(text)
-    name = lm_for(text)
-    model, tokenizer = models.load(name)
+    name = models.resolve(model, arch="DecoderLM") if model else lm_for(text)
+    net, tokenizer = models.load(name)
     text, simplified = models.read_as(name, text)
-    tokens = reading.read(name, tokenizer, text, min(MAX_TOKENS, model.config.max_len), min_tokens=2)
+    tokens = reading.read(name, tokenizer, text, min(MAX_TOKENS, net.config.max_len), min_tokens=2)
     text_b = models.read_as(name, truncate(text_b)[0])[0]
     if not tokenizer.tokens(text_b):
         raise InputError(Message("masking.empty_second"))
     tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
-    read_by = Message("masking.read_by_poetry_lm") if name == POETRY_LM else ""
+    read_by = Message("masking.read_by_poetry_lm") if name == POETRY_LM and not model else ""
     notices = [cut, simplified, read_by, tokens.notice]
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = models.key(name, tuple(tokens.ids), tuple(tokens_b.ids), s)
-    run = _runs.get(key, lambda: _compute(model, tokenizer, tokens, tokens_b, s))
+    run = _runs.get(key, lambda: _compute(net, tokenizer, tokens, tokens_b, s))
     return replace(run, notice=notice(*notices))
 
 

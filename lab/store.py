@@ -115,6 +115,11 @@ def llm_dir() -> Path | None:
     return _llm_dir
 
 
+def llm_names() -> list[str]:
+    """The real LLMs this store lists (none without an LLM folder)."""
+    return list(llms.LLMS) if _llm_dir is not None else []
+
+
 def folder(name: str) -> Path:
     """`<model dir>/<name>` (a real LLM's: `<LLM dir>/<name>`), refusing a name that would read outside the model
     folder ("../x", "/etc")."""

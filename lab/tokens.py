@@ -9,7 +9,7 @@ from pathlib import Path
 from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN, BpeTraining, TextTokenizer, TokenizerError, TokenSpan, train_bpe_steps
 
-from . import models, store
+from . import llms, models, store
 from .policy import MAX_CHARS, InputError, clamp, mostly_chinese, truncate
 
 # the real BPEs whose merges the replay slider walks through: the Shakespeare BPE, and for a mostly Chinese
@@ -35,7 +35,7 @@ def shipped_tokenizers() -> tuple[list[tuple[str, TextTokenizer, str]], list[str
     """([(label, tokenizer, the first of its models' names)] for every `<model dir>/*/tokenizer.json`; [problems]).
 
     Tokenizers that are not byte-level (characters, WordPiece) come first, then the Shakespeare BPE,
-    then the other BPEs by name.
+    then the other BPEs by name, then the real LLMs' (`<LLM dir>/*/tokenizer.json`).
     Models that ship the very same tokenizer file appear once, labelled with all their names.
     A file that cannot be read is reported as a problem instead of hiding the others.
     The files are read again only when the model folder changes, not on every request.
@@ -53,18 +53,21 @@ def _read_shipped() -> tuple[list[tuple[str, TextTokenizer, str]], list[str]]:
     names_by_file: dict[str, list[str]] = {}
     for path in sorted(Path(store.model_dir()).glob("*/tokenizer.json")):
         names_by_file.setdefault(path.read_text(encoding="utf-8", errors="replace"), []).append(path.parent.name)
+    # the real LLMs' tokenizers, those made, after ours (each its own: Gemma's file alone is 33 MB, never compared)
+    real = [[name] for name in store.llm_names() if (store.folder(name) / "tokenizer.json").is_file()]
     found, problems = [], []
-    for names in names_by_file.values():
+    for names in [*names_by_file.values(), *real]:
         try:
             tokenizer = store.tokenizer(names[0])
         except TokenizerError as error:
             problems.append(Message("tokens.skipped", names=", ".join(names), error=error))
             continue
-        label = Message("tokens.panel_label", names=", ".join(names), kind=Message(f"tokens.kind.{tokenizer.kind}"),
+        shown = ", ".join(llms.LLMS[n].title if n in llms.LLMS else n for n in names)
+        label = Message("tokens.panel_label", names=shown, kind=Message(f"tokens.kind.{tokenizer.kind}"),
                         vocab=tokenizer.vocab_size)
         # the text is read as the tokenizer's models read it: converted to simplified when one learned that script
         reader = next((n for n in names if models.checkpoint(n).script), names[0])
-        found.append(((tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer, reader))
+        found.append(((names in real, tokenizer.is_byte_level, REPLAY_MODEL not in names), label, tokenizer, reader))
     return [(label, tokenizer, reader) for _, label, tokenizer, reader in sorted(found, key=lambda item: item[0])], \
         problems
 

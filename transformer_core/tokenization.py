@@ -174,10 +174,23 @@ class TextTokenizer:
 
     # -- encoding
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """The ids a model reads: the text's tokens, inside any its file adds around them (a BERT
-        WordPiece file: [CLS] ... [SEP], as in pre-training; our own tokenizers add none)."""
-        return self._tokenizer.encode(sanitize(text)).ids
+        WordPiece file: [CLS] ... [SEP], as in pre-training; Gemma's <bos>; our own tokenizers add none),
+        unless `add_special_tokens` is False (a part of a longer prompt)."""
+        return self._tokenizer.encode(sanitize(text), add_special_tokens=add_special_tokens).ids
+
+    def encode_template(self, text: str) -> list[int]:
+        """The ids of text a template wrote (a chat template's "<|im_start|>user"): its special tokens are the
+        control tokens themselves. A person's text is never read so (`encode`)."""
+        ids = []
+        pattern = "|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True))
+        for i, part in enumerate(re.split(f"({pattern})", text) if pattern else [text]):
+            if i % 2:
+                ids.append(self.token_to_id(part))
+            elif part:
+                ids.extend(self.encode(part, add_special_tokens=False))
+        return ids
 
     def decode(self, ids: list[int]) -> str:
         return self._tokenizer.decode(list(ids), skip_special_tokens=False)

@@ -33,6 +33,9 @@ class Serving:
 
 
 GENERATION = Serving(2, "generation")  # token-by-token decoding: the slowest model calls
+# a real LLM's generation (~0.05-0.1 s of a core a token): one at a time in the whole app, in a queue of its own,
+# so the small models' generations never wait behind it (lab/llms.lane keeps every other path to one as well)
+LLM = Serving(1, "llm")
 # the machine to itself; one app-wide slot, and one run waiting for it: the next hears "busy, try again in N s"
 TRAINING = Serving(1, "training", agents=False, admits=2)
 NEEDS_SESSION = Serving(agents=False)  # reads a gr.State an agent cannot hold
@@ -58,6 +61,8 @@ ENDPOINTS: dict[str, Serving] = {
     "cheating": GENERATION,
     "generate": GENERATION,
     "generate_step": Serving(2, "generation", agents=False),
+    "generate_llm": LLM,
+    "generate_llm_step": Serving(1, "llm", agents=False),
     "generate_inspect": NEEDS_SESSION,
     "generate_temperatures": GENERATION,
     "classify": Serving(16),  # as attention: its passes are shared

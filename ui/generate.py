@@ -15,7 +15,7 @@ import gradio as gr
 
 from i18n import render, t
 from lab import generate as use
-from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, TANG, Session
+from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, SMOLLM2, TANG, Session
 from ui import events
 from ui.handlers import cached, Action, handler
 from ui.i18n import choice, language, text as _
@@ -90,21 +90,22 @@ def _outputs(notices, session: Session, tokenizer, lang: str, streaming: bool = 
     )
 
 
-def _request(model_label, *settings):
+def _request(model_label, *settings, chat=False):
     model, tokenizer, loaded = use.load(model_label)
-    request = use.check(model_label, tokenizer, model.config.max_len, *settings)
+    request = use.check(model_label, tokenizer, model.config.max_len, *settings, chat=chat)
     return model, tokenizer, request, [n for n in (loaded, *request.notices) if n]
 
 
 @cached
 @handler
 def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
-             seed, width, length_penalty, lang="en"):
+             seed, width, length_penalty, chat=False, lang="en"):
     """A language model continues a prompt: streamed token by token (sample, greedy) with each step's
     candidates, or beam search with its tree.
 
     Args:
-        model_label: "Shakespeare LM (shipped)" or GPT-2 (needs the Hugging Face Hub)
+        model_label: "Shakespeare LM (shipped)", "Tang poems, character LM (shipped)", a real LLM
+            ("smollm2-135m-instruct", "gemma-3-270m") or GPT-2 (needs the Hugging Face Hub)
         prompt: the text to continue
         mode: "sample", "greedy" or "beam"
         temperature: 0 = greedy; below 1 sharper, above 1 flatter
@@ -116,9 +117,11 @@ def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repeti
         seed: the random seed: the same seed gives the same text
         width: beam width (beam search)
         length_penalty: beam search's length penalty
+        chat: wrap the prompt in the model's chat template (SmolLM2); other models read it as it is
     """
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
-                                                  repetition_penalty, max_new_tokens, seed, width, length_penalty)
+                                                  repetition_penalty, max_new_tokens, seed, width, length_penalty,
+                                                  chat=chat)
     last = None
     for last in use.run(model, tokenizer, request):
         if isinstance(last, use.BeamRun):
@@ -127,7 +130,7 @@ def generate(model_label, prompt, mode, temperature, top_k, top_p, min_p, repeti
             waiting = t("generate.running_beam", lang) if request.mode == "beam" else ""
             yield _outputs(notices, last, tokenizer, lang, streaming=True, info=waiting)
     if isinstance(last, Session):
-        yield _outputs(notices, last, tokenizer, lang)
+        yield _outputs([*notices, last.notice] if last.notice else notices, last, tokenizer, lang)
 
 
 def _beam(beam: use.BeamRun, tokenizer, request: use.Request, notices: list[str], lang: str):
@@ -142,19 +145,21 @@ def _beam(beam: use.BeamRun, tokenizer, request: use.Request, notices: list[str]
 @cached
 @handler
 def beam_view(model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens,
-              seed, width, length_penalty, lang="en"):
+              seed, width, length_penalty, chat=False, lang="en"):
     """The beam tree and a sampled text for the current settings (run when the beam accordion opens)."""
     model, tokenizer, request, _ = _request(model_label, prompt, "beam", temperature, top_k, top_p, min_p,
-                                            repetition_penalty, max_new_tokens, seed, width, length_penalty)
+                                            repetition_penalty, max_new_tokens, seed, width, length_penalty,
+                                            chat=chat)
     return _beam(use.beam_run(model, tokenizer, request), tokenizer, request, [], lang)[4:6]
 
 
 @handler
 def step(session: Session | None, model_label, prompt, mode, temperature, top_k, top_p, min_p, repetition_penalty,
-         max_new_tokens, seed, width, length_penalty, lang="en"):
+         max_new_tokens, seed, width, length_penalty, chat=False, lang="en"):
     """One more token: continue the current text, or start one if the prompt or a setting changed."""
     model, tokenizer, request, notices = _request(model_label, prompt, mode, temperature, top_k, top_p, min_p,
-                                                  repetition_penalty, max_new_tokens, seed, width, length_penalty)
+                                                  repetition_penalty, max_new_tokens, seed, width, length_penalty,
+                                                  chat=chat)
     session = use.step(model, tokenizer, request, session)
     return _outputs([*notices, session.notice] if session.notice else notices, session, tokenizer, lang)
 
@@ -239,6 +244,19 @@ def _flowing_text(label) -> gr.HighlightedText:
     return gr.HighlightedText(label=label, show_legend=False, show_inline_category=False, elem_classes=["flowing-text"])
 
 
+def picked(model_label):
+    """A newly picked model: its run buttons (a real LLM's queue apart from the small models') and the chat box
+    (for a model with a chat template)."""
+    llm = use.checkpoint(model_label) in use.llms.LLMS
+    chats = use.chat_template(use.checkpoint(model_label) or "") is not None or model_label == SMOLLM2
+    return (gr.Button(visible=not llm), gr.Button(visible=llm), gr.Button(visible=not llm), gr.Button(visible=llm),
+            gr.Checkbox(visible=chats))
+
+
+# Enter in the prompt presses whichever Generate button shows (the small models' or the real LLMs')
+PRESS_RUN = "() => { document.querySelector('#generate-run:not(.hidden), #generate-run-llm:not(.hidden)')?.click(); }"
+
+
 def _examples(model_label, prompt, settings: Settings) -> None:
     """The example prompts of each model, with the settings that show it best (all but the length penalty)."""
     filled = [model_label, prompt, *settings[:-1]]
@@ -260,9 +278,14 @@ def build(lang: gr.State | None = None) -> Action:
                 model_label = gr.Radio([choice(m) for m in MODELS], value=SHIPPED, label=_("common.model"), elem_id="model")
                 prompt = gr.Textbox("ROMEO:\n", lines=2, label=_("generate.prompt"),
                                     placeholder=_("generate.prompt_placeholder"), elem_id="text")
+                chat = gr.Checkbox(False, label=_("generate.chat_box"), elem_id="chat", visible=False)
                 with gr.Row():  # the main buttons first: on a projector they must be on the first screen
+                    # a real LLM's buttons run in a queue of their own (ui/events: "llm"), shown when one is picked
                     run = gr.Button(_("generate.run"), variant="primary", elem_id="generate-run")
+                    run_llm = gr.Button(_("generate.run"), variant="primary", elem_id="generate-run-llm",
+                                        visible=False)
                     one = gr.Button(_("generate.one_more"))
+                    one_llm = gr.Button(_("generate.one_more"), visible=False)
                 settings = _settings()
             with gr.Column(scale=3):
                 notice = gr.Markdown()
@@ -281,12 +304,16 @@ def build(lang: gr.State | None = None) -> Action:
             with gr.Row():
                 temperatures = [_flowing_text(f"T = {temp}") for temp in CONTRAST_TEMPERATURES]
 
-        inputs = [model_label, prompt, *settings, lang]
+        inputs = [model_label, prompt, *settings, chat, lang]
         outputs = [notice, text, step_slider, bars, tree, compare, session]
         _examples(model_label, prompt, settings)
+        model_label.change(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False,
+                           api_visibility="private", show_progress="hidden")
         events.on(run.click, generate, inputs, outputs, api_name="generate")
-        events.on(prompt.submit, generate, inputs, outputs, api_name=False)
+        events.on(run_llm.click, generate, inputs, outputs, api_name="generate_llm")
+        prompt.submit(None, js=PRESS_RUN)
         events.on(one.click, step, [session, *inputs], outputs, api_name="generate_step")
+        events.on(one_llm.click, step, [session, *inputs], outputs, api_name="generate_llm_step")
         events.on(step_slider.input, inspect, [session, model_label, step_slider, lang], bars,
                   api_name="generate_inspect")
         events.on(text.select, select_token, [session, model_label, lang], [step_slider, bars], api_name=False)

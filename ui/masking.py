@@ -16,8 +16,8 @@ from i18n import render, t
 from lab import masking as use, store
 from lab.policy import notice
 from ui import events
-from ui.handlers import cached, Action, handler
-from ui.i18n import language, text as _
+from ui.handlers import cached, Action, handler, model_changed
+from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import masking as views
 from lab.markdown import literal
@@ -39,9 +39,14 @@ def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str
 @cached
 @handler
 def masking(text: str, text_b: str, kind: str, w: float, dilation: float, global_text: str, causal: bool,
-            layer: float, head: float, position: float, lang: str = "en"):
-    """Gallery of masks for the text, and the shipped LM read with its causal mask vs the chosen one."""
-    run = use.masking_run(text, text_b, kind, w, dilation, global_text, causal)
+            layer: float, head: float, position: float, model: str = use.BY_LANGUAGE, lang: str = "en"):
+    """Gallery of masks for the text, and a language model read with its causal mask vs the chosen one.
+
+    Args:
+        model: a language model ("smollm2-135m-instruct", "gemma-3-270m", "shakespeare-lm", ...); empty: the one
+            the text's language routes to
+    """
+    run = use.masking_run(text, text_b, kind, w, dilation, global_text, causal, model)
     notices = [run.notice]
     gallery = views.mask_gallery(views.gallery_panels(run.gallery, run.labels, run.labels_b, lang), lang)
     figures = effect_figures(run, layer, head, position, notices, lang)
@@ -59,6 +64,11 @@ def cheating(prompt: str, n_new: float, lang: str = "en"):
              for r in results]
     cut = render(cut, lang)
     return "\n\n".join(lines + ([cut] if cut else [])), views.training_curves(histories, lang)
+
+
+def picked(model: str, layer: float, head: float):
+    """The layer and head sliders sized to a newly picked language model (the Shakespeare LM's by language)."""
+    return model_changed(model or use.LM, layer, head)
 
 
 def _lm_size() -> tuple[int, int]:
@@ -82,6 +92,8 @@ def build(lang: gr.State | None = None) -> Action:
             kind = gr.Dropdown([(_(f"masking.kind.{k}"), k) for k in use.EFFECT_KINDS], value="none",
                                label=_("masking.mask"), elem_id="mask", scale=1)
             run = gr.Button(_("masking.run"), variant="primary", elem_id="masking-run", scale=1)
+        model = gr.Dropdown([(_("masking.by_language"), use.BY_LANGUAGE), *map(choice, use.models_offered())],
+                            value=use.BY_LANGUAGE, label=_("common.model"), elem_id="model")
         with gr.Row():
             # elem_ids keep the links' parameter names of the longer labels these boxes had
             text_b = gr.Textbox("To be, or not", label=_("masking.second_text"), elem_id="second_text_of_the_padding_batch")
@@ -110,9 +122,11 @@ def build(lang: gr.State | None = None) -> Action:
         with gr.Row():
             loss = gr.Plot(label=_("masking.loss_label"))
             top = gr.Plot(label=_("masking.top_label"))
-        inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, lang]
+        inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, model, lang]
         outputs = [notice_box, gallery, attention, loss, top]
         events.on(run.click, masking, inputs, outputs, api_name="masking")
+        model.input(picked, [model, layer, head], [layer, head], queue=False, api_visibility="private",
+                    show_progress="hidden")
         # a changed setting re-runs; the run itself is cached, so layer/head/position only re-slice it
         for control in (kind, causal):
             events.on(control.input, masking, inputs, outputs, api_name=False)

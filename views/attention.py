@@ -41,6 +41,7 @@ from views.kit import (
     position_labels,
     rounded,
     unchecked_figure,
+    wrapped,
 )
 
 IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG instead of a heatmap
@@ -54,8 +55,15 @@ def figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "e
     large, the head average per layer, query `query`'s row in every head, the rollout). The indices are the
     run's own (`run.focus` clamps them)."""
     n_layer, n_head, Tq, Tk = run.shape
-    grid = layer_head_grid(run.attn, run.q_labels, run.k_labels, t("attention.grid_title", lang, n_layer=n_layer,
-                                                                     n_head=n_head, n_query=Tq, n_key=Tk), lang)
+    title = t("attention.grid_title", lang, n_layer=n_layer, n_head=n_head, n_query=Tq, n_key=Tk)
+    if run.group_size > 1:
+        title += "<br>" + t("attention.grid_gqa", lang, n_kv=n_head // run.group_size, size=run.group_size)
+    if run.local_layers:
+        title += "<br>" + t("attention.grid_local", lang, window=run.window, n_local=len(run.local_layers))
+    grid = heatmap_grid(run.attn, run.q_labels, run.k_labels,
+                        [f"L{i}{_LOCAL_MARK if i in run.local_layers else ''}" for i in range(n_layer)],
+                        [f"H{j}" + (f" kv{run.kv_head(j)}" if run.group_size > 1 else "") for j in range(n_head)],
+                        title, lang)
     head_fig, rows_fig = focus_figures(run, layer, head, query, lang)
     average = layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
     if run.rollout is not None:
@@ -65,11 +73,34 @@ def figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "e
     return grid, head_fig, average, rows_fig, rollout
 
 
+_LOCAL_MARK = " ◧"  # beside a sliding-window layer's name in the grid (its title says what it means)
+NOTE_PX = 420  # a head title's notes are broken into lines of about this width (a half-width figure holds them)
+
+
+def head_title(run: AttentionRun, layer: int, head: int, lang: str = "en") -> str:
+    """"Layer 5, head 3", and what a modern decoder adds: the key/value head it shares and with whom, whether the
+    layer is a sliding-window one, and how much of its attention goes to the first token."""
+    lines = [t("attention.head_title", lang, layer=layer, head=head)]
+    notes = []
+    if run.group_size > 1:
+        kv = run.kv_head(head)
+        shared = [h for h in range(kv * run.group_size, (kv + 1) * run.group_size) if h != head]
+        notes.append(t("attention.head_kv", lang, kv=kv, heads=", ".join(f"H{h}" for h in shared)))
+    if layer in run.local_layers:
+        notes.append(t("attention.head_local", lang, window=run.window))
+    share = run.first_token_share[layer, head]
+    if run.group_size > 1 or run.local_layers or share > 0.5:  # trained LLMs park most attention there
+        notes.append(t("attention.head_sink", lang, share=float(share)))
+    lines += [f"<span style='font-size:12px'>{line}</span>" for note in notes
+              for line in wrapped(note, NOTE_PX).split("<br>")]
+    return "<br>".join(lines)
+
+
 def focus_figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "en") -> tuple[Figure, Figure]:
     """The two figures a slider redraws from the run it already has: (the head large, the query's row in every
     head)."""
-    head_fig = head_heatmap(run.attn[layer, head], run.q_labels, run.k_labels,
-                            t("attention.head_title", lang, layer=layer, head=head), lang)
+    head_fig = head_heatmap(run.attn[layer, head], run.q_labels, run.k_labels, head_title(run, layer, head, lang),
+                            lang)
     rows_fig = query_rows_heatmap(run.attn[:, :, query], run.k_labels,
                                   t("attention.rows_title", lang, query=query,
                                     token=plain(repr(run.q_labels[query]))), lang)
@@ -113,9 +144,14 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
         xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),
-        margin=dict(l=10, r=40, t=70 if title else 30, b=10),
+        margin=dict(l=10, r=40, t=_title_room(title, 70), b=10),
     )
     return unchecked_figure([heatmap], layout)
+
+
+def _title_room(title: str, one_line: int) -> int:
+    """The top margin for `title` over a grid's column names: `one_line` for one line, 18 px more a line."""
+    return one_line + 18 * title.count("<br>") if title else 30
 
 
 def _palette(levels: int) -> np.ndarray:
@@ -172,7 +208,7 @@ def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], 
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(len=0.8, title=dict(text=t("figure.weight", lang)))),
         # wide enough for the row titles and the colour bar (99 px drawn), so plotly draws it once (views/kit.py)
-        margin=dict(l=max(40, round(10 + max(map(label_px, row_titles)))), r=100, t=90 if title else 50, b=10),
+        margin=dict(l=max(40, round(10 + max(map(label_px, row_titles)))), r=100, t=_title_room(title, 90), b=10),
     )
     return unchecked_figure([image, colourbar], layout)
 

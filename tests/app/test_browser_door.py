@@ -47,7 +47,7 @@ def test_an_oversized_checkpoint_is_offered_last_marked_unavailable_with_its_rea
     assert UNAVAILABLE in [o.strip() for o in options]
     language_models = [o.strip() for o in options if "(language model)" in o]
     assert language_models[-1] == UNAVAILABLE  # listed after every model that loads
-    visit.page.locator("[role=option]", has_text="unavailable").scroll_into_view_if_needed()
+    visit.page.locator("[role=option]", has_text=UNAVAILABLE).scroll_into_view_if_needed()
     visit.page.screenshot(path=str(ARTIFACTS / "door-unavailable-model.png"))  # the open list, as it is seen
 
 

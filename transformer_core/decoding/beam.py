@@ -83,9 +83,10 @@ def beam_search(
     width: int,
     max_new_tokens: int,
     length_penalty: float = 1.0,
-    eos_id: int | None = None,
+    eos_id: int | tuple[int, ...] | None = None,
 ) -> BeamResult:
-    """Beam search from `prompt` with `width` beams (1 = greedy) for up to max_new_tokens steps.
+    """Beam search from `prompt` with `width` beams (1 = greedy) for up to max_new_tokens steps; a hypothesis
+    ends with `eos_id` (or any id of a tuple: a chat model's end of turn and end of text).
 
     The batch always has `width` rows: at the start every row holds the prompt but
     only row 0 is alive (the others score -inf), so the first step expands one beam.
@@ -94,6 +95,7 @@ def beam_search(
         raise ValueError(f"beam width must be between 1 and {MAX_WIDTH}, got {width}")
     if not prompt:
         raise ValueError("beam search needs a prompt of at least one token")
+    ends = {eos_id} if isinstance(eos_id, int) else set(eos_id or ())
     scores = [0.0] + [float("-inf")] * (width - 1)
     beams: list[list[int]] = [[] for _ in range(width)]
     feed = torch.tensor([prompt] * width)
@@ -119,7 +121,7 @@ def beam_search(
         for cumulative, b, token in ranked:
             if len(next_beams) == width:
                 status, slot = "pruned", None
-            elif token == eos_id:  # an ended hypothesis leaves the beam
+            elif token in ends:  # an ended hypothesis leaves the beam
                 status, slot = "finished", None
                 length = len(beams[b]) + 1
                 finished.append(Hypothesis(beams[b] + [token], cumulative, _score(cumulative, length, length_penalty)))
@@ -189,7 +191,7 @@ def encoder_decoder_step(model, src: torch.Tensor, src_lengths: torch.Tensor | N
 
 
 def beam_search_lm(model, prompt: list[int], width: int, max_new_tokens: int, length_penalty: float = 1.0,
-                   eos_id: int | None = None) -> BeamResult:
+                   eos_id: int | tuple[int, ...] | None = None) -> BeamResult:
     """Beam search with a DecoderLM. The prompt plus the new tokens must fit in the context (max_len)."""
     if len(prompt) + max_new_tokens > model.config.max_len:
         raise ValueError(

@@ -28,7 +28,7 @@ CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "READM
 HUB_PREFIX = "hf://"  # as huggingface_hub's file system writes Hub paths
 READS = ("languages", "script")  # what a checkpoint reads ({"languages": ["zh"], "script": "simplified"})
 # How a checkpoint whose matrices are stored in another form is read back: config.json's "weights" -> its loader,
-# (model class, folder, config) -> model. Each form's module adds its own (weights/int8.py), so the one loader
+# (model class, folder, config, device) -> model. Each form's module adds its own (weights/int8.py), so the one loader
 # below never imports them.
 LOADERS: dict[str, typing.Callable[[type, Path, dict, typing.Any], nn.Module]] = {}
 
