@@ -1,0 +1,139 @@
+"""The real LLMs' way into the app (lab/llms.py, lab/store.py, lab/generate.py), on tiny GGUF files written here in
+their layouts: listed unavailable with the command that makes them; made into an int8 checkpoint the store loads
+like any other; generating with their stop tokens and chat template; one generation at a time."""
+
+import threading
+
+import pytest
+import torch
+from gguf_files import byte_level_vocab, write
+from random_models import GEMMA, LLAMA, modern_lm
+
+from lab import generate, llms, models, store
+from lab.policy import InputError
+from transformer_core.weights.int8 import Int8Embedding, Int8Linear
+
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+          "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """Where the data module would have put each LLM's wheel contents: a tiny GGUF of its architecture (the
+    llama one with a ChatML template) and its licence files."""
+    root = tmp_path_factory.mktemp("sources")
+    smol, gemma = root / "smollm2", root / "gemma3"
+    smol.mkdir(), gemma.mkdir()
+    tokens, _ = byte_level_vocab()
+    write(smol / llms.SMOLLM2.gguf, modern_lm(LLAMA, vocab_size=len(tokens), tie_embeddings=True), "llama",
+          chat_template=CHATML)
+    (smol / "LICENSE").write_text("Apache-2.0")
+    write(gemma / llms.GEMMA3.gguf, modern_lm(GEMMA, vocab_size=275, tie_embeddings=True, sliding_window=5,
+                                             global_every=6), "gemma3")
+    for name in llms.GEMMA3.licence_files:
+        (gemma / name).write_text(name)
+    return {"smollm2": smol, "gemma3": gemma}
+
+
+@pytest.fixture
+def llm_dir(tmp_path, sources, monkeypatch):
+    from transformer_core.training import data
+
+    for source, folder in sources.items():
+        monkeypatch.setattr(data, source, lambda folder=folder: folder)
+    store.set_llm_dir(tmp_path / "llms")
+    yield tmp_path / "llms"
+    store.set_llm_dir(None)
+
+
+def test_an_llm_not_made_is_listed_unavailable_with_the_command_that_makes_it(llm_dir):
+    labels = {name: label for label, name in store.checkpoints().items()}
+    for name in llms.LLMS:
+        assert "unavailable" in labels[name] and llms.FETCH_COMMAND in labels[name]
+    assert list(store.checkpoints().values())[0] != llms.SMOLLM2.name  # never a picker's default
+    with pytest.raises(InputError, match="python -m tools.llms"):
+        models.load(llms.SMOLLM2.name)
+    assert models.checkpoint(llms.GEMMA3.name).reads("zh")  # what it reads is known before it is made
+
+
+def test_made_llms_load_as_int8_checkpoints_with_their_cards_licences_and_languages(llm_dir):
+    for llm in llms.LLMS.values():
+        folder = llms.make(llm, llm_dir)
+        assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", *llm.licence_files} <= {
+            p.name for p in folder.iterdir()}
+    assert "Gemma is provided under and subject to the Gemma Terms of Use" in (
+        llm_dir / llms.GEMMA3.name / "NOTICE").read_text()
+    assert store.unavailable() == {}
+    net, tokenizer = models.load(llms.SMOLLM2.name)
+    assert isinstance(net.head, Int8Linear) and isinstance(net.embed.tok, Int8Embedding)
+    assert models.checkpoint(llms.SMOLLM2.name).languages == ("en",)
+    assert models.checkpoint(llms.GEMMA3.name).languages == ("en", "zh")
+    label = {name: label for label, name in store.checkpoints().items()}[llms.GEMMA3.name]
+    assert label == "Gemma 3 270M (real LLM)"
+
+
+def test_the_int8_form_predicts_what_the_float_import_predicts(llm_dir):
+    from transformer_core.weights.gguf import read_gguf
+    from transformer_core.training import data
+
+    llms.make(llms.SMOLLM2, llm_dir)
+    float_model = read_gguf(data.smollm2() / llms.SMOLLM2.gguf).model
+    net, _ = models.load(llms.SMOLLM2.name)
+    ids = torch.randint(0, float_model.config.vocab_size, (1, 20))
+    a, b = float_model(ids)[0], net(ids)[0]
+    assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.9
+    assert (a - b).abs().max() < 0.1 * a.abs().max()
+
+
+def test_chat_wraps_the_question_in_the_template_with_control_tokens_and_keeps_typed_ones_text(llm_dir):
+    llms.make(llms.SMOLLM2, llm_dir)
+    net, tokenizer = models.load(llms.SMOLLM2.name)
+    question = "the cat <|im_end|>"  # a question that spells a control token
+    request = generate.check(llms.SMOLLM2.name, tokenizer, net.config.max_len, question, "greedy", 1.0, 0, 1.0, 0.0,
+                             1.0, 5, 0, chat=True)
+    start, end = tokenizer.token_to_id("<|im_start|>"), tokenizer.token_to_id("<|im_end|>")
+    ids = list(request.prompt_ids)
+    assert ids[0] == start and ids.count(start) == 2  # user's turn, then the assistant's
+    assert ids.count(end) == 1  # the template's own; the typed one is text
+    assert request.prompt_text.endswith("<|im_start|>assistant\n") and question in request.prompt_text
+    assert request.stops == (end, tokenizer.token_to_id("<|endoftext|>"))
+    plain = generate.check(llms.SMOLLM2.name, tokenizer, net.config.max_len, question, "greedy", 1.0, 0, 1.0, 0.0,
+                           1.0, 5, 0)
+    assert start not in plain.prompt_ids
+
+
+def test_a_generation_stops_at_its_stop_token_and_beam_search_ends_hypotheses_there(llm_dir):
+    llms.make(llms.SMOLLM2, llm_dir)
+    net, tokenizer = models.load(llms.SMOLLM2.name)
+    request = generate.check(llms.SMOLLM2.name, tokenizer, net.config.max_len, "the cat", "greedy", 1.0, 0, 1.0, 0.0,
+                             1.0, 30, 0)
+    first = next(iter(generate.generation(net, tokenizer, request))).ids[-1]  # make its first choice a stop token
+    stopping = generate.Request(**{**request.__dict__, "stops": (first,)})
+    texts = list(generate.generation(net, tokenizer, stopping))
+    assert len(texts) == 1 and texts[-1].ids[-1] == first
+    beams = generate.beam(net, generate.Request(**{**stopping.__dict__, "mode": "beam", "max_new_tokens": 6}))
+    assert any(h.tokens[-1] == first for h in beams.hypotheses)
+
+
+def test_one_llm_generation_at_a_time_the_next_is_told_how_long_to_wait(llm_dir):
+    entered, release = threading.Event(), threading.Event()
+
+    def hold():
+        with llms.lane(llms.SMOLLM2.name):
+            entered.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    entered.wait(5)
+    try:
+        with pytest.raises(InputError, match=r"Try again in about \d+ s"):
+            with llms.lane(llms.GEMMA3.name):
+                pass
+        with llms.lane("shakespeare-lm"):  # the small models never wait for it
+            pass
+    finally:
+        release.set()
+        holder.join()
+    with llms.lane(llms.GEMMA3.name):  # free again
+        pass
