@@ -7,10 +7,10 @@ checkpoints are made from, and is the reference:
 - check: for each model, our float32 import of the file (weights/gguf.py) against transformers' on 20 texts in
   English, Chinese and code (logits' max |difference|); 64 greedy tokens from each (identical?); our cached
   decoding against the full pass; token ids of both tokenizers on 500 texts (English, Chinese, code, emoji, runs
-  of spaces and newlines, the chat template), each difference listed with its reason; and the app's int8 form
+  of spaces and newlines, the chat template), each difference listed with its reason; and the app's float16 form
   against our float32 (top-1 agreement over every position of the 20 texts, max |difference|).
 - speed: greedy generation, a 64-token prompt and 64 new tokens, KV cache on both sides, at one thread and two:
-  ours in the app's int8 form against transformers' float32 and bfloat16 on the same weights, runs alternating;
+  ours in the app's float16 form against transformers' float32 and bfloat16 on the same weights, runs alternating;
   the first token's time (the prompt read, one token chosen). Where a built llama.cpp `llama-bench` is found
   (LLAMA_BENCH, or on the PATH) its figures are printed beside ours; else that is said.
 - memory: in a fresh process, the resident memory loading both LLMs through the app's store adds (weights and
@@ -147,18 +147,18 @@ def check(name: str) -> dict:
         theirs_chat = their_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
         theirs_chat = theirs_chat["input_ids"] if isinstance(theirs_chat, dict) else list(theirs_chat)
         chat = chat_ids == theirs_chat
-    agreement, int8_diff = int8_against_float(name, ours.model, their_tokenizer)
+    agreement, kept_diff = kept_against_float(name, ours.model, their_tokenizer)
     return {"logits_max_abs_diff": max(diffs), "greedy_64_identical": all(greedy_same),
             "cached_vs_full_max_abs_diff": max(cached_diffs), "tokenizer_texts": len(texts),
             "tokenizer_identical": len(texts) - len(differ),
             "tokenizer_unexplained": sum(d["reason"] == "unexplained" for d in differ),
             "tokenizer_differences": differ[:12], "chat_template_ids_identical": chat,
-            "int8_top1_agreement": agreement, "int8_logits_max_abs_diff": int8_diff}
+            "float16_top1_agreement": agreement, "float16_logits_max_abs_diff": kept_diff}
 
 
 @torch.no_grad()
-def int8_against_float(name: str, float_model, tokenizer) -> tuple[float, float]:
-    """Top-1 agreement at every position of the 20 texts, and the largest logit difference, of the app's int8
+def kept_against_float(name: str, float_model, tokenizer) -> tuple[float, float]:
+    """Top-1 agreement at every position of the 20 texts, and the largest logit difference, of the app's float16
     checkpoint against our float32 import."""
     kept = load_model(store.folder(name))
     same = total = 0
@@ -206,7 +206,7 @@ def speed(name: str, repeats: int) -> dict:
                         ids, max_new_tokens=64, do_sample=False, eos_token_id=None, pad_token_id=0), 64))
         best = max(statistics.median(v) for v in theirs.values())
         out[f"threads_{threads}"] = {
-            "ours_int8_tok_s": round(statistics.median(mine), 1),
+            "ours_float16_tok_s": round(statistics.median(mine), 1),
             **{f"transformers_{k}_tok_s": round(statistics.median(v), 1) for k, v in theirs.items()},
             "vs_faster_transformers": round(statistics.median(mine) / best, 2),
             "first_token_s": round(statistics.median(first), 3)}

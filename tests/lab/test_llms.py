@@ -1,5 +1,5 @@
 """The real LLMs' way into the app (lab/llms.py, lab/store.py, lab/generate.py), on tiny GGUF files written here in
-their layouts: listed unavailable with the command that makes them; made into an int8 checkpoint the store loads
+their layouts: listed unavailable with the command that makes them; made into a float16 checkpoint the store loads
 like any other; generating with their stop tokens and chat template; one generation at a time."""
 
 import threading
@@ -11,7 +11,7 @@ from random_models import GEMMA, LLAMA, modern_lm
 
 from lab import generate, llms, models, store
 from lab.policy import InputError
-from transformer_core.weights.int8 import Int8Embedding, Int8Linear
+from transformer_core.weights.float16 import HalfEmbedding, HalfLinear
 
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
           "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
@@ -56,7 +56,7 @@ def test_an_llm_not_made_is_listed_unavailable_with_the_command_that_makes_it(ll
     assert models.checkpoint(llms.GEMMA3.name).reads("zh")  # what it reads is known before it is made
 
 
-def test_made_llms_load_as_int8_checkpoints_with_their_cards_licences_and_languages(llm_dir):
+def test_made_llms_load_as_float16_checkpoints_with_their_cards_licences_and_languages(llm_dir):
     for llm in llms.LLMS.values():
         folder = llms.make(llm, llm_dir)
         assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", *llm.licence_files} <= {
@@ -65,14 +65,15 @@ def test_made_llms_load_as_int8_checkpoints_with_their_cards_licences_and_langua
         llm_dir / llms.GEMMA3.name / "NOTICE").read_text()
     assert store.unavailable() == {}
     net, tokenizer = models.load(llms.SMOLLM2.name)
-    assert isinstance(net.head, Int8Linear) and isinstance(net.embed.tok, Int8Embedding)
+    assert isinstance(net.head, HalfLinear) and isinstance(net.embed.tok, HalfEmbedding)
+    assert net.head.weight is net.embed.tok.weight and net.head.weight.dtype == torch.float16  # one table, kept once
     assert models.checkpoint(llms.SMOLLM2.name).languages == ("en",)
     assert models.checkpoint(llms.GEMMA3.name).languages == ("en", "zh")
     label = {name: label for label, name in store.checkpoints().items()}[llms.GEMMA3.name]
     assert label == "Gemma 3 270M (real LLM)"
 
 
-def test_the_int8_form_predicts_what_the_float_import_predicts(llm_dir):
+def test_the_float16_form_predicts_what_the_float_import_predicts(llm_dir):
     from transformer_core.weights.gguf import read_gguf
     from transformer_core.training import data
 
@@ -81,8 +82,8 @@ def test_the_int8_form_predicts_what_the_float_import_predicts(llm_dir):
     net, _ = models.load(llms.SMOLLM2.name)
     ids = torch.randint(0, float_model.config.vocab_size, (1, 20))
     a, b = float_model(ids)[0], net(ids)[0]
-    assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.9
-    assert (a - b).abs().max() < 0.1 * a.abs().max()
+    assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.9  # a random model has near-ties; SmolLM2: 1.0
+    assert 0 < (a - b).abs().max() < 1e-2 * a.abs().max()
 
 
 def test_chat_wraps_the_question_in_the_template_with_control_tokens_and_keeps_typed_ones_text(llm_dir):
