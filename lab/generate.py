@@ -26,7 +26,7 @@ from transformer_core.decoding.beam import MAX_WIDTH
 
 from . import models, reading, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, quoted, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
@@ -66,7 +66,7 @@ def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     name = checkpoint(label)
     if name is None:
-        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(choices())))
+        raise InputError(Message("generate.unknown_model", label=quoted(label), models=", ".join(choices())))
     try:
         model, tokenizer = models.load(name)
         return model, tokenizer, ""
@@ -108,7 +108,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     """Turn raw UI/API inputs into a Request, or raise InputError saying what to fix."""
     notices: list[str] = []
     if mode not in MODES:
-        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
+        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=quoted(mode)))
     text, cut = truncate(prompt, keep="last")  # the model continues from the end of the prompt
     text, simplified = models.read_as(checkpoint(label), text)
     notices.extend(n for n in (cut, simplified) if n)
@@ -140,7 +140,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     try:
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
-        raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
+        raise InputError(Message("generate.bad_length_penalty", value=quoted(length_penalty))) from None
     if mode == "beam" and length_penalty != 1.0:
         notices.append(NO_END_TOKEN)
     return Request(label, text, tuple(ids), config, mode, max_new, width, length_penalty,
