@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
-import math
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from gradio.i18n import I18nData
 from i18n import DEFAULT as DEFAULT_LANGUAGE, t
 from lab import live
 from ui.handlers import log
+from ui import values
 from ui.i18n import translated
 
 
@@ -261,8 +261,8 @@ def _guard(component) -> None:
 
     @functools.wraps(preprocess)
     def checked(self, payload):
-        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(self, (gr.Slider, gr.Number)):
-            error: Exception = ValueError(f"{payload} is not a finite number")
+        if (wrong := values.wrong_kind(self, payload)) is not None:
+            error: Exception = TypeError(wrong)
         else:
             try:
                 return preprocess(self, payload)
@@ -286,6 +286,8 @@ def _reason(component, lang: str) -> str:
     English in every locale and may quote the value or a Python type.)"""
     if getattr(component, "choices", None) is not None:
         return t("common.value_refused.choice", lang)
+    if (kind := values.reason_id(component)) is not None:
+        return t(kind, lang)
     if isinstance(component, (gr.Slider, gr.Number)):
         low, high = component.minimum, component.maximum
         if low is None or high is None:

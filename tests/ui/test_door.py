@@ -90,6 +90,35 @@ def test_a_refusal_names_the_input_by_its_label_not_by_a_catalogue_marker():
     assert refused.value.message.startswith("Seed:")
 
 
+@pytest.mark.parametrize("make, wrong, takes", [
+    (lambda: gr.Dropdown(["a", "b"], value="a", label=_("setting.seed")), ["a"], "not one of the choices"),
+    (lambda: gr.Radio(["x", "y"], value="x", label=_("setting.seed")), ["x", "y"], "not one of the choices"),
+    (lambda: gr.Checkbox(label=_("setting.seed")), ["a", "list"], "true or false"),
+    (lambda: gr.Checkbox(label=_("setting.seed")), "x" * 2_000_000, "true or false"),
+    (lambda: gr.Slider(0, 5, label=_("setting.seed")), "3", "from 0 to 5"),
+    (lambda: gr.Textbox(label=_("setting.seed")), ["a", "list"], "takes a text"),
+], ids=["a list of offered choices for a picker", "a list for a radio", "a list for a checkbox",
+        "2 MB of text for a checkbox", "a text for a slider", "a list for a text box"])
+def test_a_value_of_the_wrong_kind_is_refused_before_the_handler_sees_it(make, wrong, takes):
+    # Gradio passes a list of offered choices, or anything for a checkbox, on to the handler: an unhashable
+    # cache key there was HTTP 500 at the queue's door (issue 61: ten joins)
+    with gr.Blocks():
+        component, out = make(), gr.Textbox()
+        events.on(component.change, lambda value: value, component, out, api_name=False)
+    with pytest.raises(gr.Error) as refused:
+        component.preprocess(wrong)
+    assert refused.value.message.startswith("Seed: this value cannot be used") and takes in refused.value.message
+    assert len(refused.value.message) < 120
+
+
+def test_values_of_the_right_kind_still_pass():
+    with gr.Blocks():
+        picker, box, slider = gr.Dropdown([("one", 1), ("two", 2)], value=1), gr.Checkbox(), gr.Slider(0, 5)
+        events.on(picker.change, lambda *v: v[0], [picker, box, slider], gr.Textbox(), api_name=False)
+    assert picker.preprocess(2) == 2 and box.preprocess(False) is False and slider.preprocess(2.5) == 2.5
+    assert picker.preprocess(None) is None and box.preprocess(None) is None
+
+
 def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong():
     class Quoting(Exception):
         def __str__(self):
