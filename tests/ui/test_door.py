@@ -119,6 +119,36 @@ def test_values_of_the_right_kind_still_pass():
     assert picker.preprocess(None) is None and box.preprocess(None) is None
 
 
+def test_a_handler_failing_where_no_refusal_foresaw_says_so_rather_than_nothing():
+    from gradio import caching
+
+    from i18n import t
+    from ui.handlers import handler
+
+    @handler
+    def converts(text, lang="en"):
+        return int(text)  # ValueError past 4,300 digits: Gradio sent such a failure with an empty (null) message
+
+    with pytest.raises(gr.Error) as failed:
+        converts("1" * 5000, lang="zh-CN")
+    assert failed.value.message == t("common.server_failed", "zh-CN")
+
+    @handler
+    def probed(lang="en"):
+        raise caching.CacheMissError()  # the queue's "not cached", which it must still read as such
+
+    with pytest.raises(caching.CacheMissError):
+        probed()
+
+
+def test_a_refusal_is_never_longer_than_300_characters():
+    from lab.policy import InputError
+    from ui.handlers import MESSAGE_CHARS, user_error
+
+    assert MESSAGE_CHARS == 300
+    assert len(user_error(InputError("a list of every model: " + "model, " * 10_000)).message) <= MESSAGE_CHARS
+
+
 def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong():
     class Quoting(Exception):
         def __str__(self):
