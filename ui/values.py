@@ -28,7 +28,8 @@ def wrong_kind(component, payload) -> str | None:
     if isinstance(component, (gr.Slider, gr.Number)):
         if not _number(payload):
             return f"takes a number, not {_kind(payload)}"
-        return None if math.isfinite(payload) else f"{payload} is not a finite number"
+        finite = not isinstance(payload, float) or math.isfinite(payload)  # an int of 400 digits is no float
+        return None if finite else f"{payload} is not a finite number"
     if isinstance(component, gr.CheckboxGroup) or getattr(component, "multiselect", False):
         if isinstance(payload, list) and all(_choice(v) for v in payload):
             return None
