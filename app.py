@@ -21,7 +21,7 @@ import gradio as gr
 import i18n as catalogue
 from lab import cache, store
 from transformer_core import DeviceError, default_device
-from ui import about, admission, attention, concepts, events, forward, generate, masking, questions, sentiment
+from ui import about, admission, agents, attention, concepts, events, forward, generate, masking, questions, sentiment
 from ui import sessions, tokens, translate
 from ui.links import LECTURE_PRESETS, Links, REDRAW_LINKED, SCROLL_TO_STEP, next_step, previous_step, redraw_id
 from ui import i18n
@@ -304,6 +304,8 @@ def build_app() -> gr.Blocks:
         make_link.click(links.link_box, [current_tab, lang, *links.components], link_box, **shell).then(
             None, link_box, link_box, js=FULL_LINK, **shell)
     events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
+    agents.offer_tools(demo)  # the API page and the MCP tools: each view's data, not its page
+    agents.brief_mcp_refusals()
     events.speak_page_language(demo, lang)  # an input's refusal in the page's language
     return demo
 
@@ -368,8 +370,8 @@ def main(argv=None) -> None:
     if args.hub_repo:
         store.set_model_dir(hub_model_dir(args.hub_repo))
     store.warm()  # every shipped model loads now (the large ones beside the first pages), not at a student's click
-    # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...) is also
-    # a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
+    # mcp_server: every public endpoint (tokenize, attention, generate, classify, translate, ...: the data twins
+    # of ui/agents.py) is also a tool an agent can call, at /gradio_api/mcp/ (schema at /gradio_api/mcp/schema)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
     # run_history off: Gradio's history page kept every run's outputs in the browser's storage (300 kB an
     # Attention click) and rewrote it all at each click, so a click drawn in 0.35 s took 0.8 s by the 15th.
