@@ -313,7 +313,7 @@ def build_app() -> gr.Blocks:
 def serve_queue(demo: gr.Blocks) -> gr.Blocks:
     """`demo` with its queue, and at the queue's door the caps Gradio lacks (ui/admission.py)."""
     demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S)
-    admission.Admission(demo._queue, events.admits, events.seconds_until_free)
+    admission.Admission(demo._queue, events.admits, events.seconds_until_free, events.session_jobs)
     sessions.sweep_forever(demo)  # state only for open pages, briefly for the rest (ui/sessions.py)
     return demo
 

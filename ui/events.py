@@ -37,6 +37,9 @@ class Serving:
     gpu: bool = True  # lent a GPU per call on a ZeroGPU Space (a model runs in it)
     agents: bool = True  # listed as an MCP tool
     admits: int | None = None  # jobs the group holds at once, running and waiting (None: ui/admission.GROUP_JOBS)
+    # jobs of the group one session holds at once, running and waiting (None: ui/admission.SESSION_JOBS); 1 for a
+    # model whose every call holds a core for seconds, so one visitor's tabs cannot take them all
+    session_jobs: int | None = None
 
 
 GENERATION = Serving(2, "generation")  # token-by-token decoding: the slowest model calls
@@ -95,6 +98,11 @@ def queue_settings(endpoint: str | None, event_id: str) -> dict:
 def admits(group: str) -> int | None:
     """The jobs concurrency group `group` holds at once (ui/admission.py), None for the default."""
     return next((s.admits for s in ENDPOINTS.values() if s.group == group and s.admits is not None), None)
+
+
+def session_jobs(group: str) -> int | None:
+    """The jobs of concurrency group `group` one session holds at once (ui/admission.py), None for the default."""
+    return next((s.session_jobs for s in ENDPOINTS.values() if s.group == group and s.session_jobs is not None), None)
 
 
 def seconds_until_free(group: str) -> float:

@@ -229,6 +229,16 @@ def test_one_session_holds_a_few_jobs_of_a_kind_and_other_sessions_still_get_in(
     assert _join(queue, 1, "student", _request("151.101.1.69")) == "success"
 
 
+def test_a_group_declared_with_one_job_per_session_admits_one_per_session():
+    # a real LLM's generations (issue 61, item 4): ui/events.ENDPOINTS declares it as Serving(..., session_jobs=1)
+    queue = _Queue({0: "llm", 1: "tokenize"})
+    admission.Admission(queue, lambda g: None, lambda g: 0.0, lambda g: 1 if g == "llm" else None)
+    assert _join(queue, 0, "student", _request("151.101.1.69")) == "success"
+    assert _join(queue, 0, "student", _request("151.101.1.69")) == (429, admission.t("door.session_jobs", "en", n=1))
+    assert _join(queue, 0, "neighbour", _request("151.101.1.69")) == "success"
+    assert [_join(queue, 1, "student", _request("151.101.1.69")) for _ in range(2)] == ["success"] * 2
+
+
 def test_one_address_with_many_sessions_holds_at_most_its_share():
     queue = _door()
     flood = [_join(queue, 1, f"fake-{i}", _request("93.184.216.34")) for i in range(300)]
