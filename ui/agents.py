@@ -49,30 +49,34 @@ SUFFIX = "_data"  # a twin's endpoint name: the page endpoint's, then this
 def offer_tools(demo: gr.Blocks) -> None:
     """Give every page endpoint of `demo` offered to agents a data twin, listed in its place (see above). Call it
     once the tabs are built and their endpoints checked (`events.check_declared`)."""
-    answer = None
+    output = None
     for block_fn in list(demo.fns.values()):
         if block_fn.api_visibility != "public" or not events.ENDPOINTS[block_fn.api_name].agents:
             continue
-        if answer is None:
+        if output is None:
             with demo:
-                answer = gr.Textbox(visible=False, label="answer (JSON)", elem_id="agent-answer")
-        serving = events.ENDPOINTS[block_fn.api_name]
-        twin = DATA.get(block_fn.api_name) or read_as_data(block_fn.fn, block_fn.outputs)
+                output = gr.Textbox(visible=False, label="answer (JSON)", elem_id="agent-answer")
+        twin = DATA.get(block_fn.api_name)
+        if twin is None:  # it calls the page's function, lent a GPU already where it runs a model
+            twin = read_as_data(block_fn.fn, block_fn.outputs)
+            description = _description(twin) + READ_AS_DATA
+        else:
+            description = _description(twin)
+            twin = events.on_gpu(twin) if events.ENDPOINTS[block_fn.api_name].gpu else twin
         with demo:
-            gr.on([], events.on_gpu(twin) if serving.gpu else twin, block_fn.inputs, answer,
-                  api_name=block_fn.api_name + SUFFIX, api_description=_description(twin),
-                  concurrency_limit=block_fn.concurrency_limit, concurrency_id=block_fn.concurrency_id,
-                  queue=block_fn.queue, show_progress="hidden")
+            gr.on([], twin, block_fn.inputs, output, api_name=block_fn.api_name + SUFFIX,
+                  api_description=description, concurrency_limit=block_fn.concurrency_limit,
+                  concurrency_id=block_fn.concurrency_id, queue=block_fn.queue, show_progress="hidden")
         block_fn.api_visibility = "undocumented"  # callable by name, as before; listed no more
 
 
+READ_AS_DATA = (" Answers JSON: the view's outputs as data (texts, tables as headers and rows, each figure's title "
+                f"and numbers), at most {ANSWER_BYTES // 1024} KB.")
+
+
 def _description(twin) -> str:
-    """A tool's description: the first paragraph of its docstring, and what it answers."""
-    first = inspect.cleandoc(twin.__doc__ or "").split("\n\n")[0].replace("\n", " ")
-    if twin in DATA.values():
-        return first
-    return (f"{first} Answers JSON: the view's outputs as data (texts, tables as headers and rows, each figure's "
-            f"title and numbers), at most {ANSWER_BYTES // 1024} KB.")
+    """A tool's description: the first paragraph of its docstring."""
+    return inspect.cleandoc(twin.__doc__ or "").split("\n\n")[0].replace("\n", " ")
 
 
 def answer(data) -> str:
