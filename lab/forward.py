@@ -27,7 +27,7 @@ from transformer_core.decoding.seq2seq import Codec
 from . import models, reading, store
 from .translate import token_label
 from .cache import RunCache
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, quoted, source_text
 
 # The 19 stages, in order; a layer's stages (3-13) repeat for each block.
 STAGES = ("ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "concat", "attn_out", "resid_mid",
@@ -167,7 +167,7 @@ def stage_of(stage) -> str:
     if text.isdigit() and 1 <= int(text) <= len(STAGES):
         return STAGES[int(text) - 1]
     if text not in STAGES:
-        raise InputError(Message("forward.bad_stage", stage=repr(text[:40]), n=len(STAGES)))
+        raise InputError(Message("forward.bad_stage", stage=quoted(text), n=len(STAGES)))
     return text
 
 

@@ -27,7 +27,7 @@ from transformer_core.decoding.beam import MAX_WIDTH
 
 from . import llms, models, reading, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, quoted, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
@@ -74,7 +74,7 @@ def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     name = checkpoint(label)
     if name is None:
-        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(choices())))
+        raise InputError(Message("generate.unknown_model", label=quoted(label), models=", ".join(choices())))
     try:
         model, tokenizer = models.load(name)
         return model, tokenizer, ""
@@ -155,7 +155,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     ships a chat template reads the prompt as a question inside it."""
     notices: list[str] = []
     if mode not in MODES:
-        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
+        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=quoted(mode)))
     name = checkpoint(label)
     if name in llms.LLMS:  # a real LLM reads the end of a long prompt: its prefill is its slowest step
         max_len = min(max_len, LLM_PROMPT_TOKENS + (max_new_tokens_limit(mode) if mode == "beam" else 0))
@@ -196,7 +196,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     try:
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
-        raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
+        raise InputError(Message("generate.bad_length_penalty", value=quoted(length_penalty))) from None
     stops = stop_ids(name, tokenizer)
     if mode == "beam" and length_penalty != 1.0 and not stops:
         notices.append(NO_END_TOKEN)

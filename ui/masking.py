@@ -14,7 +14,7 @@ import gradio as gr
 
 from i18n import render, t
 from lab import masking as use, store
-from lab.policy import notice
+from lab.policy import notice, quoted
 from ui import events
 from ui.handlers import cached, Action, handler, model_changed
 from ui.i18n import choice, language, text as _
@@ -59,7 +59,7 @@ def cheating(prompt: str, n_new: float, lang: str = "en"):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
     lines = [t("masking.cheat_line", lang, title=r.title, train=r.final_train_loss, honest=r.honest_loss,
-               prompt=f'<span class="model-text">{literal(repr(prompt))}</span>',
+               prompt=f'<span class="model-text">{literal(render(quoted(prompt or "", keep="last"), lang))}</span>',
                continuation=f'<span class="model-text">{literal(repr(r.continuation))}</span>')
              for r in results]
     cut = render(cut, lang)
