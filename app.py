@@ -19,7 +19,7 @@ import cli
 import i18n as catalogue
 from lab import store
 from ui import about, admission, agents, attention, concepts, events, forward, generate, gradio_patches, masking
-from ui import questions
+from ui import inside, questions
 from ui import sentiment, sessions, tokens, translate
 from ui.links import LECTURE_PRESETS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
 from ui.links import redraw_id
@@ -27,7 +27,7 @@ from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
-TABS = [tokens, attention, masking, generate, sentiment, translate, forward, questions, concepts, about]
+TABS = [tokens, attention, masking, generate, inside, sentiment, translate, forward, questions, concepts, about]
 
 # Beyond this, new requests are told the queue is full instead of piling up. No one group fills it: each holds at
 # most ui/admission.GROUP_JOBS, a session and a client address a few of those (see ui/admission.py).

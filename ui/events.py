@@ -65,6 +65,11 @@ ENDPOINTS: dict[str, Serving] = {
     "generate": GENERATION,
     "generate_step": Serving(2, "generation", agents=False),
     "generate_llm": LLM,
+    # the "Inside an LLM" experiments read a real LLM's whole pass, some twice: one at a time in the app, a job a
+    # session; a head of a flow already computed is read from the cached run
+    **{name: Serving(1, "llm_views", session_jobs=1) for name in ("inside_flow", "inside_rotary", "inside_kv",
+                                                                  "inside_sink", "inside_norms", "inside_reach")},
+    "inside_flow_head": Serving(4),
     "generate_llm_step": Serving(1, "llm", agents=False, session_jobs=1),
     "generate_inspect": NEEDS_SESSION,
     "generate_temperatures": GENERATION,

@@ -140,6 +140,8 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                   "new_tokens": ("attention_generate", 2), "step": ("attention_generate", 5),
                   "heads_view": "#heads-section", "find_query": ("find_head", 3), "find_key": ("find_head", 4),
                   "heads_off": ("ablate", 2), "ablation": ("ablate", 3)},
+    "inside": {"model": ("inside_flow", 0), "text": ("inside_flow", 1), "token": ("inside_flow", 2),
+               "threshold": ("inside_flow", 3), "flow_head": ("inside_flow_head", 3)},
     "masking": {"text": ("masking", 0), "mask": ("masking", 2), "second_text_of_the_padding_batch": ("masking", 1),
                 "windows_look_back_only": ("masking", 6), "window_width_w": ("masking", 3),
                 "dilation_d": ("masking", 4), "global_token_positions": ("masking", 5), "layer": ("masking", 7),
