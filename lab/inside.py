@@ -57,15 +57,15 @@ class Rotary:
 
 def rotary(text: str | None, offset) -> Rotary:
     """The largest change of each layer's attention weights when the text is read `offset` positions later, for
-    SmolLM2 (rotary) and the Shakespeare LM (learned positions, so the offset stays within its 256)."""
+    SmolLM2 (rotary) and the Shakespeare LM (learned positions: the text moved stays within its 256)."""
     notices: list[str] = []
     offset = clamp(offset, 1, MAX_SHIFT, Message("inside.setting.offset"), notices)
     change, said = {}, []
     for name in (SMOLLM2, LEARNED_LM):
         net, _, read, cut = _read(name, text, MAX_TOKENS)
-        shift = min(offset, net.config.max_len - len(read.ids)) if net.config.positions == "learned" else offset
+        shift = min(offset, net.config.max_len - len(read.ids))  # the text must still fit the positions it has
         if shift != offset:
-            said.append(Message("inside.shift_capped", model=name, shift=shift))
+            said.append(Message("inside.shift_capped", model=name, max_len=net.config.max_len, shift=shift))
         change[name] = _runs.get(models.key(name, tuple(read.ids), "shift", shift),
                                  lambda: modern.shift_change(net, read.ids, shift))
         said.append(cut)
