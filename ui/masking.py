@@ -91,9 +91,9 @@ def build(lang: gr.State | None = None) -> Action:
                               elem_id="text")
             kind = gr.Dropdown([(_(f"masking.kind.{k}"), k) for k in use.EFFECT_KINDS], value="none",
                                label=_("masking.mask"), elem_id="mask", scale=1)
+            model = gr.Dropdown([(_("masking.by_language"), use.BY_LANGUAGE), *map(choice, use.models_offered())],
+                                value=use.BY_LANGUAGE, label=_("common.model"), elem_id="model", scale=1)
             run = gr.Button(_("masking.run"), variant="primary", elem_id="masking-run", scale=1)
-        model = gr.Dropdown([(_("masking.by_language"), use.BY_LANGUAGE), *map(choice, use.models_offered())],
-                            value=use.BY_LANGUAGE, label=_("common.model"), elem_id="model")
         with gr.Row():
             # elem_ids keep the links' parameter names of the longer labels these boxes had
             text_b = gr.Textbox("To be, or not", label=_("masking.second_text"), elem_id="second_text_of_the_padding_batch")

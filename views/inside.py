@@ -37,7 +37,7 @@ def kv_figure(kv: dict[str, tuple[int, int]], heads: dict[str, tuple[int, int]],
     traces = [dict(type="bar", name=t(f"inside.kv.{which}", lang), x=names,
                    y=[kv[n][i] / 1024 for n in names], marker=dict(color=COLOURS[which]),
                    text=[t("inside.kv_bar", lang, kb=kv[n][i] / 1024, heads=heads[n][i]) for n in names],
-                   textposition="outside", hovertemplate="%{x}: %{y:.0f} KB<extra></extra>")
+                   textposition="outside", hovertemplate="%{x}: %{y:.0f}<extra></extra>")
               for i, which in enumerate(("shared", "unshared"))]
     layout = dict(title=top_title(t("inside.kv_title", lang)), barmode="group", height=340,
                   yaxis=dict(title=dict(text=t("inside.kb_per_token", lang))), legend=dict(orientation="h", y=-0.2),

@@ -33,13 +33,17 @@ def _named(demo, name):
     return next(fn for fn in demo.fns.values() if fn.api_name == name)
 
 
-def test_two_generations_at_once_is_one_app_wide_limit(demo):
-    """Every event that generates text shares one group of 2, its private triggers and link runs included."""
+def test_two_generations_at_once_is_one_app_wide_limit_and_one_for_the_real_llms(demo):
+    """Every event that generates text shares one group of 2, its private triggers and link runs included; the
+    real LLMs' Generate buttons run the same functions in a group of their own, of one."""
     generating = [_named(demo, name) for name in GENERATING]
     functions = {id(fn.fn) for fn in generating}
     siblings = [fn for fn in demo.fns.values() if id(fn.fn) in functions]
-    assert len(siblings) > len(generating)  # text.submit, slider.release, ... beside the buttons
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings} == {("generation", 2)}
+    assert len(siblings) > len(generating)  # link runs and private triggers beside the buttons
+    llm = {fn.api_name for fn in siblings if fn.concurrency_id == "llm"}
+    assert llm == {"generate_llm", "generate_llm_step"}
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings if fn.api_name not in llm} == {("generation", 2)}
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings if fn.api_name in llm} == {("llm", 1)}
 
 
 def test_every_cached_endpoint_lets_gradio_answer_a_hit_outside_the_queue(demo):
