@@ -335,15 +335,14 @@ def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
 
 
 def beam_run(model, tokenizer, request: Request) -> BeamRun:
-    with llms.lane(checkpoint(request.model)):
-        return BeamRun(beam(model, request), sampled(model, tokenizer, request),
-                       Session(prompt_text=request.prompt_text))
+    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:
-    """Beam search of the request's width and length penalty."""
-    return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
-                          request.length_penalty, eos_id=request.stops or None)
+    """Beam search of the request's width and length penalty (a real LLM's in its lane)."""
+    with llms.lane(checkpoint(request.model)):
+        return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
+                              request.length_penalty, eos_id=request.stops or None)
 
 
 def sampled(model, tokenizer, request: Request) -> Session:

@@ -63,10 +63,11 @@ CARDS = Path(__file__).resolve().parent / "llm_cards"
 
 _making: dict[str, str] = {}  # name -> what is happening to it now ("fetching"), while a thread makes it
 _lock = threading.Lock()
-# The one lane of the real LLMs' generations: one at a time in the whole app (a thread may enter again: beam search
-# samples a text beside its tree). The Generate button's queue ("llm", ui/events.py) keeps them in line; any other
-# path that finds the lane taken is told at once how long to wait, instead of holding a worker while it waits.
-_lane = threading.RLock()
+# The one lane of the real LLMs' generations: one at a time in the whole app. The Generate button's queue ("llm",
+# ui/events.py) keeps them in line; any other path that finds the lane taken is told at once how long to wait,
+# instead of holding a worker while it waits. A semaphore, not a lock: Gradio steps a streamed generation in
+# whichever worker thread is free, so the thread that leaves the lane may not be the one that entered it.
+_lane = threading.Semaphore(1)
 _lane_since: list[float] = []  # when the generation in the lane started (for "try again in N s")
 LANE_SECONDS = 30.0  # the longest a generation may hold the lane (lab/generate.py stops it then)
 

@@ -103,3 +103,21 @@ def test_one_llm_generation_at_a_time_the_next_is_told_how_long_to_wait(llm_dir)
         holder.join()
     with llms.lane(llms.GEMMA3.name):  # free again
         pass
+
+
+def test_the_lane_is_left_by_whichever_thread_steps_a_generation_last():
+    """Gradio steps a streamed generation in any free worker thread: the one that ends it may not be the one that
+    began it, and the lane is free after it either way (a lock owned by a thread would refuse the release)."""
+    steps = iter(_held_generation())
+    first = threading.Thread(target=lambda: next(steps))
+    first.start(), first.join()
+    last = threading.Thread(target=lambda: list(steps))
+    last.start(), last.join()
+    with llms.lane(llms.SMOLLM2.name):  # free again
+        pass
+
+
+def _held_generation():
+    with llms.lane(llms.SMOLLM2.name):
+        yield 1
+        yield 2
