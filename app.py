@@ -202,6 +202,7 @@ def main(argv=None) -> None:
     serve_queue(demo).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
         i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False,
+        allowed_paths=[str(terms)] if (terms := about.terms_file()) else None,
         max_threads=events.threads_needed(demo), state_session_capacity=sessions.CAPACITY)
 
 

@@ -67,8 +67,8 @@ _lock = threading.Lock()
 # ui/events.py) keeps them in line; any other path that finds the lane taken is told at once how long to wait,
 # instead of holding a worker while it waits. A semaphore, not a lock: Gradio steps a streamed generation in
 # whichever worker thread is free, so the thread that leaves the lane may not be the one that entered it.
-_lane = threading.Semaphore(1)
-_lane_since: list[float] = []  # when the generation in the lane started (for "try again in N s")
+_lane = threading.BoundedSemaphore(1)  # bounded: a second release is an error, never a second place in the lane
+_lane_since = [0.0]  # when the generation in the lane started (for "try again in N s")
 LANE_SECONDS = 30.0  # the longest a generation may hold the lane (lab/generate.py stops it then)
 
 
@@ -111,13 +111,12 @@ def lane(name: str | None):
         yield
         return
     if not _lane.acquire(blocking=False):
-        waited = time.monotonic() - _lane_since[0] if _lane_since else 0.0
+        waited = time.monotonic() - _lane_since[0]
         raise InputError(Message("llms.busy", seconds=max(1, round(LANE_SECONDS - waited))))
     try:
-        _lane_since.append(time.monotonic())
+        _lane_since[0] = time.monotonic()
         yield
     finally:
-        _lane_since.pop()
         _lane.release()
 
 

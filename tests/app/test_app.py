@@ -204,7 +204,8 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
     assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("Links")]
     tab_ids = [str(t.id) for t in demo.blocks.values() if isinstance(t, gr.Tab)]
-    order = ["tokens", "attention", "masking", "generate", "sentiment", "translate", "forward", "questions", "concepts",
+    order = ["tokens", "attention", "masking", "generate", "inside", "sentiment", "translate", "forward", "questions",
+                 "concepts",
              "about"]
     assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
 
@@ -476,7 +477,7 @@ def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
 
 
 def test_every_lecture_preset_opens_a_real_tab():
-    ids = {"tokens", "attention", "masking", "generate", "sentiment", "translate", "forward", "questions", "concepts",
+    ids = {"tokens", "attention", "masking", "generate", "inside", "sentiment", "translate", "forward", "questions", "concepts",
            "about"}
     assert all(p["tab"] in ids for p in LECTURE_PRESETS.values())
 

@@ -73,7 +73,9 @@ def test_a_generation_stops_at_its_stop_token_and_beam_search_ends_hypotheses_th
     net, tokenizer = models.load(llms.SMOLLM2.name)
     request = generate.check(llms.SMOLLM2.name, tokenizer, net.config.max_len, "the cat", "greedy", 1.0, 0, 1.0, 0.0,
                              1.0, 30, 0)
-    first = next(iter(generate.generation(net, tokenizer, request))).ids[-1]  # make its first choice a stop token
+    text = generate.generation(net, tokenizer, request)
+    first = next(text).ids[-1]  # make its first choice a stop token
+    text.close()  # a text left half written would hold the LLMs' lane until it is collected
     stopping = generate.Request(**{**request.__dict__, "stops": (first,)})
     texts = list(generate.generation(net, tokenizer, stopping))
     assert len(texts) == 1 and texts[-1].ids[-1] == first
