@@ -1,0 +1,140 @@
+"""Everyday sentences: a second fine-tuning stage for the multilingual-e5 sentiment classifiers.
+
+    python -m transformer_core.training.train_everyday --out-dir runs/everyday
+
+Lesson: a classifier learns what its data shows. The first stage (train_multilingual) trained every block on long
+book, product and movie reviews, where 太…了 is mostly a complaint; it learned the construction over the word and
+read "这部电影太棒了！" as negative. Short sentences of daily life were missing from its data. This stage continues
+from the shipped checkpoints (`--start`) on the reviews again *plus* everyday sentences, and trains only the top
+`--layers` blocks and the head: the embeddings and the blocks below keep their weights, so what the encoder knew of
+a word (棒 is praise) is not trained away, and their outputs are computed once and cached.
+
+Everyday sentences, never the probe sets of `benchmarks/everyday_*.tsv` (a text equal to a probe or a minimal-pair
+sentence is dropped from training and validation, and the count printed):
+* English: tweets and Amazon review snippets that people rated (`data.everyday_sentences`, vaderSentiment's data);
+* Chinese: sentences of the construction grammar (`constructions_zh`: plain and negated praise and complaints,
+  太…了, 虽然…但是, rhetorical questions, sarcasm), over goods and parts that no probe or pair names.
+`sentiment-crosslingual` gets the English ones only: it still never sees a Chinese label.
+The epoch kept is the one with the best validation accuracy (the reviews' validation splits and a tenth of the
+everyday sentences); whether the checkpoint ships is a rule stated on its card before the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from ..tokenization import TextTokenizer
+from ..weights.hub import load_model
+from ..weights.int8 import save_int8
+from . import constructions_zh, data
+from .train_multilingual import LANGUAGES, States, accuracy, checkpoint_scores, fine_tune, frozen_states, pair_texts, parts
+
+_BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+PROBE_FILES = ("everyday_en.tsv", "everyday_zh.tsv")
+GRAMMAR_SEED = 0
+RECIPES = {"sentiment-multilingual": ("zh_train", "en_train", "en_everyday_train", "zh_everyday_train"),
+           "sentiment-crosslingual": ("en_train", "en_everyday_train")}
+
+
+def held_out() -> set[str]:
+    """Texts no training or validation part may hold: the everyday probes and every minimal-pair sentence."""
+    import csv
+
+    texts = set()
+    for name in PROBE_FILES:
+        with (_BENCHMARKS / name).open(encoding="utf-8", newline="") as f:
+            texts.update(row["text"].strip() for row in csv.DictReader(f, delimiter="\t"))
+    return texts | {text.strip() for rows in pair_texts().values() for text, _ in rows}
+
+
+def everyday_parts(grammar: int) -> dict[str, list[data.Review]]:
+    """The everyday sentences, split: English by a hash of the text (data.py), Chinese: `grammar` sentences of
+    the construction grammar, a tenth of them for validation."""
+    drawn = constructions_zh.sentences(grammar, GRAMMAR_SEED)
+    chinese = [data.Review(i, 1.0 if label else -1.0, text, label) for i, (text, label) in enumerate(drawn)]
+    cut = len(chinese) // 10
+    return {"en_everyday_train": data.everyday_sentences("train"), "en_everyday_val": data.everyday_sentences("validation"),
+            "zh_everyday_train": chinese[cut:], "zh_everyday_val": chinese[:cut]}
+
+
+def without(reviews: list[data.Review], texts: set[str]) -> tuple[list[data.Review], int]:
+    kept = [r for r in reviews if r.text.strip() not in texts]
+    return kept, len(reviews) - len(kept)
+
+
+def identity(folder: Path) -> str:
+    """The start checkpoint's weights, hashed: the frozen blocks' cached outputs are of these weights."""
+    return hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:12]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--start", default="assets", help="the folder holding the first-stage checkpoints")
+    p.add_argument("--out-dir", default="runs/everyday", help="where the checkpoints go (copied to assets/ if they ship)")
+    p.add_argument("--layers", type=int, default=4, help="the top blocks trained (the head always)")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--grammar", type=int, default=4000, help="Chinese grammar sentences (a tenth for validation)")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--only", nargs="*", default=list(RECIPES), choices=list(RECIPES))
+    args = p.parse_args(argv)
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    t0 = time.time()
+
+    def log(line):
+        print(f"[{time.time() - t0:6.0f} s] {line}", flush=True)
+
+    hidden = held_out()
+    everyday = everyday_parts(args.grammar)
+    reviews = {**parts(0, 0, 0), **everyday}
+    for part in list(reviews):
+        reviews[part], dropped = without(reviews[part], hidden)
+        if dropped:
+            log(f"{part}: {dropped} texts dropped (a probe or minimal-pair sentence)")
+    hardware = f"{platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}"
+    summary = {}
+    for name in args.only:
+        start = Path(args.start) / name
+        model, tokenizer = load_model(start).eval(), TextTokenizer.load(start)
+        below = model.config.n_layer - args.layers
+        wanted = {*RECIPES[name], *(f"{part[:-6]}_val" for part in RECIPES[name]), "zh_test", "en_test"}
+        states = {part: frozen_states(model, tokenizer, f"{name}-{identity(start)}-{part}", reviews[part],
+                                      args.max_tokens, below) for part in sorted(wanted)}
+        log(f"{name}: states after block {below} of {sum(map(len, states.values()))} texts")
+        before = {part: accuracy(model, below, states[part]) for part in sorted(wanted) if not part.endswith("_train")}
+        train = sum((states[part] for part in RECIPES[name][1:]), states[RECIPES[name][0]])
+        val_parts = [f"{part[:-6]}_val" for part in RECIPES[name]]
+        val = sum((states[part] for part in val_parts[1:]), states[val_parts[0]])
+        validation_before = accuracy(model, below, val)
+        t = time.time()
+        scores = fine_tune(model, below, train, val, args.epochs, args.lr, lambda line: log(f"{name} {line}"))
+        f = {"validation_before": validation_before, "validation_by_epoch": scores, "train_texts": len(train), "train_minutes": (time.time() - t) / 60,
+             "before": before, "after": {part: accuracy(model, below, states[part]) for part in before}}
+        out = Path(args.out_dir) / name
+        config = json.loads((start / "config.json").read_text(encoding="utf-8"))
+        folder = save_int8(model, out, extra_config={"languages": config.get("languages", LANGUAGES)})
+        if out.resolve() != start.resolve():
+            shutil.copy(start / "tokenizer.json", out / "tokenizer.json")
+            shutil.copy(start / "README.md", out / "README.md")  # the first stage's card, until this stage's is written
+        stored = load_model(folder)
+        for pair_file, rows in pair_texts().items():
+            f[pair_file] = checkpoint_scores(stored, tokenizer, rows, args.max_tokens)[0]
+        f["megabytes"] = round((folder / "model.safetensors").stat().st_size / 1e6, 1)
+        summary[name] = f
+        log(json.dumps({name: f}))
+    print(json.dumps({"seconds": round(time.time() - t0), "layers": args.layers, "epochs": args.epochs, "lr": args.lr,
+                      "grammar": args.grammar, "hardware": hardware, **summary}))
+
+
+if __name__ == "__main__":
+    main()
