@@ -5,7 +5,7 @@
 Lesson: a classifier learns what its data shows. The first stage (train_multilingual) trained every block on long
 book, product and movie reviews, where 太…了 is mostly a complaint; it learned the construction over the word and
 read "这部电影太棒了！" as negative. Short sentences of daily life were missing from its data. This stage continues
-from the shipped checkpoints (`--start`) on the reviews again *plus* everyday sentences, and trains only the top
+from the shipped checkpoints (`--start`) on a sample of the reviews again *plus* everyday sentences, and trains only the top
 `--layers` blocks and the head: the embeddings and the blocks below keep their weights, so what the encoder knew of
 a word (棒 is praise) is not trained away, and their outputs are computed once and cached.
 
@@ -82,6 +82,8 @@ def main(argv=None) -> None:
     p.add_argument("--layers", type=int, default=4, help="the top blocks trained (the head always)")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--per-language", type=int, default=3000,
+                   help="training reviews per language seen again beside the everyday sentences (0: all)")
     p.add_argument("--grammar", type=int, default=4000, help="Chinese grammar sentences (a tenth for validation)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
@@ -96,7 +98,7 @@ def main(argv=None) -> None:
 
     hidden = held_out()
     everyday = everyday_parts(args.grammar)
-    reviews = {**parts(0, 0, 0), **everyday}
+    reviews = {**parts(args.per_language, 0, 0), **everyday}
     for part in list(reviews):
         reviews[part], dropped = without(reviews[part], hidden)
         if dropped:
@@ -107,7 +109,7 @@ def main(argv=None) -> None:
         start = Path(args.start) / name
         model, tokenizer = load_model(start).eval(), TextTokenizer.load(start)
         below = model.config.n_layer - args.layers
-        wanted = {*RECIPES[name], *(f"{part[:-6]}_val" for part in RECIPES[name]), "zh_test", "en_test"}
+        wanted = {*RECIPES[name], *(f"{part[:-6]}_val" for part in RECIPES[name])}
         states = {part: frozen_states(model, tokenizer, f"{name}-{identity(start)}-{part}", reviews[part],
                                       args.max_tokens, below) for part in sorted(wanted)}
         log(f"{name}: states after block {below} of {sum(map(len, states.values()))} texts")
