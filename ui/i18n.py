@@ -133,6 +133,7 @@ LOAD_JS = f"(lang) => [window.labLang || {_RESOLVE}]"
 # panel is "tab-<id>"), and the labels change in the browser meanwhile.
 SWITCH_JS = f"""async (lang) => {{
   window.labLang = lang;
+  document.documentElement.lang = lang;  // what the page's CSS reads (a tab's examples in its language)
   const tab = document.querySelector('[role=tab][aria-selected=true]');
   const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
   if (redraw) redraw.click();
