@@ -188,8 +188,9 @@ def build(lang: gr.State | None = None) -> Action:
     with gr.Tab(_("tab.sentiment"), id="sentiment"):
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label=_("sentiment.text"), lines=3, placeholder=_("sentiment.placeholder"),
-                                  info=_("sentiment.long_text", **use.LIMITS))
+                # two lines and no info line: on a phone the verdict must fit on the first screen below the inputs
+                # (how a long text is read is said in the explainer, and under the verdict when it happens)
+                text = gr.Textbox(label=_("sentiment.text"), lines=2, placeholder=_("sentiment.placeholder"))
                 # a dropdown, not radio buttons: four classifiers in a row push the Run button off a projector's
                 # first screen; first "by the text's language" (""): the text picks the classifier, so a Chinese
                 # review is read by a Chinese one on either page, while a classifier chosen by hand is kept (and
@@ -225,6 +226,7 @@ def build(lang: gr.State | None = None) -> Action:
             grid = gr.Plot(label=_("common.attention"))
         with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(_("sentiment.explainer"))
+            gr.Markdown(_("sentiment.long_text", **use.LIMITS))
         # the chosen classifier travels as session state, so the API keeps classify(text, method)
         chosen = gr.State(AUTO)
         inputs = [text, method, chosen, lang]

@@ -20,7 +20,7 @@ import html
 import numpy as np
 from i18n import render, t
 from views.figure import Figure
-from views.kit import position_labels, top_title, unchecked_figure
+from views.kit import plain, position_labels, top_title, unchecked_figure
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
@@ -60,15 +60,15 @@ def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = 
     """One horizontal bar per token, in reading order from the top: scores (T,). Tokens sit on the y axis, one
     row each, so their labels never overlap and the chart keeps its rows on a phone's width too (a row per
     token: the figure grows with the text). Written as plotly's JSON (see views/figure.py)."""
-    labels = [render(t, lang) for t in labels]
-    y = position_labels([visible(t) for t in labels])
+    labels = [visible(render(t, lang)) for t in labels]
+    y = position_labels(labels)
     values = np.asarray(scores, dtype=np.float32)
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values.tolist()]
     bars = dict(type="bar", orientation="h", x=values, y=y, marker=dict(color=colors),
                 hovertemplate=t("sentiment.bar_hover", lang))
     layout = dict(
         title=top_title(title), height=BAR_CHART_PX + BAR_ROW_PX * len(labels), margin=dict(l=10, r=10, t=50, b=40),
-        yaxis=dict(tickmode="array", tickvals=y, ticktext=[visible(t) for t in labels], autorange="reversed",
+        yaxis=dict(tickmode="array", tickvals=y, ticktext=[plain(t) for t in labels], autorange="reversed",
                    automargin=True),
         xaxis=dict(title=dict(text=t("sentiment.y_signed" if signed else "sentiment.y_read", lang)), zeroline=True,
                    zerolinecolor="#888"),
