@@ -127,15 +127,54 @@ def main(argv=None) -> None:
         folder = save_int8(model, out, extra_config={"languages": config.get("languages", LANGUAGES)})
         if out.resolve() != start.resolve():
             shutil.copy(start / "tokenizer.json", out / "tokenizer.json")
-            shutil.copy(start / "README.md", out / "README.md")  # the first stage's card, until this stage's is written
         stored = load_model(folder)
         for pair_file, rows in pair_texts().items():
             f[pair_file] = checkpoint_scores(stored, tokenizer, rows, args.max_tokens)[0]
         f["megabytes"] = round((folder / "model.safetensors").stat().st_size / 1e6, 1)
+        f["start"] = identity(start)
+        f["everyday_texts"] = {part: len(reviews[part]) for part in RECIPES[name] if "everyday" in part}
+        (out / "README.md").write_text(card(name, (start / "README.md").read_text(encoding="utf-8"), args, f, hardware),
+                                       encoding="utf-8")
         summary[name] = f
         log(json.dumps({name: f}))
     print(json.dumps({"seconds": round(time.time() - t0), "layers": args.layers, "epochs": args.epochs, "lr": args.lr,
                       "grammar": args.grammar, "hardware": hardware, **summary}))
+
+
+def card(name: str, first_stage: str, args, f: dict, hardware: str) -> str:
+    """The checkpoint's card: this stage's section, then the first stage's card as it was (its title dropped)."""
+    command = (f"python -m transformer_core.training.train_everyday --out-dir {args.out_dir} --layers {args.layers} "
+               f"--epochs {args.epochs} --lr {args.lr} --per-language {args.per_language} --grammar {args.grammar} "
+               f"--max-tokens {args.max_tokens} --threads {args.threads} --only {name}")
+    english = f["everyday_texts"].get("en_everyday_train", 0)
+    chinese = f["everyday_texts"].get("zh_everyday_train", 0)
+    languages = "Chinese and English" if chinese else "English"
+    reviews = f"{args.per_language:,} of each training split" if args.per_language else "every review of each training split"
+    below = 12 - args.layers
+    body = first_stage.split("\n", 1)[1] if first_stage.startswith("# ") else first_stage
+    return f"""# {name}
+
+multilingual-e5-small fine-tuned for sentiment in two stages: the first on {languages} reviews (the card's older
+part, below), the second on those reviews again and everyday sentences, so that short sentences of daily life
+("这部电影太棒了！", "Not bad at all!") read as people mean them.
+
+## Second stage: everyday sentences
+- Start: the first-stage checkpoint (weights sha256 {f['start']}...). Trained: the top {args.layers} of 12 blocks and the
+  head; the embeddings and blocks 0-{below - 1} keep their weights, so their outputs are computed once and cached.
+- Train ({f['train_texts']:,} texts): {reviews} (a seeded sample, seen again so that the reviews are not forgotten),
+  {english:,} everyday English texts (tweets and Amazon review snippets rated by people, |mean rating| >= 1, at most 30
+  words: `data.everyday_sentences`, vaderSentiment 3.3.2's data){f", {chinese:,} Chinese sentences of the construction grammar (`constructions_zh`, seed 0)" if chinese else "; no Chinese label, as in the first stage"}.
+  No text equal to an everyday probe (`benchmarks/everyday_*.tsv`) or a minimal-pair sentence.
+- Validation: the reviews' validation splits and a tenth of the everyday texts ({'the' if chinese else 'English'} everyday ones):
+  {f['validation_before']:.3f} before this stage; by epoch {', '.join(f'{v:.3f}' for v in f['validation_by_epoch'])}
+  (the best epoch is kept).
+- AdamW, learning rate {args.lr} (linear warm-up over a tenth of the steps, then linear decay), weight decay 0.01, batches
+  of 32 texts of similar length, {args.epochs} epochs, texts cut at {args.max_tokens} tokens. {f['train_minutes']:.0f} minutes of
+  training on {hardware}, shared with other work (no GPU was lent).
+- Command: `{command}`.
+- Minimal pairs (this checkpoint, int8): English {f['minimal_pairs.tsv']:.3f}, Chinese {f['minimal_pairs_zh.tsv']:.3f},
+  Chinese fresh {f['minimal_pairs_zh_fresh.tsv']:.3f}. Size: {f['megabytes']} MB.
+{body}"""
 
 
 if __name__ == "__main__":
