@@ -1,6 +1,6 @@
 """Everyday sentences: does the classifier a person gets read short plain sentences right?
 
-    python -m benchmarks.everyday --lang zh      (or --lang en)
+    python -m benchmarks.everyday --lang zh      (or --lang en; --model-dir DIR: a folder laid out like assets/)
 
 The probe sets `everyday_zh.tsv` and `everyday_en.tsv` (category, text, label) are short sentences of daily life
 (food, films, books, phones, hotels, weather, service), written for this benchmark before any model was trained
@@ -22,7 +22,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from lab import models, sentiment
+from lab import models, sentiment, store
 from transformer_core.analysis.sentiment import LABELS, predict_proba, special_ids
 
 PROBES = {lang: Path(__file__).resolve().parent / f"everyday_{lang}.tsv" for lang in ("en", "zh")}
@@ -47,7 +47,10 @@ def share_right(name: str, rows: list[dict]) -> float:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lang", choices=sorted(PROBES), default="zh")
+    p.add_argument("--model-dir", default=str(store.DEFAULT_MODEL_DIR),
+                   help="a folder laid out like assets/ (a candidate checkpoint beside the shipped ones)")
     args = p.parse_args(argv)
+    store.set_model_dir(args.model_dir)
     rows = probes(args.lang)
     runs = [sentiment.classify(r["text"]) for r in rows]
     defaults = sorted({run.model for run in runs})
