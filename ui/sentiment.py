@@ -204,8 +204,9 @@ def build(lang: gr.State | None = None) -> Action:
                 button = gr.Button(_("sentiment.run"), variant="primary", elem_id="sentiment-run")
             with gr.Column(scale=1):
                 probs = gr.Label(label=_("sentiment.verdict"), num_top_classes=2, elem_id="sentiment-verdict")
-                method_line = gr.Markdown(elem_id="sentiment-method")  # how a long text's verdict was reached
+                # the tokens right under the verdict they add up to (a projector shows both on its first screen)
                 tokens = gr.HTML(label=_("sentiment.tokens"), elem_id="sentiment-tokens")
+                method_line = gr.Markdown(elem_id="sentiment-method")  # who read it; how a long text's verdict was reached
                 method = gr.Radio([(_("sentiment.method.grad"), METHODS[0]), (_("sentiment.method.rollout"), METHODS[1])],
                                   value=METHODS[0], label=_("sentiment.colour_by"), elem_id="colour_tokens_by")
                 link = gr.Markdown()
@@ -251,7 +252,6 @@ def build(lang: gr.State | None = None) -> Action:
         if len(compared) > 1:
             with gr.Accordion(_("sentiment.compare_box"), open=False, elem_id="sentiment-compare") as compare_box:
                 compare_heading = gr.Markdown(elem_id="sentiment-compare-heading")  # the pair and its lesson
-                compare_button = gr.Button(_("sentiment.compare_run"))
                 compare_notice = gr.Markdown()
                 parts = []
                 with gr.Row():
@@ -259,7 +259,9 @@ def build(lang: gr.State | None = None) -> Action:
                         with gr.Column():  # each grid's title names its classifier
                             parts += [gr.Markdown(), gr.HTML(elem_classes=["compare-strip"]), gr.HTML(),
                                       gr.Plot(label=_("common.attention"), show_label=False)]
-                compare_note = gr.Markdown()  # after the verdicts: on a projector, the figures come first
+                # after the figures (on a projector, they come first): ticked, every reading fills them anyway
+                compare_button = gr.Button(_("sentiment.compare_run"))
+                compare_note = gr.Markdown()
             compare_in, compare_out = [text, method, lang], [compare_heading, compare_notice, *parts, compare_note]
             events.on(compare_button.click, compare, compare_in, compare_out, api_name="classify_compare")
             events.on(compare_box.expand, when_typed(compare, len(compare_out)), compare_in, compare_out, api_name=False)
