@@ -67,8 +67,7 @@ SHOW_VERDICT = """() => { const v = document.querySelector('#sentiment-verdict')
 
 
 def _scores(run: use.SentimentRun, method: str):
-    """(the scores the tokens are coloured by, whether they are signed); any method but rollout (an older
-    link's "gradient × input" too) is the tokens' shares of the verdict."""
+    """(the scores the tokens are coloured by, whether they are signed: the shares of the verdict)."""
     signed = method != METHODS[1]
     return (run.shares if signed else run.rollout), signed
 
