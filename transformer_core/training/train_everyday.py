@@ -17,11 +17,19 @@ sentence is dropped from training and validation, and the count printed):
 `sentiment-crosslingual` gets the English ones only: it still never sees a Chinese label.
 The epoch kept is the one with the best validation accuracy (the reviews' validation splits and a tenth of the
 everyday sentences); whether the checkpoint ships is a rule stated on its card before the run.
+
+    python -m transformer_core.training.train_everyday --mix runs/everyday --out-dir runs/mixed
+
+Then, where the second stage read everyday sentences better but the reviews worse, the two stages' weights can be
+mixed (`--mix`: weight-space interpolation, WiSE-FT's idea): (1 - a) * first + a * second for every weight, a in
+MIXES. The a kept is the largest whose reviews' validation accuracy, in each language, is no lower than the first
+stage's: as much of the everyday reading as costs the reviews nothing, decided on validation only.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import platform
@@ -75,6 +83,53 @@ def identity(folder: Path) -> str:
     return hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:12]
 
 
+MIXES = (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
+
+
+def mixed(first: torch.nn.Module, second: torch.nn.Module, a: float) -> torch.nn.Module:
+    """A copy of `first` whose every weight is (1 - a) * first's + a * second's (the same network, two trainings)."""
+    model = copy.deepcopy(first)
+    theirs = second.state_dict()
+    model.load_state_dict({k: (1 - a) * w + a * theirs[k] for k, w in first.state_dict().items()})
+    return model.eval()
+
+
+def mix(args, log) -> dict:
+    """Each mix's validation accuracy per part; the kept mix written to `args.out_dir` with its card."""
+    hidden = held_out()
+    reviews = {**parts(args.per_language, 0, 0), **everyday_parts(args.grammar)}
+    figures = {}
+    for name in args.only:
+        start, trained = Path(args.start) / name, Path(args.mix) / name
+        first, second = load_model(start).eval(), load_model(trained).eval()
+        tokenizer = TextTokenizer.load(start)
+        below = first.config.n_layer - args.layers
+        validation = [f"{part[:-6]}_val" for part in RECIPES[name]]
+        states = {part: frozen_states(first, tokenizer, f"{name}-{identity(start)}-{part}",
+                                      without(reviews[part], hidden)[0], args.max_tokens, below) for part in validation}
+        scores = {a: {part: accuracy(mixed(first, second, a), below, states[part]) for part in validation} for a in MIXES}
+        for a, by_part in scores.items():
+            log(f"{name} mix {a}: " + ", ".join(f"{part} {v:.4f}" for part, v in by_part.items()))
+        kept = max(a for a in MIXES if all(scores[a][part] >= scores[0.0][part] for part in ("zh_val", "en_val")
+                                          if part in scores[a]))
+        model = mixed(first, second, kept)
+        out = Path(args.out_dir) / name
+        save_int8(model, out, extra_config={"languages": json.loads((start / "config.json").read_text())["languages"]})
+        shutil.copy(start / "tokenizer.json", out / "tokenizer.json")
+        card_text = (trained / "README.md").read_text(encoding="utf-8")
+        table = "\n".join(f"| {a} | " + " | ".join(f"{v:.4f}" for v in by_part.values()) + (" | **kept** |" if a == kept else " | |")
+                          for a, by_part in scores.items())
+        section = (f"\n## Mixed with the first stage (`--mix`)\nEvery weight is (1 - a) * first stage + a * second stage; "
+                   f"the a kept is the largest whose reviews' validation accuracy in each language is no lower than the "
+                   f"first stage's (a = 0), decided on validation only: **a = {kept}**.\n\n"
+                   f"| a | " + " | ".join(validation) + " | |\n|" + "---|" * (len(validation) + 2) + f"\n{table}\n")
+        marker = "\n## Second stage: everyday sentences"
+        (out / "README.md").write_text(card_text.replace(marker, section + marker, 1), encoding="utf-8")
+        figures[name] = {"kept": kept, "scores": scores}
+        log(json.dumps({name: figures[name]}))
+    return figures
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--start", default="assets", help="the folder holding the first-stage checkpoints")
@@ -88,6 +143,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--only", nargs="*", default=list(RECIPES), choices=list(RECIPES))
+    p.add_argument("--mix", default=None, help="a folder of second-stage checkpoints to mix with --start's (see above)")
     args = p.parse_args(argv)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -95,6 +151,10 @@ def main(argv=None) -> None:
 
     def log(line):
         print(f"[{time.time() - t0:6.0f} s] {line}", flush=True)
+
+    if args.mix:
+        print(json.dumps(mix(args, log)))
+        return
 
     hidden = held_out()
     everyday = everyday_parts(args.grammar)
