@@ -148,7 +148,7 @@ def _switched_off(run: use.SwitchOffRun, lang: str) -> tuple:
 
 def _importance_shown(run: use.ImportanceRun, lang: str) -> tuple:
     top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
-    summary = t("heads.matter_most", lang, heads=top, measure=run.measure, baseline=run.baseline)
+    summary = t("heads.matter_most", lang, heads=top, measure=t(f"heads.measure.{run.kind}", lang), baseline=run.baseline)
     return render(notice(run.notice, summary), lang), figures.importance_figure(run, lang)
 
 

@@ -74,8 +74,9 @@ def switch_off_outcome(run, lang: str = DEFAULT) -> go.Figure:
                                   [p_after.get(tok, 0.0) for tok in tokens], heads, run.mode,
                                   t("heads.next_token_title", lang), t("heads.probability", lang), lang)
     if run.kind == "EncoderClassifier":
-        labels = list(before.probs)
-        return _before_after_bars(labels, [before.probs[k] for k in labels], [after.probs[k] for k in labels],
+        labels = list(before.probs)  # the class names, shown in the reader's language
+        return _before_after_bars([t(f"sentiment.label.{k}", lang) for k in labels], [before.probs[k] for k in labels],
+                                  [after.probs[k] for k in labels],
                                   heads, run.mode, t("heads.verdict_title", lang), t("heads.probability", lang), lang)
     return _before_after_bars([t("heads.logp", lang)], [before.logp], [after.logp], heads, run.mode,
                               t("heads.translator_title", lang, before=plain(before.output), after=plain(after.output)),

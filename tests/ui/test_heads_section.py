@@ -105,3 +105,14 @@ def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_
     assert opened.value == english.names[0]  # the head that links 因为它 to 动物 links "it" to "animal" too
     offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
     assert [row[1] for row in offered] == SEEDS and SEEDS[0] in step["text"] and SEEDS[1] in step["text"]
+
+
+def test_a_classifiers_heads_speak_the_pages_language_on_a_chinese_page():
+    """Issue 60: "drop in log p of the predicted label" and the classes "negative"/"positive" were English on a
+    Chinese page (the importance summary and the switch-off outcome)."""
+    summary, _ = section.importance(ENCODER, ANIMAL, "zero", "zh-CN")
+    assert "预测标签的 log p 下降" in summary and "drop in log p" not in summary
+    _, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", "zh-CN")
+    assert [list(bars.x) for bars in figure(outcome).data] == [["负面", "正面"]] * 2
+    _, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", "en")
+    assert list(figure(outcome).data[0].x) == ["negative", "positive"]
