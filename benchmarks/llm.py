@@ -145,7 +145,7 @@ def check(name: str) -> dict:
         messages = [{"role": "user", "content": "What is the capital of France?"}]
         _, chat_ids, _ = lab_generate.chat_prompt(template, ours.tokenizer, messages[0]["content"])
         theirs_chat = their_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        theirs_chat = theirs_chat["input_ids"] if isinstance(theirs_chat, dict) else list(theirs_chat)
+        theirs_chat = theirs_chat["input_ids"] if hasattr(theirs_chat, "keys") else list(theirs_chat)  # a BatchEncoding
         chat = chat_ids == theirs_chat
     agreement, kept_diff = kept_against_float(name, ours.model, their_tokenizer)
     return {"logits_max_abs_diff": max(diffs), "greedy_64_identical": all(greedy_same),

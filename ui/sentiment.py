@@ -122,7 +122,7 @@ def _drawn(run: use.SentimentRun, method: str, lang: str) -> tuple:
 def _method_line(run: use.SentimentRun, lang: str) -> str:
     """Who read the text and, of a long one, how the verdict was reached: a line under the verdict."""
     document = run.document
-    read_by = t("sentiment.read_by", lang, model=render(use.label_of(run.model), lang))
+    read_by = t("sentiment.read_by", lang, model=render(use.label_of(run.name), lang))
     return read_by + (f"  \n*{t(document.method_id, lang, **document.method_params)}*" if document else "")
 
 
