@@ -283,9 +283,14 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
     """
 
     def produce() -> Iterator[Session]:
-        with llms.lane(checkpoint(request.model)):  # a real LLM's text is written in its lane; a cached one is not
-            yield from sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
-                                    STOP_AT.get(checkpoint(request.model), ""), request.stops, seconds(request))
+        name = checkpoint(request.model)
+        steps = sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
+                             STOP_AT.get(name, ""), request.stops, seconds(request))
+        if name not in llms.LLMS:
+            yield from steps
+            return
+        with llms.lane(name):  # a real LLM's text is written in its lane, at a low priority; a cached one is not
+            yield from llms.behind(steps)
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
     yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)
@@ -305,7 +310,8 @@ def step(model, tokenizer, request: Request, session: Session | None) -> Session
         session = copy.deepcopy(session)
         session.notice = ""
     with llms.lane(checkpoint(request.model)):
-        for session in sample_steps(model, tokenizer, session, request.config, 1, stops=request.stops):
+        steps = sample_steps(model, tokenizer, session, request.config, 1, stops=request.stops)
+        for session in (llms.behind(steps) if checkpoint(request.model) in llms.LLMS else steps):
             pass
     return session
 
@@ -340,9 +346,14 @@ def beam_run(model, tokenizer, request: Request) -> BeamRun:
 
 def beam(model, request: Request) -> BeamResult:
     """Beam search of the request's width and length penalty (a real LLM's in its lane)."""
-    with llms.lane(checkpoint(request.model)):
+    def search() -> BeamResult:
         return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
                               request.length_penalty, eos_id=request.stops or None)
+
+    if checkpoint(request.model) not in llms.LLMS:
+        return search()
+    with llms.lane(checkpoint(request.model)):
+        return llms.done_behind(search)
 
 
 def sampled(model, tokenizer, request: Request) -> Session:

@@ -23,14 +23,18 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from i18n import Message
 
 from .policy import InputError
 
 log = logging.getLogger("transformer_lab")
+T = TypeVar("T")
 FETCH_COMMAND = "python -m tools.llms"
 GEMMA_NOTICE = "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms"
 
@@ -118,6 +122,30 @@ def lane(name: str | None):
         yield
     finally:
         _lane.release()
+
+
+def _lowest_priority() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the usual priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LLM_NICE)
+
+
+# A real LLM's generation runs in a thread of its own at a lower CPU priority: a core-second a token of it must not
+# slow the small models' answers a lecture hall waits for (the thread is made once and kept: an unprivileged
+# process may lower a thread's priority, never raise it back)
+LLM_NICE = 10
+_background = ThreadPoolExecutor(1, thread_name_prefix="llm", initializer=_lowest_priority)
+_END = object()
+
+
+def behind(steps: Iterator[T]) -> Iterator[T]:
+    """The items of `steps`, each computed in the LLMs' low-priority thread (the caller's thread waits)."""
+    while (item := _background.submit(next, steps, _END).result()) is not _END:
+        yield item
+
+
+def done_behind(compute: Callable[[], T]) -> T:
+    """compute(), in the LLMs' low-priority thread."""
+    return _background.submit(compute).result()
 
 
 def missing(llm_dir: Path | None) -> list[LLM]:

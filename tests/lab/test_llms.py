@@ -123,3 +123,22 @@ def _held_generation():
     with llms.lane(llms.SMOLLM2.name):
         yield 1
         yield 2
+
+
+def test_an_llm_generation_is_computed_at_a_lower_cpu_priority_than_the_app(llm_dir):
+    import os
+
+    llms.make(llms.SMOLLM2, llm_dir)
+    net, tokenizer = models.load(llms.SMOLLM2.name)
+    request = generate.check(llms.SMOLLM2.name, tokenizer, net.config.max_len, "the cat", "greedy", 1.0, 0, 1.0, 0.0,
+                             1.0, 3, 0)
+    seen = []
+    step = generate.next_token_logits  # each token's pass: where it runs is where the CPU goes
+    generate.next_token_logits = lambda *a, **k: (seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+                                                  or step(*a, **k))
+    try:
+        list(generate.generation(net, tokenizer, request))
+    finally:
+        generate.next_token_logits = step
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen and all(nice >= mine + llms.LLM_NICE for nice in seen)
