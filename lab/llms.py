@@ -98,7 +98,8 @@ def make(llm: LLM, llm_dir: Path) -> Path:
         if llm is GEMMA3:
             (partial / "NOTICE").write_text(
                 f"{GEMMA_NOTICE}\n\nModified by Transformer Lab: model.safetensors and tokenizer.json were converted "
-                f"from {llm.gguf} (float16 weights, a tokenizer rebuilt from the file's vocabulary).\n", encoding="utf-8")
+                f"from {llm.gguf} (float16 weights, a tokenizer rebuilt from the file's vocabulary).\n",
+                encoding="utf-8")
         target = llm_dir / llm.name
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)

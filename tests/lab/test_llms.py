@@ -134,11 +134,10 @@ def test_an_llm_generation_is_computed_at_a_lower_cpu_priority_than_the_app(llm_
                              1.0, 3, 0)
     seen = []
     step = generate.next_token_logits  # each token's pass: where it runs is where the CPU goes
-    generate.next_token_logits = lambda *a, **k: (seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-                                                  or step(*a, **k))
+    nice = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
+    generate.next_token_logits = lambda *a, **k: seen.append(nice()) or step(*a, **k)
     try:
         list(generate.generation(net, tokenizer, request))
     finally:
         generate.next_token_logits = step
-    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    assert seen and all(nice >= mine + llms.LLM_NICE for nice in seen)
+    assert seen and all(theirs >= nice() + llms.LLM_NICE for theirs in seen)
