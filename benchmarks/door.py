@@ -20,6 +20,11 @@ d_model 2048 x 12 layers, 2.3 GiB of float32 parameters), then, over the browser
   list, an object, a value of another JSON kind). Targets: 0 HTTP 500, 0 empty messages.
 - messages: every input of every endpoint but the examples loaders and live training sent each HOSTILE value
   (2 MB of text, 5,000 digits, NaN, ...): the longest message (target <= 300 characters), HTTP 500s, empty ones.
+- llm (issue 61): with the real LLMs made (`python -m tools.llms`): `--light-clients` tokenize clients at once,
+  alone, then while one session joins 10 LLM generations (one runs, the rest are refused: the message); then
+  `--generations` generations one after another, the app's RSS after every 10 against the app at rest plus the
+  LLMs' stated 1.2 GB and one generation's KV cache. Targets: the light p95 within 20 % of the hall alone, RSS levels
+  off under the budget.
 - mcp: every MCP tool (JSON-RPC over /gradio_api/mcp/) called with its defaults and a 5,000-character text, and with
   2 MB of text in each argument: the largest answer in bytes (target <= 64 KB) and the longest error message.
 
@@ -47,9 +52,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 import serving  # noqa: E402
-from lab import cache  # noqa: E402
+from lab import cache, llms  # noqa: E402
 from ui import sessions  # noqa: E402
 
+LLM_MB = 1200 + 33  # README "Real LLMs": both loaded with their tokenizers, and one generation's KV cache
 SESSION_MB = 1  # the state a generation session keeps, at most (README: "about 1 MB"); sessions.CAPACITY of them
 TEXT_5000 = ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]
 
@@ -200,6 +206,61 @@ def memory(base: str, pid: int, distinct: int, unread: int, deps: list, every: i
             "unread_answers": unread, "unread_joins_by_status": joined, "unread_refusal": said,
             "rss_mb_after_unread": after_unread, "rss_mb_after_expiry": rss_mb(pid), "budget_mb": round(budget),
             "under_budget": max(rss + [after_unread]) < budget}
+
+
+def _llm_data(base: str, api: str, prompt: str, new_tokens: int) -> list:
+    """generate_llm's inputs: its defaults, SmolLM2 picked, `prompt`, sampling of `new_tokens` tokens."""
+    parameters = endpoints_info(base)["named_endpoints"][f"/{api}"]["parameters"]
+    data = [p.get("parameter_default") for p in parameters]
+    named = {p["parameter_name"]: i for i, p in enumerate(parameters)}
+    data[named["model_label"]] = next(c for c in parameters[named["model_label"]]["type"]["enum"] if "SmolLM2" in c)
+    data[named["prompt"]], data[named["max_new_tokens"]], data[named["mode"]] = prompt, new_tokens, "sample"
+    return data
+
+
+def llm(base: str, pid: int, deps: list, light_clients: int, generations: int) -> dict:
+    """With the real LLMs made: `light_clients` tokenize clients at once, alone and while one client starts 10 LLM
+    generations in one session (the first runs, the rest are refused); then `generations` generations one after
+    another, RSS after every 10."""
+    def hall(tag: str) -> dict:
+        times, errors, lock = [], 0, threading.Lock()
+
+        def one(i: int) -> None:
+            nonlocal errors
+            seconds, outcome = call(base, "tokenize", [f"{tag} client {i}: the cat sat on the mat", "en"])
+            with lock:
+                times.append(seconds)
+                errors += outcome != "complete"
+        clients = [threading.Thread(target=one, args=(i,)) for i in range(light_clients)]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+        return {"p95_s": p95(times), "median_s": round(statistics.median(times), 3), "errors": errors}
+
+    rss = [rss_mb(pid)]
+    call(base, "generate_llm", _llm_data(base, "generate_llm", "Hello", 2))  # loaded: the hall then meets a warm LLM
+    rss.append(rss_mb(pid))
+    alone = hall("alone")
+    index = next(i for i, d in enumerate(deps) if d.get("api_name") == "generate_llm")
+    data = _llm_data(base, "generate_llm", "Tell me a long story.", 200)
+    session, joins, refusal = "llm-" + uuid.uuid4().hex[:8], {}, ""
+    for _ in range(10):
+        status, answer = post(f"{base}/gradio_api/queue/join",
+                              {"data": data, "fn_index": index, "session_hash": session, "trigger_id": None})
+        joins[status] = joins.get(status, 0) + 1
+        refusal = refusal or (str(answer)[:200] if status != 200 else "")
+    beside = hall("beside an LLM")
+    t0, outcomes = time.time(), {"complete": 0, "error_message": 0, "failed": 0}
+    for i in range(generations):
+        outcomes[call(base, "generate_llm", _llm_data(base, "generate_llm", f"Story number {i}:", 64))[1]] += 1
+        if (i + 1) % 10 == 0:
+            rss.append(rss_mb(pid))
+    return {"light_clients": light_clients, "light_alone": alone, "light_beside_llm": beside,
+            "p95_ratio": round(beside["p95_s"] / max(alone["p95_s"], 1e-9), 2), "llm_joins_by_status": joins,
+            "llm_refusal": refusal, "generations": generations, "generation_outcomes": outcomes,
+            "generations_s": round(time.time() - t0), "rss_mb_at_rest_loaded_then_every_10": rss,
+            "budget_mb": round(rss[0] + LLM_MB), "under_budget": max(rss) < rss[0] + LLM_MB}
 
 
 def bad_checkpoint(base: str, clicks: int, oversized: str) -> dict:
@@ -362,7 +423,7 @@ def mcp(base: str) -> dict:
             "met": largest[0] <= MCP_ANSWER_BYTES and longest[0] <= MESSAGE_CHARS and not errors}
 
 
-PARTS = ("flood", "bad_checkpoint", "memory", "wrong_types", "messages", "mcp")
+PARTS = ("flood", "bad_checkpoint", "memory", "wrong_types", "messages", "mcp", "llm")
 
 
 def main(argv=None) -> None:
@@ -372,15 +433,22 @@ def main(argv=None) -> None:
     parser.add_argument("--distinct", type=int, default=2000)
     parser.add_argument("--unread", type=int, default=150)
     parser.add_argument("--clicks", type=int, default=10)
+    parser.add_argument("--light-clients", type=int, default=100)
+    parser.add_argument("--generations", type=int, default=50)
+    parser.add_argument("--llm-dir", type=Path, default=None, help="the LLMs' checkpoints (default: the data cache's)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"which parts to run, of {','.join(PARTS)}")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
+    args.llm_dir = args.llm_dir or llms.default_dir()
+    if "llm" in parts and any(not (args.llm_dir / name / "config.json").exists() for name in llms.LLMS):
+        parser.error(f"the llm part needs the real LLMs made in {args.llm_dir}: python -m tools.llms")
     if unknown := parts - set(PARTS):
         parser.error(f"no part named {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
         models = serving.model_dir_with_oversized(Path(tmp))
         port = serving.free_port()
-        process, startup_s = serving.start_app(port, "--model-dir", str(models), timeout_s=300)
+        flags = ("--llm-dir", str(args.llm_dir)) if "llm" in parts else ()
+        process, startup_s = serving.start_app(port, "--model-dir", str(models), *flags, timeout_s=300)
         base = f"http://127.0.0.1:{port}"
         try:
             with urllib.request.urlopen(f"{base}/config", timeout=60) as response:
@@ -403,6 +471,8 @@ def main(argv=None) -> None:
                 result["messages"] = messages(base, endpoints)
             if "mcp" in parts:
                 result["mcp"] = mcp(base)
+            if "llm" in parts:
+                result["llm"] = llm(base, process.pid, deps, args.light_clients, args.generations)
             result["wall_s"] = round(time.time() - t0)
         finally:
             process.terminate()
