@@ -36,6 +36,7 @@ from transformer_core import (
     importance_map,
     logit_lens,
     rank_attention,
+    rank_by,
     repeated_random_tokens,
 )
 from transformer_core.analysis import heads as core  # its switch_off runs a model; this module's reads a text first
@@ -50,6 +51,7 @@ from .policy import MAX_DRAWN_TOKENS, InputError, notice, quoted, source_text
 from .translate import translated
 
 TOP_K = 5  # next-token guesses shown before and after heads are switched off
+MOVED = 0.05  # a head's query -> key weight that changed by this much when others were switched off "moved"
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
 ROLE_BATCH = 4
 
@@ -147,7 +149,8 @@ def _names(net) -> list[str]:
 
 @dataclass(frozen=True)
 class FoundHeads:
-    """Every head of one AttentionRun ranked by the weight from `query` to `keys`."""
+    """Every head of one AttentionRun ranked by the weight from `query` to `keys` (several links: the mean of
+    their weights, so one head that makes both links ranks first)."""
 
     run: AttentionRun
     query: int
@@ -156,25 +159,74 @@ class FoundHeads:
     ranked: list[tuple[Head, float]]
     mean: float
     summary: str
+    links: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (query, keys) of every link ranked, the first included
 
     @property
     def names(self) -> list[str]:
         """The ranked heads' names: all of one group (the run's), so without it ("L5 H11")."""
         return [head.name([self.run.group]) for head, _ in self.ranked]
 
+    @property
+    def query_label(self) -> str:
+        return " / ".join(self.run.q_labels[q] for q, _ in self.links)
+
+    @property
+    def key_label(self) -> str:
+        return " / ".join("".join(self.run.k_labels[k] for k in keys) for _, keys in self.links)
+
+
+def links_named(query, key) -> list[tuple[str, str]]:
+    """The links a person named: one query and one key, or as many of each separated by commas ("it, 它" and
+    "animal, 动物": it -> animal and 它 -> 动物); a comma that does not pair up is part of a token."""
+    queries, keys = str(query or "").split(","), str(key or "").split(",")
+    if len(queries) == len(keys) > 1 and all(q.strip() for q in queries) and all(k.strip() for k in keys):
+        return [(q.strip(), k.strip()) for q, k in zip(queries, keys)]
+    return [(query, key)]
+
 
 def find_head(model: str, text: str | None, query, key, group: str | None = None) -> FoundHeads:
     """Rank every head by query -> key weight, re-slicing the Attention tab's cached run (no forward pass)."""
     run = attention_run(model, text, group)
-    q = positions(run.q_labels, query)[0]
-    keys = positions(run.k_labels, key)
-    ranking = rank_attention(torch.from_numpy(run.attn), q, keys, run.group)
+    named, links, rankings, said = links_named(query, key), [], [], [run.notice]
+    for q_text, k_text in named:
+        q = positions(run.q_labels, q_text)[0]
+        keys = positions(run.k_labels, k_text)
+        links.append((q, tuple(keys)))
+        rankings.append(rank_attention(torch.from_numpy(run.attn), q, keys, run.group))
+        said += [inside(run.q_labels, [q], q_text), inside(run.k_labels, keys, k_text)]
+    if len(rankings) == 1:
+        ranking = rankings[0]
+    else:  # the mean over the links: the head that makes all of them
+        ranking = rank_by(torch.stack([r.weights for r in rankings]).mean(0), run.group)
     top, weight = ranking.ranked[0]
-    key_text = "".join(run.k_labels[k] for k in keys)
-    summary = notice(run.notice, inside(run.q_labels, [q], query), inside(run.k_labels, keys, key), say("heads.found", head=top.name([run.group]), weight=weight,
-                                     query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
-                                     mean=ranking.mean))
-    return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
+    if len(links) == 1:
+        q, keys = links[0]
+        found = say("heads.found", head=top.name([run.group]), weight=weight, query=literal(run.q_labels[q]),
+                    key_token=literal("".join(run.k_labels[k] for k in keys)), n=len(ranking.ranked),
+                    mean=ranking.mean)
+    else:
+        each = "; ".join(f"“{literal(run.q_labels[q])}” → “{literal(''.join(run.k_labels[k] for k in keys))}” "
+                         f"{float(r.weights[top.layer, top.head]):.2f}" for (q, keys), r in zip(links, rankings))
+        found = say("heads.found_links", head=top.name([run.group]), links=each, weight=weight,
+                    n=len(ranking.ranked), mean=ranking.mean)
+    summary = notice(*said, found, _reads(run, top))
+    q, keys = links[0]
+    return FoundHeads(run, q, list(keys), ranking.weights.numpy(), ranking.ranked, ranking.mean, summary,
+                      tuple(links))
+
+
+def _reads(run: AttentionRun, head: Head) -> str:
+    """Under grouped-query attention, the key/value head a query head reads and the query heads that share it;
+    and whether its layer sees only a sliding window. "" for a model with neither."""
+    said = []
+    if run.group_size > 1:
+        kv = run.kv_head(head.head)
+        shared = [f"H{h}" for h in range(kv * run.group_size, (kv + 1) * run.group_size) if h != head.head]
+        said.append(say("heads.reads_kv", head=head.name([run.group]), kv=kv, shared=", ".join(shared),
+                        n=run.attn.shape[1], n_kv=run.attn.shape[1] // run.group_size))
+    if head.layer in run.local_layers:
+        said.append(say("heads.local_layer", layer=head.layer, window=run.window))
+    return notice(*said) if said else ""
 
 
 # --- the text a model reads ----------------------------------------------------------------
@@ -234,6 +286,40 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Downstream:
+    """What every head does with one query and key before and after some heads are switched off: the weight from
+    `query` to `keys` in each head of `group`, (n_layer, n_head) each. A switched-off head still computes its
+    weights (only its output is removed), so its own weight and every earlier layer's stay; later layers read a
+    residual stream without its output, and theirs may move."""
+
+    group: str
+    query: str
+    key: str
+    before: np.ndarray
+    after: np.ndarray
+    off: list[tuple[int, int]]  # (layer, head) of the heads switched off in this group
+
+    @property
+    def summary(self) -> str:
+        """The lesson in one or two sentences: the switched-off heads keep their own weight; which later head
+        moved most."""
+        change = self.after - self.before
+        first = min(layer for layer, _ in self.off) if self.off else 0
+        later = np.abs(change[first + 1:]) if self.off else np.abs(change)
+        own = ", ".join(f"L{l} H{h} ({self.before[l, h]:.2f})" for l, h in self.off)
+        said = [say("heads.own_weight_stays", heads=own, query=literal(self.query), key_token=literal(self.key))] \
+            if self.off else []
+        if later.size and later.max() >= MOVED:
+            l, h = np.unravel_index(int(later.argmax()), later.shape)
+            l += first + 1 if self.off else 0
+            said.append(say("heads.downstream_moved", n=int((later >= MOVED).sum()), moved=MOVED, head=f"L{l} H{h}",
+                            before=float(self.before[l, h]), after=float(self.after[l, h])))
+        else:
+            said.append(say("heads.downstream_still", moved=MOVED))
+        return notice(*said)
+
+
+@dataclass(frozen=True)
 class SwitchOffRun:
     model: str
     kind: str
@@ -243,6 +329,7 @@ class SwitchOffRun:
     before: Outcome
     after: Outcome
     notice: str
+    downstream: Downstream | None = None
 
 
 @torch.no_grad()
@@ -283,14 +370,26 @@ def _mode(mode: str | None) -> str:
     return mode
 
 
-def switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffRun:
-    """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off."""
+def switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero", query=None,
+               key=None) -> SwitchOffRun:
+    """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off; with a query and a
+    key token (as find_head takes them), also what every head's weight from the query to the key does."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
-    return _switch_off(net, tokenizer, read, parse_heads(heads, _groups(net)), mode)
+    return _switch_off(net, tokenizer, read, parse_heads(heads, _groups(net)), mode, _link(read, query, key))
 
 
-def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str) -> SwitchOffRun:
+def _link(read: _Read, query, key) -> tuple[int, tuple[int, ...]] | None:
+    """The query position and key positions a person named, in the text as this model reads it; None when
+    neither is named (a half-named link is an InputError, as in find_head)."""
+    if not str(query or "").strip() and not str(key or "").strip():
+        return None
+    query, key = links_named(query, key)[0]  # several links named: the first is followed
+    return positions(read.labels, query)[0], tuple(positions(read.labels, key))
+
+
+def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str,
+                link: tuple[int, tuple[int, ...]] | None = None) -> SwitchOffRun:
     if not chosen:
         raise InputError(say("heads.none_off"))
     groups = _groups(net)
@@ -302,12 +401,28 @@ def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str) -> S
         try:
             with core.switch_off(net, chosen, mode, means):
                 after, _ = _outcome(net, tokenizer, read, reference)
+                weights_after = None if link is None else _link_weights(net, inputs, groups[0], link)
         except HeadError as e:
             raise InputError(say("heads.model_refused", error=str(e))) from e
+        downstream = None
+        if link is not None:
+            q, keys = link
+            downstream = Downstream(groups[0], read.labels[q], "".join(read.labels[k] for k in keys),
+                                    _link_weights(net, inputs, groups[0], link), weights_after,
+                                    [(h.layer, h.head) for h in chosen if h.group == groups[0]])
+        said = read.cut if downstream is None else notice(read.cut, downstream.summary)
         return SwitchOffRun(read.name, read.kind, read.labels, [h.name(groups) for h in chosen], mode,
-                            before, after, read.cut)
+                            before, after, said, downstream)
 
-    return _runs.get(models.key(read.name, "switch_off", read.text, tuple(chosen), mode), compute)
+    return _runs.get(models.key(read.name, "switch_off", read.text, tuple(chosen), mode, link), compute)
+
+
+@torch.no_grad()
+def _link_weights(net, inputs: dict, group: str, link: tuple[int, tuple[int, ...]]) -> np.ndarray:
+    """(n_layer, n_head): each head of `group`'s weight from the link's query to its keys, in one traced pass."""
+    q, keys = link
+    _, run = net.run_with_trace(**inputs)
+    return run.attention(group)[:, 0, :, q, list(keys)].sum(-1).numpy()
 
 
 def _inputs(net, read: _Read, reference: list[int]) -> dict:
@@ -362,14 +477,18 @@ class SwitchOffView:
     names: list[str]  # every head of the model, for the toggles
 
 
-def open_switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffView:
-    """The importance map and `heads` switched off, or the head that matters most when none is named."""
+def open_switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero", query=None,
+                    key=None) -> SwitchOffView:
+    """The importance map and `heads` switched off. When none is named: the head found for the query and key
+    (find_head's top head: the one the lesson just named), else the head that matters most here."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
     found = _importance(net, tokenizer, read, mode)
     groups = _groups(net)
-    heads = heads if (heads or "").strip() else found.ranked[0][0]
-    run = _switch_off(net, tokenizer, read, parse_heads(heads, groups), mode)
+    link = _link(read, query, key)
+    if not (heads or "").strip():
+        heads = find_head(model, text, query, key).names[0] if link is not None else found.ranked[0][0]
+    run = _switch_off(net, tokenizer, read, parse_heads(heads, groups), mode, link)
     return SwitchOffView(found, run, heads, _names(net))
 
 
@@ -401,9 +520,20 @@ def lens(model: str, text: str | None) -> LensRun:
         found = logit_lens(net, run)
         guesses = [[tokenizer.decode([int(i)]) for i in row] for row in found.top_ids]
         return LensRun(read.name, read.labels, guesses, found.top_probs.numpy(), found.final_rank.numpy(),
-                       found.final_probs.numpy(), read.cut)
+                       found.final_probs.numpy(), notice(read.cut, _appears(read.labels, guesses, found)))
 
     return _runs.get(models.key(read.name, "lens", read.text), compute)
+
+
+def _appears(labels: list[str], guesses: list[list[str]], found) -> str:
+    """Where the model's answer after the last token first becomes the lens's top guess and stays on top."""
+    ranks = found.final_rank[:, -1].tolist()  # row 0: the embedding, row l: after block l - 1
+    first = len(ranks) - 1
+    while first > 0 and ranks[first - 1] == 0:
+        first -= 1
+    where = say("heads.embedding") if first == 0 else say("heads.block", layer=first - 1)
+    return say("heads.lens_appears", token=literal(labels[-1]), answer=literal(guesses[-1][-1]), where=where,
+               n=len(ranks) - 1, p=float(found.final_probs[-1, -1]))
 
 
 # --- head roles ----------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from urllib.parse import urlencode
 import gradio as gr
 
 from i18n import DEFAULT, normalise, t
-from lab.policy import truncate
+from lab import models, store
+from lab.policy import InputError, truncate
 from lab.sentiment import REVIEW
 from ui.i18n import translated
 
@@ -56,14 +57,19 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "find_head": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
                   "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
                   "heads_view": "find", "find_query": "it", "find_key": "animal", "focus": "#heads"},
-    "switch_off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
-                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "ablate",
+    # the step before's model, sentence and link: the head it found is switched off (the view's default when a
+    # query and a key are named), and the page shows what the later heads then do with "it" and "animal"
+    "switch_off": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
+                   "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
+                   "heads_view": "ablate", "find_query": "it", "find_key": "animal", "heads_off": "",
                    "focus": "#heads"},
     "logit_lens": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
                    "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "lens",
                    "focus": "#heads"},
-    "copying": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
-                "heads_view": "roles", "focus": "#heads"},
+    # copying needs a model that copies: SmolLM2 has induction heads (~0.9) and its loss falls on the repeat; where
+    # its checkpoint is not made, the shipped language model (which does not copy, and the page says so)
+    "copying": {"tab": "attention", "model": ("SmolLM2-135M-Instruct (real LLM)", "shakespeare-lm (language model)"),
+                "layer": "0", "head": "0", "heads_view": "roles", "focus": "#heads"},
     # the classic first demo of a Chinese classroom: a character-level model writes a Tang poem after Li Bai's first
     # line (every sampling setting given, so the step shows the same poem whatever the steps before left)
     # (the first line alone, with no blank line above it: the page drew that line as two ↵ above the poem; seed 4
@@ -84,8 +90,24 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "two_languages": {"tab": "attention", "model": "multilingual-e5 (pre-trained multilingual encoder)",
                       "attention": "encoder", "layer": "0", "head": "0",
                       "text": "The animal didn't cross the street because it was too tired. 这只动物没有过马路，因为它太累了。",
-                      "heads_view": "find", "find_query": "它", "find_key": "动物", "focus": "#heads"},
+                      "heads_view": "find", "find_query": "it, 它", "find_key": "animal, 动物", "focus": "#heads"},
 }
+
+
+def usable(params: dict) -> dict[str, str]:
+    """A step's parameters as a link's: a model named as choices in order (a real LLM, then a shipped model) is the
+    first this app can read."""
+    model = params.get("model")
+    if not isinstance(model, tuple):
+        return params
+    return {**params, "model": next((m for m in model if _readable(m)), model[-1])}
+
+
+def _readable(label: str) -> bool:
+    try:
+        return models.resolve(label) not in store.unavailable()
+    except InputError:
+        return False
 
 
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
@@ -348,7 +370,7 @@ class Links:
         first = next(iter(LECTURE_PRESETS))
         starts = lecture and self.opened(params) == ""
         if starts:
-            params = LECTURE_PRESETS[first]
+            params = usable(LECTURE_PRESETS[first])
         clamped: list[Clamped] = []
         view = self.view(params, clamped)
         notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
@@ -357,7 +379,7 @@ class Links:
 
     def open_preset(self, name: str | None) -> list:
         """A lecture step: its view's inputs, no link notice (a step's numbers fit), and the tab to run."""
-        params = LECTURE_PRESETS.get(name or "", {})
+        params = usable(LECTURE_PRESETS.get(name or "", {}))
         return [*self.view(params), link_notice([], DEFAULT), self.opened(params)]
 
     def selected(self, event: gr.SelectData) -> str:

@@ -222,18 +222,9 @@ def check_modern_walk(run, read):
 
 
 @pytest.fixture(scope="module")
-def modern(tmp_path_factory):
-    """The tiny Llama- and Gemma-shaped checkpoints walked, in a model folder beside the shipped ones."""
-    import serving
-
-    folder = tmp_path_factory.mktemp("modern")
-    for entry in serving.model_dir(tmp_path_factory.mktemp("shipped")).iterdir():
-        (folder / entry.name).symlink_to(entry.resolve())
-    names = serving.modern_checkpoints(folder)
-    before = store.model_dir()
-    store.set_model_dir(folder)
-    yield {name: forward.walk(name, TEXTS["shakespeare-lm"]) for name in names}
-    store.set_model_dir(before)
+def modern(modern_store):
+    """The tiny Llama- and Gemma-shaped checkpoints walked (conftest.modern_store)."""
+    return {name: forward.walk(name, TEXTS["shakespeare-lm"]) for name in modern_store}
 
 
 @pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma"])

@@ -72,9 +72,9 @@ def test_every_heads_handler_draws_in_either_language(lang):
     lm = "shakespeare-lm (language model)"
     outputs = [*section.logit_lens(lm, "ROMEO: But soft", lang), *section.head_roles(lm, lang),
                *section.importance("translate-reverse (translator)", "123456789", "zero", lang),
-               *section.switch_off(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
+               *section.switch_off(ENCODER, ANIMAL, "L5 H11", "mean", "it", "animal", lang=lang)]
     titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
-    assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
+    assert len(titles) == 9 and sum(map(bool, titles)) == 8  # a classifier has no per-token loss: a note
     assert any("logit 透镜" in title for title in titles) == (lang == "zh-CN")
 
 
@@ -88,7 +88,7 @@ def test_opening_switch_off_answers_every_output_with_the_top_head_ticked():
     lm = "shakespeare-lm (language model)"
     *shown, toggles = section.open_switch_off(lm, LINE, "", "zero")
     top = use.importance(lm, LINE, "zero").ranked[0][0]
-    assert len(shown) == 6 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36
+    assert len(shown) == 7 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36
 
 
 def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_both_sentences():
@@ -101,7 +101,12 @@ def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_
     note, _, _, opened = section.find_head(step["model"], step["text"], step["attention"], step["find_query"],
                                            step["find_key"], "zh-CN")
     assert "“它”在词元“因为它”" in note and "排名针对" in note  # said in the reader's language
+    # both links ranked at once (issue 60): the top head's weight for each is said
+    assert "对所有联系都排第一的头" in note and "it” → “▁animal” 0." in note and "“因为它” → “动物” 0." in note
     english = use.find_head(step["model"], step["text"], "it", "animal")
-    assert opened.value == english.names[0]  # the head that links 因为它 to 动物 links "it" to "animal" too
+    chinese = use.find_head(step["model"], step["text"], "它", "动物")
+    both = use.find_head(step["model"], step["text"], "it, 它", "animal, 动物")
+    np.testing.assert_allclose(both.weights, (english.weights + chinese.weights) / 2, atol=1e-6)
+    assert opened.value == both.names[0]
     offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
     assert [row[1] for row in offered] == SEEDS and SEEDS[0] in step["text"] and SEEDS[1] in step["text"]

@@ -291,7 +291,11 @@ def rank_attention(attn: torch.Tensor, query: int, key: int | Sequence[int], gro
     keys = [key] if isinstance(key, int) else list(key)
     if not (0 <= query < Tq and keys and all(0 <= k < Tk for k in keys)):
         raise HeadError(f"positions must be a query in 0..{Tq - 1} and keys in 0..{Tk - 1}, got ({query}, {key})")
-    weights = attn[:, :, query, keys].sum(-1)  # (n_layer, H)
+    return rank_by(attn[:, :, query, keys].sum(-1), group, query, key)
+
+
+def rank_by(weights: torch.Tensor, group: str, query: int = -1, key: int | Sequence[int] = -1) -> HeadRanking:
+    """Every head ranked by its weight in `weights` (n_layer, H): one link's, or the mean of several links'."""
     order = torch.argsort(weights.flatten(), descending=True).tolist()
     H = weights.shape[1]
     ranked = [(Head(group, i // H, i % H), float(weights.flatten()[i])) for i in order]
@@ -327,14 +331,25 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     if "decoder" not in run.hidden:
         raise HeadError("the run has no residual streams: trace it with run_with_trace")
     device = device_of(model)
-    stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
-    logits = model.head(model.norm(stream)).float()  # the final norm and unembedding, at every layer
-    probs = torch.softmax(logits, -1)  # (n_layer + 1, T, vocab)
-    top_probs, top_ids = probs.max(-1)
-    final = top_ids[-1].expand(len(probs), -1)[..., None]  # the last row's guess is the model's prediction
-    final_logit = logits.gather(-1, final)  # (n_layer + 1, T, 1)
-    final_rank = (logits > final_logit).sum(-1)
-    final_probs = probs.gather(-1, final)[..., 0]
+
+    def read(h: torch.Tensor) -> torch.Tensor:  # the final norm and the unembedding: (T, vocab)
+        return model.head(model.norm(h[row].to(device))).float()
+
+    streams = run.hidden["decoder"]
+    last = read(streams[-1])
+    final = last.argmax(-1, keepdim=True)  # (T, 1): the model's prediction at each position
+    # one layer at a time: with a 262k-token vocabulary, every layer's logits at once are gigabytes
+    top_ids, top_probs, final_rank, final_probs = [], [], [], []
+    for i, h in enumerate(streams):
+        logits = last if i == len(streams) - 1 else read(h)
+        logp = torch.log_softmax(logits, -1)
+        top_logp, top_id = logp.max(-1)
+        final_logit = logits.gather(-1, final)
+        top_ids.append(top_id)
+        top_probs.append(top_logp.exp())
+        final_rank.append((logits > final_logit).sum(-1))
+        final_probs.append(logp.gather(-1, final)[:, 0].exp())
+    top_ids, top_probs, final_rank, final_probs = map(torch.stack, (top_ids, top_probs, final_rank, final_probs))
     return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
 
 
