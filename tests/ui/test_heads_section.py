@@ -110,3 +110,12 @@ def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_
     assert opened.value == both.names[0]
     offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
     assert [row[1] for row in offered] == SEEDS and SEEDS[0] in step["text"] and SEEDS[1] in step["text"]
+
+
+def test_opening_the_find_view_before_anything_is_typed_says_nothing():
+    """Issue 60: opening "Which head links A to B?" showed a red error before a query or key was typed."""
+    opened = section._named(section.find_head, 4)
+    assert all(isinstance(o, type(gr.skip())) for o in opened("shakespeare-lm (language model)", LINE, "decoder",
+                                                                  "", "", "zh-CN"))
+    note, *_ = opened("shakespeare-lm (language model)", LINE, "decoder", "ROMEO", "soft", "en")
+    assert "Top head" in note
