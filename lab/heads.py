@@ -333,31 +333,38 @@ class SwitchOffRun:
 
 
 @torch.no_grad()
-def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) -> tuple[Outcome, list[int]]:
-    """The model's answer on `read`; a translator's log-prob is of `reference` (default: its own output)."""
+def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None,
+             link: tuple[int, tuple[int, ...]] | None = None) -> tuple[Outcome, list[int], np.ndarray | None]:
+    """The model's answer on `read`; a translator's log-prob is of `reference` (default: its own output). With a
+    link, also every head's weight from its query to its keys, read from the same pass (a translator's: another)."""
     device = device_of(net)
-    if read.kind == "DecoderLM":
+    if read.kind in ("DecoderLM", "EncoderClassifier"):
         ids = torch.tensor([read.ids], device=device)
-        logp = torch.log_softmax(net(ids).float()[0], -1)  # (T, vocab)
+        logits, run = net.run_with_trace(ids) if link is not None else (net(ids), None)
+        weights = None if run is None else _weights_of(run, _groups(net)[0], link)
+        if read.kind == "EncoderClassifier":
+            probs = torch.softmax(logits.float()[0], -1)
+            return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids, weights
+        logp = torch.log_softmax(logits.float()[0], -1)  # (T, vocab)
         losses = -logp[:-1].gather(-1, ids[0, 1:, None])[:, 0]
         probs, top = logp[-1].exp().topk(TOP_K)
         return Outcome([(tokenizer.decode([int(i)]), float(p)) for p, i in zip(probs, top)],
-                       losses.cpu().numpy(), {}, "", 0.0), read.ids
-    if read.kind == "EncoderClassifier":
-        probs = torch.softmax(net(torch.tensor([read.ids], device=device)).float()[0], -1)
-        return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids
+                       losses.cpu().numpy(), {}, "", 0.0), read.ids, weights
     codec = Codec(tokenizer)
     if reference is None:  # every head on: the translation the Translate and Attention tabs show, run once
         run = translated(read.name, read.text)
         logp = float(np.log(run.probs[range(len(run.written)), run.written]).sum())
-        return Outcome([], None, {}, run.output, logp), [codec.bos, *run.written]
+        target = [codec.bos, *run.written]
+        weights = None if link is None else _link_weights(net, _inputs(net, read, target), _groups(net)[0], link)
+        return Outcome([], None, {}, run.output, logp), target, weights
     written = translate(net, codec, read.text).ids  # with heads off, the model writes its own translation
     target = reference
     src, lengths = codec.sources([read.text])
     tgt = torch.tensor([target], device=device)
     logp = torch.log_softmax(net(src.to(device), tgt[:, :-1], lengths.to(device)).float()[0], -1)
     total = float(logp.gather(-1, tgt[0, 1:, None]).sum())
-    return Outcome([], None, {}, codec.text(written), total), target
+    weights = None if link is None else _link_weights(net, _inputs(net, read, target), _groups(net)[0], link)
+    return Outcome([], None, {}, codec.text(written), total), target, weights
 
 
 _runs: RunCache = RunCache(size=64)
@@ -395,20 +402,21 @@ def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str,
     groups = _groups(net)
 
     def compute() -> SwitchOffRun:
-        before, reference = _outcome(net, tokenizer, read)
+        # every head on: the same for every choice of heads, so computed once per text and link
+        before, reference, weights_before = _runs.get(models.key(read.name, "every_head_on", read.text, link),
+                                                      lambda: _outcome(net, tokenizer, read, link=link))
         inputs = _inputs(net, read, reference)
         means = head_means(net, **inputs) if mode == "mean" else None
         try:
             with core.switch_off(net, chosen, mode, means):
-                after, _ = _outcome(net, tokenizer, read, reference)
-                weights_after = None if link is None else _link_weights(net, inputs, groups[0], link)
+                after, _, weights_after = _outcome(net, tokenizer, read, reference, link)
         except HeadError as e:
             raise InputError(say("heads.model_refused", error=str(e))) from e
         downstream = None
         if link is not None:
             q, keys = link
             downstream = Downstream(groups[0], read.labels[q], "".join(read.labels[k] for k in keys),
-                                    _link_weights(net, inputs, groups[0], link), weights_after,
+                                    weights_before, weights_after,
                                     [(h.layer, h.head) for h in chosen if h.group == groups[0]])
         said = read.cut if downstream is None else notice(read.cut, downstream.summary)
         return SwitchOffRun(read.name, read.kind, read.labels, [h.name(groups) for h in chosen], mode,
@@ -420,8 +428,12 @@ def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str,
 @torch.no_grad()
 def _link_weights(net, inputs: dict, group: str, link: tuple[int, tuple[int, ...]]) -> np.ndarray:
     """(n_layer, n_head): each head of `group`'s weight from the link's query to its keys, in one traced pass."""
-    q, keys = link
     _, run = net.run_with_trace(**inputs)
+    return _weights_of(run, group, link)
+
+
+def _weights_of(run, group: str, link: tuple[int, tuple[int, ...]]) -> np.ndarray:
+    q, keys = link
     return run.attention(group)[:, 0, :, q, list(keys)].sum(-1).numpy()
 
 

@@ -41,6 +41,7 @@ ROLES = ("previous-token", "first-token", "duplicate-token", "induction")
 # key, averaged over the queries the role is defined for. Uniform attention over the
 # ~100 keys of a repeated sequence puts ~0.02 there, so 0.4 means the head singles it out.
 ROLE_THRESHOLD = 0.4
+LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 
 
 class HeadError(ValueError):
@@ -331,25 +332,24 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     if "decoder" not in run.hidden:
         raise HeadError("the run has no residual streams: trace it with run_with_trace")
     device = device_of(model)
-
-    def read(h: torch.Tensor) -> torch.Tensor:  # the final norm and the unembedding: (T, vocab)
-        return model.head(model.norm(h[row].to(device))).float()
-
-    streams = run.hidden["decoder"]
-    last = read(streams[-1])
-    final = last.argmax(-1, keepdim=True)  # (T, 1): the model's prediction at each position
-    # one layer at a time: with a 262k-token vocabulary, every layer's logits at once are gigabytes
+    stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
+    L, T, vocab = stream.shape[0], stream.shape[1], model.config.vocab_size
+    final = model.head(model.norm(stream[-1])).float().argmax(-1, keepdim=True)  # (T, 1): the model's prediction
+    # layers read through the unembedding a few at a time: one matrix product per chunk reads the (large) output
+    # matrix once, and a chunk's logits stay under LENS_CHUNK numbers (Gemma's 262k-token vocabulary made all
+    # layers' at once gigabytes; one layer at a time read its 600 MB matrix 19 times)
+    per = max(1, LENS_CHUNK // (T * vocab))
     top_ids, top_probs, final_rank, final_probs = [], [], [], []
-    for i, h in enumerate(streams):
-        logits = last if i == len(streams) - 1 else read(h)
+    for start in range(0, L, per):
+        logits = model.head(model.norm(stream[start:start + per])).float()  # (chunk, T, vocab)
         logp = torch.log_softmax(logits, -1)
         top_logp, top_id = logp.max(-1)
-        final_logit = logits.gather(-1, final)
+        picked = final.expand(len(logits), -1, -1)  # (chunk, T, 1)
         top_ids.append(top_id)
         top_probs.append(top_logp.exp())
-        final_rank.append((logits > final_logit).sum(-1))
-        final_probs.append(logp.gather(-1, final)[:, 0].exp())
-    top_ids, top_probs, final_rank, final_probs = map(torch.stack, (top_ids, top_probs, final_rank, final_probs))
+        final_rank.append((logits > logits.gather(-1, picked)).sum(-1))
+        final_probs.append(logp.gather(-1, picked)[..., 0].exp())
+    top_ids, top_probs, final_rank, final_probs = (torch.cat(x) for x in (top_ids, top_probs, final_rank, final_probs))
     return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
 
 
