@@ -118,8 +118,10 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")
             run = gr.Button(_("attention.run"), variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples(examples({label: name for label, name in models.items() if name != store.GPT2}),
-                            [model, text, group], label=_("common.examples"))
+            # folded: its 15 rows pushed the figures 1,200 px down, below a projector's first screen
+            with gr.Accordion(_("common.examples"), open=False, elem_id="attention-examples"):
+                events.examples(examples({label: name for label, name in models.items() if name != store.GPT2}),
+                                [model, text, group], label=_("common.examples"))
             with gr.Accordion(_("common.what"), open=False):
                 gr.Markdown(_("attention.explainer"))
         notice_box = gr.Markdown()

@@ -132,9 +132,10 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("forward.text"), elem_id="forward-text", scale=4)
             run = gr.Button(_("forward.run"), variant="primary", scale=1, elem_id="forward-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples([[name, example] for name, example in
-                             ((n, EXAMPLES[offered[n]]) for n in labels if offered[n] in EXAMPLES)],
-                            [model, text], label=_("common.examples"))
+            with gr.Accordion(_("common.examples"), open=False, elem_id="forward-examples"):  # folded: results first
+                events.examples([[name, example] for name, example in
+                                 ((n, EXAMPLES[offered[n]]) for n in labels if offered[n] in EXAMPLES)],
+                                [model, text], label=_("common.examples"))
         with gr.Row(equal_height=True):
             back = gr.Button(_("forward.previous"), size="sm", elem_id="forward-back", scale=1)
             # every stage a link or the API may name; a picked model narrows the list to its own (`controls`)

@@ -306,7 +306,6 @@ def build(lang: gr.State | None = None) -> Action:
         with gr.Row():
             with gr.Column(scale=2):
                 model_label = gr.Radio([choice(m) for m in MODELS], value=SHIPPED, label=_("common.model"), elem_id="model")
-                model_about = gr.Markdown(_about(use.MODELS[SHIPPED], None), elem_id="generate-model-about")
                 prompt = gr.Textbox("ROMEO:\n", lines=2, label=_("generate.prompt"),
                                     placeholder=_("generate.prompt_placeholder"), elem_id="text")
                 chat = gr.Checkbox(False, label=_("generate.chat_box"), elem_id="chat", visible=False)
@@ -319,6 +318,9 @@ def build(lang: gr.State | None = None) -> Action:
                     one_llm = gr.Button(_("generate.one_more"), visible=False)
                 settings = _settings()
             with gr.Column(scale=3):
+                # beside the text it writes, not under the picker: the Generate button stays on a projector's
+                # first screen
+                model_about = gr.Markdown(_about(use.MODELS[SHIPPED], None), elem_id="generate-model-about")
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label=_("generate.text"),
                                           show_legend=False, show_inline_category=False, elem_id="generated-text",

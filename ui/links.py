@@ -94,6 +94,28 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
 }
 
 
+# What a click shows, by the button's elem_id: the page keeps it in sight (ui/page.js, window.labResults). A result
+# below the first screen made a click seem to do nothing (a projector's 720 px, a phone's 844 px).
+RESULTS = {"attention-run": "#attention-grid", "masking-run": "#masking-gallery", "generate-run": "#generated-text",
+           "generate-run-llm": "#generated-text", "translate-run": "#translate-attention",
+           "forward-run": "#forward-says", "forward-next": "#forward-heatmap", "forward-back": "#forward-heatmap",
+           "find-button": "#find-note", "ablate-button": "#ablate-note", "importance-button": "#importance-note",
+           "lens-button": "#lens-table", "roles-button": "#roles-note", "question-join": "#question-prompt",
+           "question-send": "#question-status", "question-open": "#question-shown"}
+# What a lecture step shows: its tab's main figure, or the step's own (the part of the tab it is about)
+TAB_RESULTS = {"tokens": "#tokens-chips", "attention": "#attention-grid", "masking": "#masking-gallery",
+               "generate": "#generated-text", "sentiment": "#sentiment-tokens", "translate": "#translate-attention",
+               "forward": "#forward-heatmap"}
+STEP_RESULTS = {"pretraining": "#sentiment-compare .js-plotly-plot", "whole_review": "#sentiment-running",
+                "find_head": "#find-ranking", "two_languages": "#find-ranking", "switch_off": "#ablate-downstream",
+                "logit_lens": "#lens-table", "copying": "#roles-note"}
+
+
+def step_result(name: str) -> str | None:
+    """The selector of what lecture step `name` shows."""
+    return STEP_RESULTS.get(name) or TAB_RESULTS.get(LECTURE_PRESETS[name]["tab"])
+
+
 def usable(params: dict) -> dict[str, str]:
     """A step's parameters as a link's: a model named as choices in order (a real LLM, then a shipped model) is the
     first this app can read."""
@@ -113,19 +135,25 @@ def _readable(label: str) -> bool:
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
 # It may still be opening when the step starts (an accordion), or hidden until its first result (a review's
 # sentences, seconds on a busy machine): the scroll is repeated while it takes its height, for up to 20 s.
-SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
+SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   // a newer step ends this one's re-scrolling: stepping back from a step with a focus must not scroll to it later
   const step = window.labScrollStep = (window.labScrollStep || 0) + 1;
   const go = () => { const el = focus && document.querySelector(focus);
                      el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
-  go(); if (!focus) return;
+  // then what the step shows, once drawn, brought on screen if it is not (ui/page.js): a phone's screen or a
+  // long Chinese label had left it below the first screen
+  const bring = () => window.labBring && window.labBring(result && document.querySelector(result));
+  go();
   let scrolled = 0; const until = Date.now() + 20000;
   const again = () => { if (window.labScrollStep !== step) return;
-                        const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
-                        if (tall) { go(); scrolled += 1; }
-                        if (scrolled < 4 && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
-  setTimeout(again, 300); }""" % json.dumps(
-    {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
+                        const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
+                        if (tall) { if (focus) go(); bring(); scrolled += 1; }
+                        const running = window.labBusy && window.labBusy(result && document.querySelector(result));
+                        if ((scrolled < 4 || running) && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
+  setTimeout(again, 300); }"""
+SCROLL_TO_STEP = SCROLL_TO_STEP % (
+    json.dumps({name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset}),
+    json.dumps({name: step_result(name) for name in LECTURE_PRESETS}))
 
 
 def redraw_id(tab_id: str) -> str:

@@ -284,7 +284,8 @@ SEEN = """(tab) => {
   const busy = Array.from(root.querySelectorAll('[data-testid=status-tracker]'))
     .filter((e) => shown(e) && !e.classList.contains('hide')).length;
   const plots = Array.from(root.querySelectorAll('.js-plotly-plot')).filter(shown).map((gd) => {
-    const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0));
+    const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0)
+      || (t.cells && t.cells.values ? t.cells.values.length : 0));  // a table (the forward pass's ids)
     const notes = ((gd._fullLayout || {}).annotations || []).filter((a) => a.text).length;
     return {id: (gd.closest('.block[id]') || {}).id || '', data: data.reduce((a, b) => a + b, 0), notes};
   });
