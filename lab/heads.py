@@ -544,7 +544,8 @@ def _appears(labels: list[str], guesses: list[list[str]], found) -> str:
     while first > 0 and ranks[first - 1] == 0:
         first -= 1
     where = say("heads.embedding") if first == 0 else say("heads.block", layer=first - 1)
-    return say("heads.lens_appears", token=literal(labels[-1]), answer=literal(guesses[-1][-1]), where=where,
+    shown = repr(guesses[-1][-1])[1:-1]  # as the lens table writes a guess: a newline stays visible
+    return say("heads.lens_appears", token=literal(labels[-1]), answer=literal(shown), where=where,
                n=len(ranks) - 1, p=float(found.final_probs[-1, -1]))
 
 

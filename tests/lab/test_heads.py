@@ -165,3 +165,14 @@ def test_find_head_names_the_key_value_head_a_grouped_query_head_reads(modern_st
     assert "reads key/value head 0" in gemma.summary
     local = heads.find_head("tiny-gemma", text, "it", "cat", "decoder")
     assert (local.ranked[0][0].layer == 0) == ("sliding-window layer" in local.summary)
+
+
+def test_the_lens_says_from_which_layer_the_answer_stays_the_top_guess():
+    """Issue 57: "at which layer the answer appears" ("The capital of France is" -> " Paris" in SmolLM2's last
+    layer); here on the shipped LM, against the ranks the lens drew."""
+    run = heads.lens("shakespeare-lm", LINE)
+    ranks = run.final_rank[:, -1]
+    first = max(i for i in range(len(ranks)) if i == 0 or ranks[i - 1] != 0)  # the top guess from here on
+    assert (ranks[first:] == 0).all() and (first == 0 or ranks[first - 1] != 0)
+    where = "the embedding" if first == 0 else f"layer {first - 1} on"
+    assert where in run.notice and r"answer “\\n”" in run.notice  # the line ends: "\n", escaped for Markdown
