@@ -191,6 +191,7 @@ class Slice:
     head: int = 0
     follow: int = 0
     angles: np.ndarray | None = None
+    notice: str = ""  # what was clamped (a link's layer 40 of a 30-layer model), in the reader's words
 
 
 def models_offered() -> dict[str, str]:
@@ -344,15 +345,18 @@ def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cro
     head and the followed position clamped to the model and the text, here and only here."""
     stage = stage_of(stage)
     stack = run.stack(stack)
-    layer = clamp(layer, 0, run.n_layer - 1, Message("setting.layer"))
-    head = clamp(head, 0, run.n_head - 1, Message("setting.head"))
-    follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"))
+    said: list[str] = []
+    layer = clamp(layer, 0, run.n_layer - 1, Message("setting.layer"), said if stage in LAYER_STAGES else None)
+    head = clamp(head, 0, run.n_head - 1, Message("setting.head"), said if stage in HEAD_STAGES else None)
+    follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"), said)
     if stage not in run.stages:
-        return Slice(stage, np.zeros((0, 0), np.float32), [], [], (), (), applies=False, layer=layer, head=head)
+        return Slice(stage, np.zeros((0, 0), np.float32), [], [], (), (), applies=False, layer=layer, head=head,
+                     notice=notice(*said))
     piece = _cut(run, stage, layer, head, stack, bool(cross) and stack == "decoder" and run.kind == "translator",
                  follow)
     # the followed position's row: a classifier's readouts have one row, for the whole text
-    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)))
+    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)),
+                   notice=notice(*said))
 
 
 def _cut(run: Walk, stage: str, layer: int, head: int, stack: str, cross: bool, follow: int) -> Slice:

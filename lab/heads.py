@@ -117,16 +117,22 @@ def inside(labels: list[str], at: list[int], token) -> str:
                position=at[0])
 
 
-def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
-    """Heads named as the core names them, "L5 H11, cross L1 H0" (the group defaults to the model's first)."""
+def parse_heads(spec: str | None, groups: list[str], n_layer: int | None = None,
+                n_head: int | None = None) -> list[Head]:
+    """Heads named as the core names them, "L5 H11, cross L1 H0" (the group defaults to the model's first); with
+    the model's sizes, a head it does not have is an InputError that says which heads it has."""
     heads = []
     for part in (spec or "").replace(";", ",").split(","):
         if not part.strip():
             continue
         try:
-            heads.append(Head.parse(part, groups[0]))
+            head = Head.parse(part, groups[0])
         except HeadError:
             raise InputError(say("heads.bad_spec", part=quoted(part.strip()))) from None
+        if n_layer is not None and (head.group not in groups or head.layer >= n_layer or head.head >= n_head):
+            raise InputError(say("heads.no_such_head", part=quoted(part.strip()), groups=", ".join(groups),
+                                 last_layer=n_layer - 1, last_head=n_head - 1))
+        heads.append(head)
     return sorted(set(heads))
 
 
@@ -383,7 +389,11 @@ def switch_off(model: str, text: str | None, heads: str | None, mode: str | None
     key token (as find_head takes them), also what every head's weight from the query to the key does."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
-    return _switch_off(net, tokenizer, read, parse_heads(heads, _groups(net)), mode, _link(read, query, key))
+    return _switch_off(net, tokenizer, read, _parsed(net, heads), mode, _link(read, query, key))
+
+
+def _parsed(net, spec: str | None) -> list[Head]:
+    return parse_heads(spec, _groups(net), net.config.n_layer, net.config.n_head)
 
 
 def _link(read: _Read, query, key) -> tuple[int, tuple[int, ...]] | None:
@@ -500,7 +510,7 @@ def open_switch_off(model: str, text: str | None, heads: str | None, mode: str |
     link = _link(read, query, key)
     if not (heads or "").strip():
         heads = find_head(model, text, query, key).names[0] if link is not None else found.ranked[0][0]
-    run = _switch_off(net, tokenizer, read, parse_heads(heads, groups), mode, link)
+    run = _switch_off(net, tokenizer, read, _parsed(net, heads), mode, link)
     return SwitchOffView(found, run, heads, _names(net))
 
 

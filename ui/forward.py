@@ -14,6 +14,7 @@ import gradio as gr
 from i18n import render, t
 from lab import forward as use
 from lab import models, store
+from lab.policy import notice
 from ui import events
 from ui.handlers import Action, cached, handler
 from ui.i18n import choice, language, text as _
@@ -29,7 +30,8 @@ def _drawn(run, piece, stack: str, cross: bool, lang: str):
     """(what the stage does, the architecture with it lit, its matrix, the followed token's row)."""
     says = views.sentence(run, piece, lang)
     where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
-    shown = "  \n".join(part for part in (render(run.notice, lang), f"**{views.stage_title(piece.stage, lang)}.** "
+    shown = "  \n".join(part for part in (render(notice(run.notice, piece.notice), lang),
+                                          f"**{views.stage_title(piece.stage, lang)}.** "
                                           f"{says}", where if piece.applies else "") if part)
     diagram = views.diagram(run, piece.stage, stack or "", piece.layer, piece.head, bool(cross), lang)
     if not piece.applies:

@@ -62,7 +62,8 @@ def test_every_tabs_click_shows_its_result_on_the_first_screen(browser, server, 
     visit.lang = lang
     missed = {}
     for tab, (query, button, result) in CLICKS.items():
-        visit.open(f"{query}&lang={lang}")
+        visit.page.goto(f"{visit.base_url}/{query}&lang={lang}")
+        visit.page.locator(f"#tab-{tab}").wait_for()  # a phone folds the tab bar: the tab's panel, not its button
         wait_drawn(visit, tab, [], settle_s=0.5)
         box = _click_and_wait(visit, tab, button, result)
         if not in_sight(box):
@@ -79,8 +80,8 @@ THEIRS = {"sentiment"}  # the Sentiment tab's steps: its own tests
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_every_lecture_step_shows_what_it_is_about_on_the_first_screen(browser, server, screen, lang):  # noqa: F811
     visit = Visit(browser, server[0], console=False, viewport=SCREENS[screen])
-    visit.open(f"?lecture=1&lang={lang}")
     page = visit.page
+    page.goto(f"{visit.base_url}/?lecture=1&lang={lang}")
     page.locator("#lecture-next").wait_for()
     missed, changes = {}, page.evaluate("() => window.labScrollStep || 0")
     for i, (name, preset) in enumerate(LECTURE_PRESETS.items()):

@@ -449,3 +449,13 @@ def test_the_walk_reads_through_the_reading_path_and_says_when_the_model_cannot_
     assert "cannot read this text" in render(english.notice, "en"), english.notice
     with pytest.raises(InputError):
         forward.walk("shakespeare-lm", "   ")
+
+
+def test_a_layer_or_head_out_of_range_is_clamped_with_a_notice_in_the_readers_language(runs):
+    """Issue 57's bad input: a link's layer 40 of a 6-layer model is drawn at its last layer, and the page says so."""
+    run = runs["shakespeare-lm"]
+    piece = forward.stage_slice(run, "scores", 40, 99, follow=3)
+    assert (piece.layer, piece.head) == (run.n_layer - 1, run.n_head - 1)
+    assert "Layer can be 0 to 5; used 5." in render(piece.notice, "en")
+    assert "层的范围是 0 到 5；已使用 5。" in render(piece.notice, "zh-CN")
+    assert forward.stage_slice(run, "embed", 40).notice == ""  # a stage of no layer has nothing to clamp

@@ -176,3 +176,13 @@ def test_the_lens_says_from_which_layer_the_answer_stays_the_top_guess():
     assert (ranks[first:] == 0).all() and (first == 0 or ranks[first - 1] != 0)
     where = "the embedding" if first == 0 else f"layer {first - 1} on"
     assert where in run.notice and r"answer “\\n”" in run.notice  # the line ends: "\n", escaped for Markdown
+
+
+def test_a_head_the_model_lacks_is_refused_in_the_readers_words():
+    with pytest.raises(InputError) as refused:
+        heads.switch_off("shakespeare-lm", LINE, "L0 H1, L9 H0")
+    from i18n import render
+
+    message = refused.value.args[0]
+    assert "no head L9 H0" in render(message, "en") and "L0 H0 to L5 H5" in render(message, "en")
+    assert "模型没有头" in render(message, "zh-CN") and "has no" not in render(message, "zh-CN")

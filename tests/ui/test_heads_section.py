@@ -119,3 +119,22 @@ def test_opening_the_find_view_before_anything_is_typed_says_nothing():
                                                                   "", "", "zh-CN"))
     note, *_ = opened("shakespeare-lm (language model)", LINE, "decoder", "ROMEO", "soft", "en")
     assert "Top head" in note
+
+
+def test_a_chinese_page_shows_no_english_from_the_core():
+    """Issue 60: "mean next-token loss increase (nats)" and the class labels "negative"/"positive" on 中文 pages."""
+    note, _ = section.importance("shakespeare-lm (language model)", LINE, "zero", "zh-CN")
+    assert "mean next-token" not in note and "平均" in note
+    *_, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", lang="zh-CN")
+    assert set(figure(outcome).data[0].x) == {"负面", "正面"}
+
+
+def test_the_copying_step_runs_on_smollm2_where_it_is_made_else_on_the_shipped_lm(monkeypatch):
+    from ui import links
+
+    step = links.LECTURE_PRESETS["copying"]
+    monkeypatch.setattr(links, "_readable", lambda label: True)
+    assert links.usable(step)["model"] == "SmolLM2-135M-Instruct (real LLM)"
+    monkeypatch.setattr(links, "_readable", lambda label: label.startswith("shakespeare"))
+    assert links.usable(step)["model"] == "shakespeare-lm (language model)"
+    assert links.usable(links.LECTURE_PRESETS["tokens"]) == links.LECTURE_PRESETS["tokens"]
