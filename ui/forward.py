@@ -119,7 +119,7 @@ CLICKED_ROW = """(follow) => { const row = parseInt(document.querySelector('#for
 
 def build(lang: gr.State | None = None) -> Action | None:
     lang = language(lang)
-    with gr.Tab(_("forward.tab"), id="forward"):
+    with gr.Tab(_("forward.tab"), id="forward") as forward_tab:
         offered = use.models_offered()
         if not offered:
             gr.Markdown(_("common.no_model", folder=store.model_dir()))
@@ -179,6 +179,8 @@ def build(lang: gr.State | None = None) -> Action | None:
             events.on(button.click, _stepper(by), inputs, [stage, stack, cross, *outputs], api_visibility="private")
         followed = clicked.click(None, follow, follow, js=CLICKED_ROW, **shell)  # a row clicked on the heatmap
         events.on(followed.then, forward_stage, inputs, outputs, api_visibility="private")
-        events.on(model.change, controls, [model, stage], [stage, layer, head, stack, cross],
-                  api_name=False)
+        # the stage list narrows to the model's own stages when a model is picked, and when the tab opens (it is
+        # built with every stage a link or the API may name)
+        for opened in (model.change, forward_tab.select):
+            events.on(opened, controls, [model, stage], [stage, layer, head, stack, cross], api_name=False)
     return Action(forward_stage, inputs, outputs, "forward_stage")

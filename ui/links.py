@@ -101,7 +101,7 @@ RESULTS = {"attention-run": "#attention-grid", "masking-run": "#masking-gallery"
            "forward-run": "#forward-says", "forward-next": "#forward-heatmap", "forward-back": "#forward-heatmap",
            "find-button": "#find-note", "ablate-button": "#ablate-note", "importance-button": "#importance-note",
            "lens-button": "#lens-table", "roles-button": "#roles-note", "question-join": "#question-prompt",
-           "question-send": "#question-status", "question-open": "#question-shown"}
+           "question-send": "#question-status", "question-open": "#question-link"}
 # What a lecture step shows: its tab's main figure, or the step's own (the part of the tab it is about)
 TAB_RESULTS = {"tokens": "#tokens-chips", "attention": "#attention-grid", "masking": "#masking-gallery",
                "generate": "#generated-text", "sentiment": "#sentiment-tokens", "translate": "#translate-attention",

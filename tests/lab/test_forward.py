@@ -459,3 +459,26 @@ def test_a_layer_or_head_out_of_range_is_clamped_with_a_notice_in_the_readers_la
     assert "Layer can be 0 to 5; used 5." in render(piece.notice, "en")
     assert "层的范围是 0 到 5；已使用 5。" in render(piece.notice, "zh-CN")
     assert forward.stage_slice(run, "embed", 40).notice == ""  # a stage of no layer has nothing to clamp
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_modern_decoders_every_stage_draws_with_its_real_sizes(modern, lang):
+    """What the page gets for each of Gemma's stages: the stage lit once in a diagram of only its stages, its
+    boxes in the model's sizes (RMSNorm, the grouped heads, the sliding window of a local layer), figures drawn."""
+    import json
+
+    import i18n
+    from ui import forward as tab
+
+    run = modern["tiny-gemma"]
+    for stage in run.stages:
+        says, diagram, *figures = tab.forward_stage("tiny-gemma", TEXTS["shakespeare-lm"], stage, 0, 5, "decoder",
+                                                    False, 3, lang)
+        assert diagram.count('class="box lit"') == 1 and 'data-stage="pooled"' not in diagram, stage
+        assert "H_kv=1" in diagram and "RMSNorm" in diagram
+        assert i18n.t("forward.stage.mask_window", lang, w=5) in diagram  # layer 0's mask: a window of 5 keys
+        matrix, row = (json.loads(f.plot) for f in figures)
+        assert matrix["data"] and (row["data"] or row["layout"]["annotations"]), stage
+    says, diagram, *_ = tab.forward_stage("tiny-gemma", TEXTS["shakespeare-lm"], "qkv", 0, 5, "decoder", False, 3,
+                                          lang)
+    assert ("key/value head 0" if lang == "en" else "键/值头 0") in says
