@@ -482,3 +482,24 @@ def test_a_modern_decoders_every_stage_draws_with_its_real_sizes(modern, lang):
     says, diagram, *_ = tab.forward_stage("tiny-gemma", TEXTS["shakespeare-lm"], "qkv", 0, 5, "decoder", False, 3,
                                           lang)
     assert ("key/value head 0" if lang == "en" else "键/值头 0") in says
+
+
+def test_the_translators_walk_is_its_encoder_then_its_decoder_then_its_cross_attention(runs):
+    """Issue 60: the walk covered only the decoder; the encoder and cross-attention sat behind a radio button."""
+    run = runs["translate-reverse"]
+    walked = forward.steps(run)
+    encoder = [s for s, stack, _ in walked if stack == "encoder"]
+    assert encoder == ["ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "concat", "attn_out",
+                       "resid_mid", "ff", "block_out", "final_norm"]
+    assert walked[len(encoder)] == ("ids", "decoder", False)  # then the decoder, from its own tokens
+    cross = [s for s, _, c in walked if c]
+    assert cross[0] == "norm" and "qkv" in cross and cross[-1] == "resid_mid"
+    assert walked.index(("qkv", "decoder", True)) > walked.index(("resid_mid", "decoder", False))
+    assert walked[-4:] == [(s, "decoder", False) for s in ("logits", "probs", "next", "loss")]
+    # Next and Previous follow that order; a stage the model has not steps from where it would be
+    assert forward.step(run, "final_norm", "encoder", False, +1) == ("ids", "decoder", False)
+    assert forward.step(run, "resid_mid", "decoder", False, +1) == ("norm", "decoder", True)
+    lm = runs["shakespeare-lm"]
+    assert forward.step(lm, "pooled", None, False, +1)[0] == "loss"
+    assert forward.step(lm, "pooled", None, False, -1)[0] == "next"
+    assert forward.step(lm, "ids", None, False, -1)[0] == "ids" and forward.step(lm, "loss", None, False, 1)[0] == "loss"
