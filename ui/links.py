@@ -147,8 +147,9 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   let scrolled = 0; const until = Date.now() + 20000;
   const again = () => { if (window.labScrollStep !== step) return;
                         const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
-                        if (tall) { if (focus) go(); bring(); scrolled += 1; }
+                        // brought once drawn: a result still drawing is short, and bringing it then overshot
                         const running = window.labBusy && window.labBusy(result && document.querySelector(result));
+                        if (tall) { if (focus) go(); if (!running) bring(); scrolled += 1; }
                         if ((scrolled < 4 || running) && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
   setTimeout(again, 300); }"""
 SCROLL_TO_STEP = SCROLL_TO_STEP % (
