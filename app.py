@@ -18,7 +18,8 @@ import gradio as gr
 import cli
 import i18n as catalogue
 from lab import store
-from ui import about, admission, attention, concepts, events, forward, generate, gradio_patches, masking, questions
+from ui import about, admission, agents, attention, concepts, events, forward, generate, gradio_patches, masking
+from ui import inside, questions
 from ui import sentiment, sessions, tokens, translate
 from ui.links import LECTURE_PRESETS, RESULTS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
 from ui.links import redraw_id
@@ -26,7 +27,7 @@ from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
 
-TABS = [tokens, attention, masking, generate, sentiment, translate, forward, questions, concepts, about]
+TABS = [tokens, attention, masking, generate, inside, sentiment, translate, forward, questions, concepts, about]
 
 # Beyond this, new requests are told the queue is full instead of piling up. No one group fills it: each holds at
 # most ui/admission.GROUP_JOBS, a session and a client address a few of those (see ui/admission.py).
@@ -93,6 +94,8 @@ def build_app() -> gr.Blocks:
         _wire(demo, shell, tabs, tab_items, actions)
     events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
     gradio_patches.speak_page_language(demo, shell.lang)  # an input's refusal in the page's language
+    agents.offer_tools(demo)  # the API page and the MCP tools: each view's data, not its page
+    agents.brief_mcp_refusals()
     return demo
 
 
@@ -183,7 +186,7 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
 def serve_queue(demo: gr.Blocks) -> gr.Blocks:
     """`demo` with its queue, and at the queue's door the caps Gradio lacks (ui/admission.py)."""
     demo.queue(max_size=QUEUE_MAX_SIZE, status_update_rate=STATUS_UPDATE_S)
-    admission.Admission(demo._queue, events.admits, events.seconds_until_free)
+    admission.Admission(demo._queue, events.admits, events.seconds_until_free, events.session_jobs)
     sessions.sweep_forever(demo)  # state only for open pages, briefly for the rest (ui/sessions.py)
     return demo
 
@@ -199,6 +202,7 @@ def main(argv=None) -> None:
     serve_queue(demo).launch(
         server_name=args.host, server_port=args.port, share=args.share, theme=THEME, css=CSS, head=HEAD + i18n.HEAD,
         i18n=i18n.translations(), mcp_server=True, app_kwargs=app_kwargs(), run_history=False,
+        allowed_paths=[str(terms)] if (terms := about.terms_file()) else None,
         max_threads=events.threads_needed(demo), state_session_capacity=sessions.CAPACITY)
 
 

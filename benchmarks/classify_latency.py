@@ -1,7 +1,7 @@
 """Sentiment latency on the server, per classifier: `python -m benchmarks.classify_latency`.
 
 For a review sentence cut to exactly 40 tokens of each model's tokenizer, times
-* `explain`: the core call (a traced forward pass, attention rollout, gradient x input);
+* `explain`: the core call (a traced forward and backward pass: each token's share of the verdict, attention rollout);
 * `classify`: the Sentiment tab's whole handler (`ui.sentiment.classify`: input policy, explain, the
   three figures), with the checkpoint served as the tab's model from a folder laid out like assets/
   (what `app.py --model-dir` reads), so the pre-trained model runs through the same code as the other.

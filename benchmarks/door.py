@@ -15,9 +15,17 @@ d_model 2048 x 12 layers, 2.3 GiB of float32 parameters), then, over the browser
   the app at rest + the cache budget (lab/cache.BUDGET_BYTES) + 1,000 sessions of 1 MB (ui/sessions.CAPACITY).
 - bad checkpoint: one client asks for attention on the oversized model `--clicks` times while another
   sends light requests: their p95 (target <= 0.5 s) and the oversized model's answer.
+- wrong types (issue 61): every input of every endpoint (/gradio_api/info?all_endpoints=true: the page's endpoints
+  and their data twins) sent, over the raw API's join, a value of a kind it does not take (its own value in a
+  list, an object, a value of another JSON kind). Targets: 0 HTTP 500, 0 empty messages.
+- messages: every input of every endpoint but the examples loaders and live training sent each HOSTILE value
+  (2 MB of text, 5,000 digits, NaN, ...): the longest message (target <= 300 characters), HTTP 500s, empty ones.
+- mcp: every MCP tool (JSON-RPC over /gradio_api/mcp/) called with its defaults and a 5,000-character text, and with
+  2 MB of text in each argument: the largest answer in bytes (target <= 64 KB) and the longest error message.
 
 The whole run takes about 13 minutes on a loaded 2-core machine, most of it the 2,000 requests (a quick look:
-`--distinct 500`); the JSON on the last line says which ran and how long each part took.
+`--distinct 500`; `--parts wrong_types,messages,mcp` for issue 61's parts alone); the JSON on the last line says
+which ran and how long each part took.
 """
 
 from __future__ import annotations
@@ -208,6 +216,155 @@ def bad_checkpoint(base: str, clicks: int, oversized: str) -> dict:
             "clicks_refused_with_a_message": sum(outcome == "error_message" for _, outcome in answers), **{f"light_{k}": v for k, v in result.items()}}
 
 
+# --------------------------------------------------------------------------- issue 61: types, messages, MCP
+
+MESSAGE_CHARS = 300  # the longest message a refusal may be (ui/handlers.MESSAGE_CHARS)
+MCP_ANSWER_BYTES = 64 * 1024  # the largest answer an MCP tool may send (ui/agents.ANSWER_BYTES)
+TWO_MB = "x" * 2_000_000
+# values written into a request's JSON as they are (no JSON encoder writes them): Python's json reads NaN, Infinity
+# and an integer of 5,000 digits (which int() then refuses to write out again)
+RAW = {"NaN": "NaN", "Infinity": "1e400", "5,000-digit integer": "1" + "0" * 5000}
+HOSTILE = {"2 MB text": TWO_MB, "5,000 digits": "1" * 5000, "5,000 digits and a colon": "1" * 5000 + ":",
+           "head L<5,000 digits>H0": "L" + "1" * 5000 + "H0", "empty text": "", "null": None, "true": True,
+           "-1e30": -1e30, "an object": {"a": 1}, "a list of 100,000": ["x"] * 100_000, **RAW}
+SKIPPED = ("load_example", "translate_train")  # Gradio's examples loaders (unqueued); live training (the flood's)
+
+
+def said(base: str, api: str, body: bytes, timeout: float = 300) -> tuple[int, str, str | None]:
+    """One raw API call (`body`: the JSON sent): (HTTP status of the join, "complete" | "error" | "join refused",
+    the error message: None when the error had none)."""
+    request = urllib.request.Request(f"{base}/gradio_api/call/{api}", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            event_id = json.loads(response.read())["event_id"]
+    except urllib.error.HTTPError as e:
+        return e.code, "join refused", e.read().decode(errors="replace")[:1000] or None
+    with urllib.request.urlopen(f"{base}/gradio_api/call/{api}/{event_id}", timeout=timeout) as stream:
+        text = stream.read().decode(errors="replace")
+    if "event: complete" in text:
+        return 200, "complete", ""
+    data = text.rsplit("data:", 1)[-1].strip()
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return 200, "error", data or None
+    message = answer.get("error") if isinstance(answer, dict) else answer
+    return 200, "error", message if isinstance(message, str) and message.strip() else None
+
+
+def body_with(data: list, at: int, value) -> bytes:
+    """The JSON of a call whose argument `at` is `value` (a RAW name is written as it is)."""
+    marker = "@@HOSTILE@@"
+    data = list(data)
+    data[at] = marker if isinstance(value, str) and value in RAW.values() else value
+    return json.dumps({"data": data}).replace(f'"{marker}"', value if data[at] == marker else "").encode()
+
+
+def endpoints_info(base: str) -> dict:
+    with urllib.request.urlopen(f"{base}/gradio_api/info?all_endpoints=true", timeout=60) as response:
+        return {name.lstrip("/"): e["parameters"] for name, e in json.loads(response.read())["named_endpoints"].items()}
+
+
+def wrongly_typed(parameter: dict) -> dict:
+    """Values of kinds `parameter`'s input does not take: its own value in a list, an object, another JSON kind."""
+    default, kind = parameter.get("parameter_default"), parameter["type"].get("type")
+    other = {"boolean": "true", "number": "1", "integer": "1", "string": 12345}.get(kind, [default])
+    return {"its value in a list": [default], "an object": {"value": default}, "another kind": other}
+
+
+def wrong_types(base: str, endpoints: dict) -> dict:
+    """Every input of every endpoint sent values of a kind it does not take, over the raw API's join."""
+    counts, problems, t0 = {"sent": 0, "refused_with_a_message": 0, "http_500": 0, "empty_message": 0,
+                            "accepted": 0}, [], time.time()
+    for api, parameters in endpoints.items():
+        defaults = [p.get("parameter_default") for p in parameters]
+        for at, parameter in enumerate(parameters):
+            for name, value in wrongly_typed(parameter).items():
+                status, outcome, message = said(base, api, body_with(defaults, at, value))
+                counts["sent"] += 1
+                where = f"{api}.{parameter['parameter_name']}: {name}"
+                if status >= 500:
+                    counts["http_500"] += 1
+                    problems.append(f"{where}: HTTP {status}")
+                elif outcome == "complete":
+                    counts["accepted"] += 1
+                elif message is None:
+                    counts["empty_message"] += 1
+                    problems.append(f"{where}: empty message")
+                else:
+                    counts["refused_with_a_message"] += 1
+    return {**counts, "problems": problems[:20], "s": round(time.time() - t0),
+            "met": counts["http_500"] == 0 and counts["empty_message"] == 0}
+
+
+def messages(base: str, endpoints: dict) -> dict:
+    """Every input of every endpoint (but SKIPPED) sent each HOSTILE value: the longest message and the failures."""
+    longest, problems, t0 = (0, ""), [], time.time()
+    counts = {"sent": 0, "http_500": 0, "empty_message": 0}
+    for api, parameters in endpoints.items():
+        if api.startswith(SKIPPED):
+            continue
+        defaults = [p.get("parameter_default") for p in parameters]
+        for at, parameter in enumerate(parameters):
+            for name, value in HOSTILE.items():
+                status, outcome, message = said(base, api, body_with(defaults, at, value))
+                counts["sent"] += 1
+                where = f"{api}.{parameter['parameter_name']} = {name}"
+                if status >= 500 or (outcome != "complete" and message is None):
+                    counts["http_500" if status >= 500 else "empty_message"] += 1
+                    problems.append(f"{where}: {'HTTP %d' % status if status >= 500 else 'empty message'}")
+                elif message and len(message) > longest[0]:
+                    longest = (len(message), f"{where}: {message[:400]}")
+    return {**counts, "longest_message_chars": longest[0], "longest_message": longest[1], "problems": problems[:20],
+            "s": round(time.time() - t0),
+            "met": longest[0] <= MESSAGE_CHARS and counts["http_500"] == 0 and counts["empty_message"] == 0}
+
+
+def mcp_request(base: str, method: str, params: dict, timeout: float = 300) -> tuple[int, dict]:
+    """One JSON-RPC request to the MCP server (stateless streamable HTTP): (bytes of the answer, its result)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    request = urllib.request.Request(f"{base}/gradio_api/mcp/", data=body, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        raw = response.read()
+    events = [line[5:].strip() for line in raw.decode().splitlines() if line.startswith("data:")]
+    message = json.loads(events[-1] if events else raw)
+    return len(raw), message.get("result") or {"isError": True, "content": [{"text": json.dumps(message)}]}
+
+
+def mcp(base: str) -> dict:
+    """Every MCP tool with its defaults and a 5,000-character text, then with 2 MB of text in each argument."""
+    t0 = time.time()
+    tools = mcp_request(base, "tools/list", {})[1]["tools"]
+    largest, longest, errors = (0, ""), (0, ""), []
+    for tool in tools:
+        properties = tool["inputSchema"].get("properties", {})
+        defaults = {k: v["default"] for k, v in properties.items() if "default" in v}
+        texts = [k for k, v in properties.items() if v.get("type") == "string" and "enum" not in v]
+        for case, arguments in (("defaults", defaults), ("5,000 characters", {**defaults, **dict.fromkeys(texts, TEXT_5000)})):
+            size, result = mcp_request(base, "tools/call", {"name": tool["name"], "arguments": arguments})
+            if size > largest[0]:
+                largest = (size, f"{tool['name']} with {case}")
+        for name in properties:
+            size, result = mcp_request(base, "tools/call", {"name": tool["name"], "arguments": {**defaults, name: TWO_MB}})
+            text = " ".join(c.get("text", "") for c in result.get("content", []))
+            if size > largest[0]:
+                largest = (size, f"{tool['name']} with 2 MB in {name}")
+            if result.get("isError"):
+                if not text.strip() or text.strip() == "Error!":
+                    errors.append(f"{tool['name']}.{name}: empty message")
+                elif len(text) > longest[0]:
+                    longest = (len(text), f"{tool['name']}.{name}: {text[:400]}")
+    return {"tools": len(tools), "largest_answer_bytes": largest[0], "largest_answer": largest[1],
+            "longest_error_chars": longest[0], "longest_error": longest[1], "empty_errors": errors[:20],
+            "s": round(time.time() - t0),
+            "met": largest[0] <= MCP_ANSWER_BYTES and longest[0] <= MESSAGE_CHARS and not errors}
+
+
+PARTS = ("flood", "bad_checkpoint", "memory", "wrong_types", "messages", "mcp")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flood", type=int, default=300)
@@ -215,7 +372,11 @@ def main(argv=None) -> None:
     parser.add_argument("--distinct", type=int, default=2000)
     parser.add_argument("--unread", type=int, default=150)
     parser.add_argument("--clicks", type=int, default=10)
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which parts to run, of {','.join(PARTS)}")
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if unknown := parts - set(PARTS):
+        parser.error(f"no part named {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
         models = serving.model_dir_with_oversized(Path(tmp))
         port = serving.free_port()
@@ -226,11 +387,22 @@ def main(argv=None) -> None:
                 config = json.loads(response.read())
             deps, components = config["dependencies"], {c["id"]: c for c in config["components"]}
             t0 = time.time()
-            result = {"startup_s": round(startup_s, 1), "light_without_flood": light(base, args.light, "calm")}
-            result["flood"] = flood(base, deps, components, args.flood)
-            result["light_during_flood"] = light(base, args.light, "flooded")
-            result["bad_checkpoint"] = bad_checkpoint(base, args.clicks, model_choice(deps, components, "oversized"))
-            result["memory"] = memory(base, process.pid, args.distinct, args.unread, deps)
+            result = {"startup_s": round(startup_s, 1), "parts": sorted(parts, key=PARTS.index)}
+            if "flood" in parts:
+                result["light_without_flood"] = light(base, args.light, "calm")
+                result["flood"] = flood(base, deps, components, args.flood)
+                result["light_during_flood"] = light(base, args.light, "flooded")
+            if "bad_checkpoint" in parts:
+                result["bad_checkpoint"] = bad_checkpoint(base, args.clicks, model_choice(deps, components, "oversized"))
+            if "memory" in parts:
+                result["memory"] = memory(base, process.pid, args.distinct, args.unread, deps)
+            endpoints = endpoints_info(base)
+            if "wrong_types" in parts:
+                result["wrong_types"] = wrong_types(base, endpoints)
+            if "messages" in parts:
+                result["messages"] = messages(base, endpoints)
+            if "mcp" in parts:
+                result["mcp"] = mcp(base)
             result["wall_s"] = round(time.time() - t0)
         finally:
             process.terminate()

@@ -259,13 +259,19 @@ async def _call(http: httpx.AsyncClient, url: str, name: str, data: list, sessio
     raise RuntimeError("the answer's stream ended without a result")
 
 
+def endpoints(url: str) -> dict:
+    """Every named endpoint of the app and its parameters: the page's own (which the API page leaves out since
+    issue 61 lists their data twins, ui/agents.py, in their place) and the twins."""
+    return httpx.get(f"{url}gradio_api/info", params={"all_endpoints": "true"}).json()["named_endpoints"]
+
+
 def _payload(info: dict, name: str, request: dict) -> list:
     """An endpoint's positional data for the HTTP API: `request`'s values, the app's defaults for the rest."""
     return [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
 
 
 async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False) -> tuple[dict, list[str]]:
-    info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
+    info = endpoints(url)
     sessions = [f"student-{i}" for i in range(n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
@@ -282,7 +288,7 @@ async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False) ->
 
 
 async def _open_loop(url: str, endpoints: list[str], clients: int, total: int, rate: float) -> tuple[dict, list[str]]:
-    info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
+    info = endpoints(url)
     limits = httpx.Limits(max_connections=4 * total, max_keepalive_connections=4 * total)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         calls = []
@@ -304,7 +310,7 @@ async def _open_loop(url: str, endpoints: list[str], clients: int, total: int, r
 
 
 async def _cached_hit(url: str, hits: int) -> dict:
-    info = httpx.get(f"{url}gradio_api/info").json()["named_endpoints"]
+    info = endpoints(url)
     view = _payload(info, "attention", SAME_LINK["attention"](0))
     async with httpx.AsyncClient(timeout=300) as http:
         computed_ms = 1000 * await _call(http, url, "attention", view, "lecturer")
@@ -528,7 +534,7 @@ def main(argv=None) -> dict:
 def mixed(args, url: str, process, startup_s: float, stand_ins: list[str]) -> dict:
     """Every client sends the mix of REQUESTS (closed loop, or open loop at --rate); stops the app after."""
     try:
-        exposed = set(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
+        exposed = set(endpoints(url))
         endpoints = [name for name in REQUESTS if f"/{name}" in exposed]
         missing_endpoints = [name for name in REQUESTS if name not in endpoints]
         print(f"startup {startup_s:.1f} s; endpoints {endpoints}; missing {missing_endpoints}; stand-ins {stand_ins}")

@@ -213,7 +213,10 @@ def while_generating_run(model: str, text: str | None, n_new) -> WhileGenerating
 
 
 def _generate(name: str, net, tokenizer, ids: list[int], n_new: int) -> WhileGeneratingRun:
-    with llms.lane(name):  # a real LLM generates in the one lane of the real LLMs
+    if name in llms.LLMS:  # a real LLM generates in the one lane of the real LLMs, at a low priority
+        with llms.lane(name):
+            gen = llms.done_behind(lambda: attention_while_generating(net, ids, n_new))
+    else:
         gen = attention_while_generating(net, ids, n_new)
     labels = [tokenizer.decode([i]) for i in gen.ids]
     return WhileGeneratingRun(labels, gen.n_prompt, [r.numpy() for r in gen.rows], tokenizer.decode(gen.generated),

@@ -15,7 +15,7 @@ from transformer_core.tokenization import TokenizerError
 
 from . import llms, models, store
 from .markdown import literal
-from .policy import InputError, truncate
+from .policy import InputError, quoted, truncate
 
 LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
 SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.training.data.Review.label: 1 positive, 0 negative
@@ -48,7 +48,7 @@ def number(value, name: str, lo: float, hi: float) -> float:
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
         x = math.nan
     if not lo <= x <= hi:  # also refuses NaN
-        raise InputError(Message("concepts.number_range", name=name, lo=f"{lo:g}", hi=f"{hi:g}", value=repr(value)))
+        raise InputError(Message("concepts.number_range", name=name, lo=f"{lo:g}", hi=f"{hi:g}", value=quoted(value)))
     return x
 
 

@@ -33,7 +33,7 @@ from transformer_core.model.attention import rotary_angles
 from . import models, reading, store
 from .translate import token_label
 from .cache import RunCache
-from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
+from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, quoted, source_text
 
 # The 19 stages, in order; a layer's stages (3-13) repeat for each block. Their numbers never change.
 STAGES = ("ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "concat", "attn_out", "resid_mid",
@@ -278,7 +278,7 @@ def stage_of(stage) -> str:
     if text.lower() in by_number:
         return by_number[text.lower()]
     if text not in ORDER:
-        raise InputError(Message("forward.bad_stage", stage=repr(text[:40]), n=len(STAGES)))
+        raise InputError(Message("forward.bad_stage", stage=quoted(text), n=len(STAGES)))
     return text
 
 

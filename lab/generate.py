@@ -27,7 +27,7 @@ from transformer_core.decoding.beam import MAX_WIDTH
 
 from . import llms, models, reading, store
 from .cache import RunCache
-from .policy import InputError, clamp, fit_tokens, truncate
+from .policy import InputError, clamp, fit_tokens, quoted, truncate
 
 SHIPPED = Message("generate.model.shipped")
 GPT2 = models.GPT2_LABEL  # the one GPT-2 label, as on the Attention tab
@@ -74,7 +74,7 @@ def load(label: str) -> tuple[object, object, str]:
     """(model, tokenizer, notice) for a picker label; GPT-2 falls back to the shipped model offline."""
     name = checkpoint(label)
     if name is None:
-        raise InputError(Message("generate.unknown_model", label=repr(label), models=", ".join(choices())))
+        raise InputError(Message("generate.unknown_model", label=quoted(label), models=", ".join(choices())))
     try:
         model, tokenizer = models.load(name)
         return model, tokenizer, ""
@@ -155,7 +155,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     ships a chat template reads the prompt as a question inside it."""
     notices: list[str] = []
     if mode not in MODES:
-        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=repr(mode)))
+        raise InputError(Message("generate.bad_mode", modes=", ".join(MODES), mode=quoted(mode)))
     name = checkpoint(label)
     if name in llms.LLMS:  # a real LLM reads the end of a long prompt: its prefill is its slowest step
         max_len = min(max_len, LLM_PROMPT_TOKENS + (max_new_tokens_limit(mode) if mode == "beam" else 0))
@@ -196,7 +196,7 @@ def check(label: str, tokenizer, max_len: int, prompt, mode, temperature, top_k,
     try:
         length_penalty = float(length_penalty or 0.0)
     except (TypeError, ValueError):
-        raise InputError(Message("generate.bad_length_penalty", value=repr(length_penalty))) from None
+        raise InputError(Message("generate.bad_length_penalty", value=quoted(length_penalty))) from None
     stops = stop_ids(name, tokenizer)
     if mode == "beam" and length_penalty != 1.0 and not stops:
         notices.append(NO_END_TOKEN)
@@ -283,9 +283,14 @@ def generation(model, tokenizer, request: Request) -> Iterator[Session]:
     """
 
     def produce() -> Iterator[Session]:
-        with llms.lane(checkpoint(request.model)):  # a real LLM's text is written in its lane; a cached one is not
-            yield from sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
-                                    STOP_AT.get(checkpoint(request.model), ""), request.stops, seconds(request))
+        name = checkpoint(request.model)
+        steps = sample_steps(model, tokenizer, new_session(request), request.config, request.max_new_tokens,
+                             STOP_AT.get(name, ""), request.stops, seconds(request))
+        if name not in llms.LLMS:
+            yield from steps
+            return
+        with llms.lane(name):  # a real LLM's text is written in its lane, at a low priority; a cached one is not
+            yield from llms.behind(steps)
 
     # the cache keeps a copy: the streamed session is the caller's to extend (Step)
     yield from _texts.stream(models.key(checkpoint(request.model), request.key), produce, keep=copy.deepcopy)
@@ -305,7 +310,8 @@ def step(model, tokenizer, request: Request, session: Session | None) -> Session
         session = copy.deepcopy(session)
         session.notice = ""
     with llms.lane(checkpoint(request.model)):
-        for session in sample_steps(model, tokenizer, session, request.config, 1, stops=request.stops):
+        steps = sample_steps(model, tokenizer, session, request.config, 1, stops=request.stops)
+        for session in (llms.behind(steps) if checkpoint(request.model) in llms.LLMS else steps):
             pass
     return session
 
@@ -335,15 +341,19 @@ def run(model, tokenizer, request: Request) -> Iterator[Session | BeamRun]:
 
 
 def beam_run(model, tokenizer, request: Request) -> BeamRun:
-    with llms.lane(checkpoint(request.model)):
-        return BeamRun(beam(model, request), sampled(model, tokenizer, request),
-                       Session(prompt_text=request.prompt_text))
+    return BeamRun(beam(model, request), sampled(model, tokenizer, request), Session(prompt_text=request.prompt_text))
 
 
 def beam(model, request: Request) -> BeamResult:
-    """Beam search of the request's width and length penalty."""
-    return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
-                          request.length_penalty, eos_id=request.stops or None)
+    """Beam search of the request's width and length penalty (a real LLM's in its lane)."""
+    def search() -> BeamResult:
+        return beam_search_lm(model, list(request.prompt_ids), request.width, request.max_new_tokens,
+                              request.length_penalty, eos_id=request.stops or None)
+
+    if checkpoint(request.model) not in llms.LLMS:
+        return search()
+    with llms.lane(checkpoint(request.model)):
+        return llms.done_behind(search)
 
 
 def sampled(model, tokenizer, request: Request) -> Session:

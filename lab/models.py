@@ -22,7 +22,7 @@ from i18n import Message
 from transformer_core import CheckpointError, to_simplified
 
 from . import store
-from .policy import InputError, clamp, mostly_chinese
+from .policy import InputError, clamp, mostly_chinese, quoted
 
 GPT2_LABEL = Message("attention.gpt2_label")
 # an older picker label still opens its model (links written before the one label existed)
@@ -115,7 +115,7 @@ def resolve(label_or_name: str | None, arch: str | None = None) -> str:
     elif label_or_name in names.values():
         name = label_or_name
     else:
-        raise InputError(Message("attention.no_model", label=repr(label_or_name), folder=store.model_dir()))
+        raise InputError(Message("attention.no_model", label=quoted(label_or_name), folder=store.model_dir()))
     if arch is not None and store.arch(name) != arch:
         raise InputError(Message("models.wrong_kind", name=repr(name), kind=Message(f"store.kind.{store.arch(name)}"),
                                  needed=Message(f"store.kind.{arch}")))

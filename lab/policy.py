@@ -8,6 +8,7 @@ show, never silently.
 from __future__ import annotations
 
 import math
+import reprlib
 import unicodedata
 from dataclasses import dataclass
 
@@ -47,12 +48,37 @@ def truncate(text: str | None, limit: int = MAX_CHARS, keep: str = "first") -> t
     return kept, notice(fixed, Message(f"policy.cut_chars_{which}", n=len(text), limit=limit))
 
 
-QUOTED_CHARS = 80  # of a refused text, quoted back in its message: a 10 MB input must not come back whole
+CHARS_SHOWN = 12  # of the characters a model cannot read, listed in its refusal (a Chinese text has thousands)
+QUOTED_CHARS = 80  # of a refused value, quoted back in its message: a 10 MB input must not come back whole
+DIGITS_SHOWN = 4300  # Python writes no integer longer than this (sys.int_info.default_max_str_digits)
 
 
-def quoted(text: str) -> str:
-    """The start of `text` for a message about it: a refusal names what it refused, not all of it."""
-    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+def quoted(value, keep: str = "first") -> str:
+    """`value` as a message quotes it: a text in quotes, cut to its first (or, `keep="last"`, last) QUOTED_CHARS
+    characters with "…" and its length; any other value written as Python does, cut alike. A refusal names
+    what it refused, never all of it: a 2 MB text, a list of a million items, an integer of 5,000 digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > DIGITS_SHOWN * 3:
+        return Message("policy.quoted_digits", n=int(value.bit_length() * math.log10(2)))
+    shown = value if isinstance(value, str) else _written(value)
+    if len(shown) <= QUOTED_CHARS:
+        return repr(shown) if isinstance(value, str) else shown
+    cut = shown[:QUOTED_CHARS] + "…" if keep == "first" else "…" + shown[-QUOTED_CHARS:]
+    if isinstance(value, str):
+        return Message("policy.quoted_text", text=repr(cut), n=len(value))
+    if isinstance(value, (list, tuple, dict, set)):
+        return Message("policy.quoted_items", text=cut, n=len(value))
+    return cut
+
+
+def _written(value) -> str:
+    """`repr(value)` without writing out more than a few times QUOTED_CHARS of it (a list of a million items)."""
+    writer = reprlib.Repr()
+    writer.maxstring = writer.maxother = writer.maxlong = 2 * QUOTED_CHARS
+    writer.maxlist = writer.maxtuple = writer.maxdict = writer.maxset = QUOTED_CHARS // 4
+    try:
+        return writer.repr(value)
+    except ValueError:  # an integer inside it of over DIGITS_SHOWN digits
+        return f"a {type(value).__name__} holding an integer of over {DIGITS_SHOWN:,} digits"
 
 
 def clamp(value, low: int, high: int, name: str, notices: list[str] | None = None) -> int:
@@ -68,9 +94,9 @@ def clamp(value, low: int, high: int, name: str, notices: list[str] | None = Non
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400
-        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value))) from None
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=quoted(value))) from None
     if math.isnan(number):
-        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=repr(value)))
+        raise InputError(Message("policy.not_whole", name=name, low=low, high=high, value=quoted(value)))
     clamped = int(round(min(max(number, low), high)))  # infinities land on the ends too
     if notices is not None and number != clamped:
         notices.append(Message("policy.clamped", name=name, low=low, high=high, used=clamped))
@@ -184,7 +210,8 @@ def source_text(codec: Codec, max_len: int, text: str | None) -> tuple[str, str]
         cut = notice(cut, Message("attention.source_cut", n=len(text), limit=limit))
         text = text[:limit]
     if unknown := sorted(set(text) - codec.alphabet):
-        raise InputError(Message("policy.not_in_alphabet", chars=" ".join(map(repr, unknown)),
+        shown = " ".join(map(repr, unknown[:CHARS_SHOWN])) + (" …" if len(unknown) > CHARS_SHOWN else "")
+        raise InputError(Message("policy.not_in_alphabet", chars=shown,
                                  alphabet=repr("".join(sorted(codec.alphabet)))))
     try:
         codec.check(text, max_len)

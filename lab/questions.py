@@ -146,6 +146,58 @@ def _q_shape_choices() -> list[str]:
 def _yes_no() -> list[Message]:
     return [Message("questions.yes"), Message("questions.no")]
 
+
+# the real LLMs (lab/llms.py): a question about one that is not made yet is refused with the command that makes it
+SMOLLM2, GEMMA3 = "smollm2-135m-instruct", "gemma-3-270m"
+PARIS_PROMPT = "The capital of France is"
+SINK_SHARES = (0.05, 0.25, 0.5, 0.75)  # the choices of the attention-sink question
+
+
+def _llm(name: str):
+    from . import models
+    return models.load(name)
+
+
+def _paris_layer() -> int:
+    """The first layer (0: the embedding) at which the logit lens of SmolLM2 puts " Paris" on top after the prompt."""
+    import torch
+
+    from transformer_core import logit_lens
+    model, tokenizer = _llm(SMOLLM2)
+    ids = tokenizer.encode(PARIS_PROMPT)
+    _, run = model.run_with_trace(torch.tensor([ids]))
+    top = logit_lens(model, run).top_ids[:, -1].tolist()
+    paris = tokenizer.encode(" Paris")[0]
+    return next((layer for layer, token in enumerate(top) if token == paris), len(top) - 1)
+
+
+def _sink_answer() -> int:
+    from transformer_core.analysis.modern import first_token_share
+    import torch
+
+    model, tokenizer = _llm(SMOLLM2)
+    _, run = model.run_with_trace(torch.tensor([tokenizer.encode(PARIS_PROMPT)]))
+    share = float(first_token_share(run.attention("decoder")[:, 0]).mean())
+    return min(range(len(SINK_SHARES)), key=lambda i: abs(SINK_SHARES[i] - share))
+
+
+def _sink_choices() -> list[str]:
+    return [f"{share:.0%}" for share in SINK_SHARES]
+
+
+def _capital_choices() -> list[str]:
+    return ["Paris", "Lyon", "France", "London"]
+
+
+def _capital_answer() -> int:
+    from .generate import chat_prompt, chat_template
+    from transformer_core import generate as greedy
+    model, tokenizer = _llm(SMOLLM2)
+    _, ids, _ = chat_prompt(chat_template(SMOLLM2), tokenizer, "What is the capital of France?")
+    said = tokenizer.decode(greedy(model, ids, 12))
+    return next((i for i, city in enumerate(_capital_choices()) if city in said), 0)
+
+
 QUESTIONS: dict[str, Question] = {q.id: q for q in (
     Question("token_count", "tokens", "number", lambda: _token_count("To be, or not to be"),
              params={"text": "To be, or not to be"}),
@@ -159,6 +211,11 @@ QUESTIONS: dict[str, Question] = {q.id: q for q in (
     Question("q_shape", "forward", "choice", lambda: 0, _q_shape_choices),
     Question("logit_count", "forward", "number", lambda: _lm_config()["vocab_size"]),
     Question("norm_count", "forward", "number", lambda: 2 * _lm_config()["n_layer"] + 1),
+    Question("llm_capital", "llm", "choice", _capital_answer, _capital_choices),
+    Question("paris_layer", "llm", "number", _paris_layer, params={"prompt": PARIS_PROMPT}),
+    Question("kv_heads", "llm", "number", lambda: _llm(SMOLLM2)[0].config.n_kv_head),
+    Question("sink_share", "llm", "choice", _sink_answer, _sink_choices, params={"prompt": PARIS_PROMPT}),
+    Question("local_window", "llm", "number", lambda: _llm(GEMMA3)[0].config.sliding_window),
 )}
 
 

@@ -10,16 +10,16 @@ verdicts, and the token evidence is one sentence's, by default the one that weig
 verdict, or the one the person picks. The text is split once, here, and the split handed on.
 
 With no classifier chosen (the tab's "by the text's language", an API call without one), the text
-picks it: the first classifier (from scratch, where the lessons start) when it reads the text's language,
-else the one that reads it and measured best on that language's test set (the registry's TEST_ACCURACY,
-from the model cards). A classifier chosen by hand is kept, and when it cannot read the text it says so
+picks it: the reader of its language that measured best on that language's test set (the registry's
+TEST_ACCURACY, from the model cards), whose card also gives its score on everyday sentences
+(benchmarks/everyday.py); the tab names the reader under its verdict. A classifier chosen by hand is kept, and when it cannot read the text it says so
 and proposes the ones that can: a person who picks the English model for a Chinese review is usually
 showing that it cannot read it. A pre-trained encoder shipped for its heads (`multilingual-e5`, its
 classifier head untrained) is not offered here.
 
 Each request tokenizes a text once (a long one: whole, to measure it, then each sentence once) and runs one
-forward pass for a short text; a long one gets one pass over its sentences (once per review: cached) and one
-with the gradient for the sentence shown.
+forward and backward pass for a short text; a long one gets one pass over its sentences (once per review: cached)
+and one with the backward pass for the sentence shown.
 """
 
 from __future__ import annotations
@@ -64,16 +64,21 @@ COMPARED_COLUMNS = 2
 @dataclass(frozen=True)
 class SentimentRun:
     """Checkpoint `name`'s verdict with its evidence: P(class), the tokens' labels, per-token scores, attention
-    (n_layer, n_head, T, T)."""
+    (n_layer, n_head, T, T).
+
+    shares: each token's share of the explained text's log-odds (`log_odds` = `base` + their sum); of a long
+    text, the explained text is the sentence shown, whose own log-odds they add up to."""
 
     name: str
     probs: dict[str, float]
     labels: list[str]
-    grad_x_input: np.ndarray
+    shares: np.ndarray
     rollout: np.ndarray
     attn: np.ndarray
     read_text: str  # the part of the text the model read (all of it unless cut); of a long text, the sentence
     notice: str
+    log_odds: float
+    base: float
     document: DocumentVerdict | None = None  # a long text read by sentences: every sentence's verdict
     sentence: int | None = None  # then: the index (from 0) of the sentence the tokens, scores and attention are of
 
@@ -94,6 +99,12 @@ REVIEW = ("I went in expecting a quiet costume drama about a lighthouse keeper a
           "Then the storm arrives, and the film comes alive. "
           "The last forty minutes are gripping, beautifully shot and genuinely moving. "
           "By the end I was in tears: one of the best films I have seen this year.")
+
+
+# The same review in Chinese (the tab's Chinese example): read by sentences too.
+REVIEW_ZH = ("我本来以为这是一部讲灯塔看守人和他女儿的平淡古装片。前一个小时节奏很慢，对白生硬，我看了好几次表。"
+             "后来暴风雨来了，整部电影一下子活了过来。最后四十分钟扣人心弦，画面很美，也真的很感人。"
+             "看到结尾我哭了：这是我今年看过最好的电影之一。")
 
 
 def classifiers() -> dict[str, str]:
@@ -118,45 +129,52 @@ def compared(text: str | None = None) -> dict[str, str]:
     return {installed[name]: name for name in pair}
 
 
+def compare_lesson(text: str | None) -> str:
+    """Which lesson Compare's pair for `text` teaches: the text's language when its pair (COMPARED) is installed,
+    else "other" (the first two installed readers, no lesson of their own)."""
+    language = models.language_of(text)
+    pair = COMPARED.get(language)
+    return language if pair and tuple(compared(text).values()) == pair else "other"
+
+
 def _has_letters(text: str) -> bool:
     return any(unicodedata.category(c)[0] in "LN" for c in text)
 
 
-def _checkpoint(model: str | None, text: str) -> tuple[str, str]:
-    """(the classifier's checkpoint name, a notice when the text picked it): a chosen label or name, or with
-    none chosen the first installed classifier when it reads the text's language, else the reader of that
-    language that measured best on its test set (models.route)."""
+def _checkpoint(model: str | None, text: str) -> str:
+    """The classifier's checkpoint name: a chosen label or name, or with none chosen the installed reader of the
+    text's language that measured best on its test set (models.route; the first installed when none reads it,
+    which then says it cannot read the text)."""
     installed = classifiers()
     if model in (None, ""):
         if not installed:
             raise InputError(Message("sentiment.no_classifier", folder=store.model_dir()))
-        first = next(iter(installed.values()))
-        reads = models.checkpoint(first).reads(models.language_of(text))
-        name = first if reads else models.route("EncoderClassifier", text, among=list(installed.values())) or first
-        label = next(label for label, n in installed.items() if n == name)
-        return name, "" if name == first else Message("reading.routed", model=label,
-                                                       language=reading.languages_name([models.language_of(text)]))
+        return models.route("EncoderClassifier", text, among=list(installed.values())) or next(iter(installed.values()))
     if model in installed:
-        return installed[model], ""
+        return installed[model]
     if model in installed.values():
-        return model, ""
+        return model
     raise InputError(Message("sentiment.unknown_classifier", model=repr(model), installed=", ".join(installed)))
+
+
+def label_of(name: str) -> str:
+    """A classifier's picker label (a Message for the shipped ones), by its checkpoint name."""
+    return next((label for label, n in classifiers().items() if n == name), name)
 
 
 _runs: RunCache[SentimentRun] = RunCache(size=128)
 
 
 def classify(text: str | None, model: str | None = None, sentence: int | None = None) -> SentimentRun:
-    """Classify `text` with the chosen classifier (label or checkpoint name; default: the first installed
-    that reads the text's language).
+    """Classify `text` with the chosen classifier (label or checkpoint name; default: the installed reader of the
+    text's language that measured best on its test set).
 
     A long text is read by sentences: `run.document` holds every sentence's verdict, `run.probs` the
     review's, and the tokens and scores are of sentence number `sentence` (from 1, as `run.number`;
     default: the one that weighs most). A short text is read whole, as it always was, and `sentence` is ignored.
     """
-    name, routed = _checkpoint(model, (text or "")[:MAX_CHARS])
+    name = _checkpoint(model, (text or "")[:MAX_CHARS])
     text, cut = reading.prepare(name, text, Message("sentiment.type_text"), MAX_CHARS)
-    cut = notice(routed, cut)
     run = _runs.get(models.key(name, text, sentence), lambda: _compute(name, text, sentence))
     return run if not cut else replace(run, notice=notice(cut, run.notice))
 
@@ -203,8 +221,8 @@ LIMITS = dict(tokens=LONG_TEXT_TOKENS, sentences=MAX_SENTENCES, max_chars=MAX_CH
 
 
 def _explained(name: str, text: str, spans: list, sentence: int | None = None) -> SentimentRun:
-    """Today's reading of a short text (its `spans`, tokenized already): one traced forward pass, gradient x
-    input, attention rollout."""
+    """Today's reading of a short text (its `spans`, tokenized already): one traced forward and backward pass,
+    each token's share of the verdict, attention rollout."""
     try:
         verdict = _batched_explain(name, (text, spans))  # shares a pass with texts asked at the same time
     except EmptyTextError as e:  # check_readable should have said it; never a traceback
@@ -222,9 +240,9 @@ def _explained(name: str, text: str, spans: list, sentence: int | None = None) -
     labels, split = labelled(text, verdict.tokens)
     if split:
         notices.append(split)
-    return SentimentRun(name, verdict.probs, labels, verdict.grad_x_input.numpy(),
+    return SentimentRun(name, verdict.probs, labels, verdict.shares.numpy(),
                         verdict.rollout.numpy(), verdict.attn.numpy(), text[: verdict.tokens[-1].end],
-                        notice(*notices))
+                        notice(*notices), verdict.log_odds, verdict.base)
 
 
 def _explain_together(name: str, read: list[tuple[str, list]]) -> list:

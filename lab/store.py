@@ -62,9 +62,9 @@ _llm_dir: Path | None = None  # where the real LLMs' checkpoints are (app.py --l
 # A checkpoint dropped into the folder appears within this time.
 RESCAN_S = 1.0
 _signature: tuple[float, tuple] = (float("-inf"), ())  # (when it was read, the signature read)
-# A checkpoint whose model would take more memory than this, as it is kept (float32, or int8 for the real LLMs:
+# A checkpoint whose model would take more memory than this, as it is kept (float32, or float16 for the real LLMs:
 # weights/hub.memory_bytes), is refused from its config alone, before any tensor is made: GPT-2 small (124M
-# parameters, 0.5 GB) and Gemma 3 270M (0.45 GB in int8) fit; a config of d_model 2048 x 12 layers (2.4 GB) does not.
+# parameters, 0.5 GB) and Gemma 3 270M (0.54 GB in float16) fit; a config of d_model 2048 x 12 layers (2.4 GB) does not.
 MAX_MODEL_BYTES = 2**30
 
 

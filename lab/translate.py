@@ -18,7 +18,7 @@ from transformer_core.tasks import TOY_LENGTHS, accuracy_by_length, get_task
 
 from . import live, models
 from .cache import RunCache
-from .policy import InputError, clamp, notice, source_text
+from .policy import InputError, clamp, notice, quoted, source_text
 
 TASKS = ("copy", "reverse", "sort", "pig_latin")  # transformer_core.tasks; each translator's config names its task
 # what each task's alphabet takes, said in one line (Chinese, say, is in none of them)
@@ -62,7 +62,7 @@ class TranslationRun:
         """(attention group, layer, head index or None for the mean of heads, a notice of what was moved)
         for a group, layer and head as the endpoint takes them ("cross-attention", -1, "head 3")."""
         if group not in GROUPS:
-            raise InputError(Message("translate.bad_group", groups=", ".join(GROUPS), group=repr(group)))
+            raise InputError(Message("translate.bad_group", groups=", ".join(GROUPS), group=quoted(group)))
         notices: list[str] = []
         layer = self.layer(layer, notices)
         n_head = self.attn["cross"].shape[1]
@@ -107,7 +107,7 @@ def checkpoint_of(task: str) -> str:
     """The translator of `task`, from the one registry: the first whose config names that task (when none is
     installed, the shipped folder's name, which loading then reports missing)."""
     if task not in TASKS:
-        raise InputError(Message("translate.bad_task", tasks=", ".join(TASKS), task=repr(task)))
+        raise InputError(Message("translate.bad_task", tasks=", ".join(TASKS), task=quoted(task)))
     found = (c.name for c in models.registry() if c.arch == "EncoderDecoder" and c.task == task)
     return next(found, "translate-" + task.replace("_", "-"))
 
@@ -180,7 +180,7 @@ def train_live(slot: live.LiveTraining, task: str, size: str, steps, seconds, so
     steps = clamp(steps, *live.STEPS, Message("setting.steps"))
     seconds = clamp(seconds, *live.SECONDS, Message("setting.time_budget"))
     if size not in live.SIZES:
-        raise InputError(Message("translate.bad_size", sizes=", ".join(live.SIZES), size=repr(size)))
+        raise InputError(Message("translate.bad_size", sizes=", ".join(live.SIZES), size=quoted(size)))
     # the fresh model reads the task's alphabet, as the shipped one does: a source it cannot read is
     # refused now, not after the class has watched it train
     _read_source(task, source)

@@ -101,7 +101,7 @@ from .analysis.heads import (
     repeated_random_tokens,
     switch_off,
 )
-from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, gradient_x_input, predict_proba
+from .analysis.sentiment import EmptyTextError, Verdict, explain, explain_each, log_odds_shares, predict_proba
 from .analysis.documents import (
     DocumentVerdict,
     Notice,
@@ -141,7 +141,7 @@ __all__ = [
     "ImportanceMap",
     "LogitLens", "all_heads", "attention_layers", "head_means", "head_roles", "importance_map",
     "logit_lens", "rank_attention", "rank_by", "rank_heads", "repeated_random_tokens", "switch_off",
-    "EmptyTextError", "Verdict", "explain", "explain_each", "gradient_x_input", "predict_proba",
+    "EmptyTextError", "Verdict", "explain", "explain_each", "log_odds_shares", "predict_proba",
     "DocumentVerdict", "Notice", "Sentences", "SentenceVerdict", "read_document", "reads_by_sentences",
     "sentence_log_odds", "split_sentences",
 ]

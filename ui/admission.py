@@ -44,10 +44,11 @@ TOO_MANY = 429
 class Admission:
     """The caps above at a Gradio queue's door (its `push`, ui/gradio_patches.guard_queue). `admits(group)` is a
     group's own cap (None: GROUP_JOBS), `seconds_left(group)` how long until a full group frees a place (for the
-    "try again in N s")."""
+    "try again in N s"), `session_jobs(group)` a session's own cap in the group (None: SESSION_JOBS)."""
 
-    def __init__(self, queue, admits: Callable[[str], int | None], seconds_left: Callable[[str], float]):
-        self.queue, self.admits, self.seconds_left = queue, admits, seconds_left
+    def __init__(self, queue, admits: Callable[[str], int | None], seconds_left: Callable[[str], float],
+                 session_jobs: Callable[[str], int | None] = lambda group: None):
+        self.queue, self.admits, self.seconds_left, self.session_jobs = queue, admits, seconds_left, session_jobs
         guard_queue(queue, self.refused)
 
     def refused(self, body, request) -> HTTPException | None:
@@ -71,8 +72,9 @@ class Admission:
             return "door.busy", {"seconds": max(1, round(self.seconds_left(group)))}
         if len(jobs_of_group) >= GROUP_JOBS:
             return "door.group_full", {"n": GROUP_JOBS}
-        if session is not None and sum(e.session_hash == session for e in jobs_of_group) >= SESSION_JOBS:
-            return "door.session_jobs", {"n": SESSION_JOBS}
+        per_session = self.session_jobs(group) or SESSION_JOBS
+        if session is not None and sum(e.session_hash == session for e in jobs_of_group) >= per_session:
+            return "door.session_jobs", {"n": per_session}
         if Counter(address(e.request) for e in jobs_of_group)[client] >= ADDRESS_JOBS:
             return "door.address_jobs", {"n": ADDRESS_JOBS}
         if sum(address(e.request) == client for e in everyone) >= ADDRESS_TOTAL:

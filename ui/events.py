@@ -30,12 +30,15 @@ class Serving:
     gpu: bool = True  # lent a GPU per call on a ZeroGPU Space (a model runs in it)
     agents: bool = True  # listed as an MCP tool
     admits: int | None = None  # jobs the group holds at once, running and waiting (None: ui/admission.GROUP_JOBS)
+    # jobs of the group one session holds at once, running and waiting (None: ui/admission.SESSION_JOBS); 1 for a
+    # model whose every call holds a core for seconds, so one visitor's tabs cannot take them all
+    session_jobs: int | None = None
 
 
 GENERATION = Serving(2, "generation")  # token-by-token decoding: the slowest model calls
 # a real LLM's generation (~0.05-0.1 s of a core a token): one at a time in the whole app, in a queue of its own,
 # so the small models' generations never wait behind it (lab/llms.lane keeps every other path to one as well)
-LLM = Serving(1, "llm")
+LLM = Serving(1, "llm", session_jobs=1)
 # the machine to itself; one app-wide slot, and one run waiting for it: the next hears "busy, try again in N s"
 TRAINING = Serving(1, "training", agents=False, admits=2)
 NEEDS_SESSION = Serving(agents=False)  # reads a gr.State an agent cannot hold
@@ -62,7 +65,12 @@ ENDPOINTS: dict[str, Serving] = {
     "generate": GENERATION,
     "generate_step": Serving(2, "generation", agents=False),
     "generate_llm": LLM,
-    "generate_llm_step": Serving(1, "llm", agents=False),
+    # the "Inside an LLM" experiments read a real LLM's whole pass, some twice: one at a time in the app, a job a
+    # session; a head of a flow already computed is read from the cached run
+    **{name: Serving(1, "llm_views", session_jobs=1) for name in ("inside_flow", "inside_rotary", "inside_kv",
+                                                                  "inside_sink", "inside_norms", "inside_reach")},
+    "inside_flow_head": Serving(4),
+    "generate_llm_step": Serving(1, "llm", agents=False, session_jobs=1),
     "generate_inspect": NEEDS_SESSION,
     "generate_temperatures": GENERATION,
     "classify": Serving(16),  # as attention: its passes are shared
@@ -93,6 +101,11 @@ def queue_settings(endpoint: str | None, event_id: str) -> dict:
 def admits(group: str) -> int | None:
     """The jobs concurrency group `group` holds at once (ui/admission.py), None for the default."""
     return next((s.admits for s in ENDPOINTS.values() if s.group == group and s.admits is not None), None)
+
+
+def session_jobs(group: str) -> int | None:
+    """The jobs of concurrency group `group` one session holds at once (ui/admission.py), None for the default."""
+    return next((s.session_jobs for s in ENDPOINTS.values() if s.group == group and s.session_jobs is not None), None)
 
 
 def seconds_until_free(group: str) -> float:

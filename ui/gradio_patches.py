@@ -51,6 +51,7 @@ from gradio.i18n import I18nData
 from gradio.state_holder import SessionState
 
 from i18n import DEFAULT as DEFAULT_LANGUAGE, t
+from ui import values
 from ui.i18n import translated
 
 log = logging.getLogger("transformer_lab")
@@ -236,8 +237,8 @@ def guard(component) -> None:
 
     @functools.wraps(preprocess)
     def checked(self, payload):
-        if isinstance(payload, float) and not math.isfinite(payload) and isinstance(self, (gr.Slider, gr.Number)):
-            error: Exception = ValueError(f"{payload} is not a finite number")
+        if (wrong := values.wrong_kind(self, payload)) is not None:
+            error: Exception = TypeError(wrong)
         else:
             try:
                 return preprocess(self, payload)
@@ -261,6 +262,8 @@ def _reason(component, lang: str) -> str:
     English in every locale and may quote the value or a Python type.)"""
     if getattr(component, "choices", None) is not None:
         return t("common.value_refused.choice", lang)
+    if (kind := values.reason_id(component)) is not None:
+        return t(kind, lang)
     if isinstance(component, (gr.Slider, gr.Number)):
         low, high = component.minimum, component.maximum
         if low is None or high is None:

@@ -32,13 +32,27 @@ log = logging.getLogger("transformer_lab")
 CACHE_SIZE = 64  # outputs kept per cached handler (and at most lab.cache.MAX_BYTES of them)
 
 
+MESSAGE_CHARS = 300  # the longest message a refusal shows: each quotes a value briefly (lab.policy.quoted)
+
+
 def user_error(e: Exception, lang: str | None = DEFAULT) -> gr.Error:
     """A gr.Error in the reader's language with the message escaped (it may quote the person's own text) and
-    one log line, no traceback: a refused input is the app working as meant, not a fault to debug."""
+    one log line, no traceback: a refused input is the app working as meant, not a fault to debug. A message
+    longer than MESSAGE_CHARS is cut there, and the log says so: one of its parts was not quoted briefly."""
     log.warning("input refused: %s", str(e).encode("unicode_escape", "backslashreplace").decode("ascii")[:300])
     message = e.args[0] if e.args else ""
     shown = render(message, lang) if isinstance(message, (Message, Joined)) else str(e)
+    if len(shown) > MESSAGE_CHARS:
+        log.warning("a refusal of %d characters was cut to %d", len(shown), MESSAGE_CHARS)
+        shown = shown[:MESSAGE_CHARS - 1] + "…"
     return gr.Error(html.escape(shown, quote=False), title=t("common.error_title", lang), print_exception=False)
+
+
+def server_error(fn, lang: str | None = DEFAULT) -> gr.Error:
+    """What a person hears when handler `fn` failed on something no refusal foresaw (a bug, or a value no
+    check knew): a message that says so, not Gradio's empty one; the traceback goes to the log."""
+    log.exception("%s failed", getattr(fn, "__qualname__", fn))
+    return gr.Error(t("common.server_failed", lang), title=t("common.error_title", lang), print_exception=False)
 
 
 @dataclass(frozen=True)
@@ -134,9 +148,13 @@ def cached(fn):
     return call
 
 
+# what a handler raises that Gradio itself reads: a message already made, and a cache probe's miss (`cached`)
+PASSED_ON = (gr.Error, caching.CacheMissError)
+
+
 def handler(fn):
     """Wrap a tab handler (a function or a generator) so InputError reaches the person as gr.Error, in the
-    language of the handler's `lang` argument."""
+    language of the handler's `lang` argument, and any other failure as a message that says so."""
     signature = inspect.signature(fn)
 
     def lang_of(args, kwargs) -> str:
@@ -151,6 +169,10 @@ def handler(fn):
                 yield from fn(*args, **kwargs)
             except InputError as e:
                 raise user_error(e, lang_of(args, kwargs)) from None
+            except PASSED_ON:
+                raise
+            except Exception:  # noqa: BLE001 -- said and logged, never an empty message
+                raise server_error(fn, lang_of(args, kwargs)) from None
         return stream
 
     @functools.wraps(fn)
@@ -159,4 +181,8 @@ def handler(fn):
             return fn(*args, **kwargs)
         except InputError as e:
             raise user_error(e, lang_of(args, kwargs)) from None
+        except PASSED_ON:
+            raise
+        except Exception:  # noqa: BLE001 -- said and logged, never an empty message
+            raise server_error(fn, lang_of(args, kwargs)) from None
     return call

@@ -45,11 +45,11 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                     "temperature": "0.3", "top_k": "0", "top_p": "1.0", "min_p": "0.0", "repetition_penalty": "1.0",
                     "seed": "0"},
     "classifier": {"tab": "sentiment", "text": "A moving, beautifully acted film.",
-                   "classifier": "trained from scratch (5.8M)", "compare": "0"},
+                   "classifier": "sentiment", "compare": "0"},
     "pretraining": {"tab": "sentiment", "text": "Not bad at all, I enjoyed every minute.", "compare": "1",
                     "focus": "#sentiment-compare"},
     # the pre-trained classifier hears the review turn; the from-scratch one stays negative (Compare shows both)
-    "whole_review": {"tab": "sentiment", "text": REVIEW, "compare": "0", "classifier": "pre-trained + fine-tuned (22.6M)",
+    "whole_review": {"tab": "sentiment", "text": REVIEW, "compare": "0", "classifier": "sentiment-pretrained",
                      "focus": "#sentiment-review"},
     "encoder_decoder": {"tab": "translate", "text": "1 2 3 4 5 6 7 8 9", "task": "reverse"},
     # the head is the ranking's top one, found when the step opens, not an index written here; the steps
@@ -170,6 +170,7 @@ REDRAW_LINKED = "(tab) => { const redraw = tab && document.getElementById('%s' +
 # is "tab-<id>"), in the new language (plotly's toolbar too, ui/page.js); the labels change in the browser meanwhile.
 SWITCH_JS = f"""async (lang) => {{
   window.labLang = lang;
+  document.documentElement.lang = lang;  // what the page's CSS reads (a tab's examples in its language)
   if (window.labPlotLocale) window.labPlotLocale();
   const tab = document.querySelector('[role=tab][aria-selected=true]');
   const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
@@ -191,6 +192,8 @@ LINK_KEYS: dict[str, dict[str, Where]] = {
                   "new_tokens": ("attention_generate", 2), "step": ("attention_generate", 5),
                   "heads_view": "#heads-section", "find_query": ("find_head", 3), "find_key": ("find_head", 4),
                   "heads_off": ("ablate", 2), "ablation": ("ablate", 3)},
+    "inside": {"model": ("inside_flow", 0), "text": ("inside_flow", 1), "token": ("inside_flow", 2),
+               "threshold": ("inside_flow", 3), "flow_head": ("inside_flow_head", 3)},
     "masking": {"text": ("masking", 0), "mask": ("masking", 2), "second_text_of_the_padding_batch": ("masking", 1),
                 "windows_look_back_only": ("masking", 6), "window_width_w": ("masking", 3),
                 "dilation_d": ("masking", 4), "global_token_positions": ("masking", 5), "layer": ("masking", 7),

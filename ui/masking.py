@@ -14,7 +14,7 @@ import gradio as gr
 
 from i18n import render, t
 from lab import masking as use, store
-from lab.policy import notice
+from lab.policy import notice, quoted
 from ui import events
 from ui.handlers import cached, Action, handler, model_changed
 from ui.i18n import choice, language, text as _
@@ -59,7 +59,7 @@ def cheating(prompt: str, n_new: float, lang: str = "en"):
     """Both cheating-demo models: their loss curves, greedy continuations, and honest loss on the prompt."""
     results, histories, cut = use.cheating(prompt, n_new)
     lines = [t("masking.cheat_line", lang, title=r.title, train=r.final_train_loss, honest=r.honest_loss,
-               prompt=f'<span class="model-text">{literal(repr(prompt))}</span>',
+               prompt=f'<span class="model-text">{literal(render(quoted(prompt or "", keep="last"), lang))}</span>',
                continuation=f'<span class="model-text">{literal(repr(r.continuation))}</span>')
              for r in results]
     cut = render(cut, lang)
@@ -91,9 +91,9 @@ def build(lang: gr.State | None = None) -> Action:
                               elem_id="text")
             kind = gr.Dropdown([(_(f"masking.kind.{k}"), k) for k in use.EFFECT_KINDS], value="none",
                                label=_("masking.mask"), elem_id="mask", scale=1)
+            model = gr.Dropdown([(_("masking.by_language"), use.BY_LANGUAGE), *map(choice, use.models_offered())],
+                                value=use.BY_LANGUAGE, label=_("common.model"), elem_id="model", scale=1)
             run = gr.Button(_("masking.run"), variant="primary", elem_id="masking-run", scale=1)
-        model = gr.Dropdown([(_("masking.by_language"), use.BY_LANGUAGE), *map(choice, use.models_offered())],
-                            value=use.BY_LANGUAGE, label=_("common.model"), elem_id="model")
         with gr.Row():
             # elem_ids keep the links' parameter names of the longer labels these boxes had
             text_b = gr.Textbox("To be, or not", label=_("masking.second_text"), elem_id="second_text_of_the_padding_batch")

@@ -74,7 +74,7 @@ def switch_off_outcome(run, lang: str = DEFAULT) -> go.Figure:
                                   [p_after.get(tok, 0.0) for tok in tokens], heads, run.mode,
                                   t("heads.next_token_title", lang), t("heads.probability", lang), lang)
     if run.kind == "EncoderClassifier":
-        labels = list(before.probs)
+        labels = list(before.probs)  # the class names, shown in the reader's language
         return _before_after_bars([t(f"sentiment.label.{k}", lang) for k in labels], [before.probs[k] for k in labels],
                                   [after.probs[k] for k in labels],
                                   heads, run.mode, t("heads.verdict_title", lang), t("heads.probability", lang), lang)

@@ -1,9 +1,10 @@
 """Which tokens drove a sentiment verdict: tokens coloured by their score, and the scores as bars.
 
 Lesson: an explanation is a number per token, and different methods give
-different numbers. Gradient x input is signed (green pushes towards positive,
-red towards negative); attention rollout is a share of the pooled vector, never
-negative (blue: how much of the token the classifier read).
+different numbers. A token's share of the verdict is signed (green pushes towards
+positive, red towards negative) and the shares add up to the verdict's log-odds,
+which the legend says in numbers; attention rollout is a share of the pooled vector,
+never negative (blue: how much of the token the classifier read).
 
 A whole review read by sentences draws two more things: a strip of its sentences, each
 coloured by its own verdict, and the running verdict after each sentence, where the review turns.
@@ -19,11 +20,12 @@ import html
 import numpy as np
 from i18n import render, t
 from views.figure import Figure
-from views.kit import position_labels, top_title, unchecked_figure
+from views.kit import plain, position_labels, top_title, unchecked_figure
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
 HOVER_CHARS = 80  # of a sentence, in the running chart's hover label
+BAR_ROW_PX, BAR_CHART_PX = 22, 110  # the token bars: a row per token, plus the title and the axis
 
 
 
@@ -34,8 +36,9 @@ def normalised(scores) -> np.ndarray:
     return scores / top if top > 0 else scores.copy()
 
 
-def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str:
-    """Tokens as inline spans whose background strength is the normalised score; hover shows the raw score."""
+def token_html(labels: list[str], scores, signed: bool, lang: str = "en", adds_up: tuple[float, float] | None = None) -> str:
+    """Tokens as inline spans whose background strength is the normalised score; hover shows the raw score.
+    adds_up: (base, log_odds) of signed shares, for the legend's sum: base + the shares = log_odds."""
     spans = []
     for label, raw, weight in zip(labels, np.asarray(scores).tolist(), normalised(scores).tolist()):
         rgb = (POSITIVE_RGB if weight >= 0 else NEGATIVE_RGB) if signed else READ_RGB
@@ -44,22 +47,32 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en") -> str
                      f'display: inline-block; '
                      f'font-family: monospace; line-height: 2;">{html.escape(visible(render(label, lang)), quote=True)}</span>')
     legend = t("sentiment.legend_signed" if signed else "sentiment.legend_read", lang)
+    if signed and adds_up is not None:
+        base, log_odds = adds_up
+        legend += "<br>" + t("sentiment.adds_up", lang, base=base, total=float(np.sum(scores)), log_odds=log_odds,
+                             p=1 / (1 + np.exp(-log_odds)))
     # "model-text": the tokens are the person's own text, shown as typed in either language
     return (f'<div class="model-text" style="direction: ltr;">{"".join(spans)}</div>'
             f'<div style="color: #666; font-size: 0.85em;">{legend}</div>')
 
 
 def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> Figure:
-    """One bar per token, in reading order: scores (T,). Written as plotly's JSON (see views/figure.py)."""
-    labels = [render(t, lang) for t in labels]
-    x = position_labels([visible(t) for t in labels])
+    """One horizontal bar per token, in reading order from the top: scores (T,). Tokens sit on the y axis, one
+    row each, so their labels never overlap and the chart keeps its rows on a phone's width too (a row per
+    token: the figure grows with the text). Written as plotly's JSON (see views/figure.py)."""
+    labels = [visible(render(t, lang)) for t in labels]
+    y = position_labels(labels)
     values = np.asarray(scores, dtype=np.float32)
     colors = [f"rgb({(POSITIVE_RGB if v >= 0 else NEGATIVE_RGB) if signed else READ_RGB})" for v in values.tolist()]
-    bars = dict(type="bar", x=x, y=values, marker=dict(color=colors), hovertemplate=t("sentiment.bar_hover", lang))
+    bars = dict(type="bar", orientation="h", x=values, y=y, marker=dict(color=colors),
+                hovertemplate=t("sentiment.bar_hover", lang))
     layout = dict(
-        title=dict(text=title), height=320, margin=dict(l=10, r=10, t=50, b=10),
-        xaxis=dict(tickmode="array", tickvals=x, ticktext=[visible(t) for t in labels], tickangle=-45),
-        yaxis=dict(title=dict(text=t("sentiment.y_signed" if signed else "sentiment.y_read", lang))),
+        title=top_title(title), height=BAR_CHART_PX + BAR_ROW_PX * len(labels), margin=dict(l=10, r=10, t=50, b=40),
+        yaxis=dict(tickmode="array", tickvals=y, ticktext=[plain(t) for t in labels], autorange="reversed",
+                   automargin=True),
+        xaxis=dict(title=dict(text=t("sentiment.y_signed" if signed else "sentiment.y_read", lang)), zeroline=True,
+                   zerolinecolor="#888"),
+        bargap=0.25,
     )
     return Figure([bars], layout)
 

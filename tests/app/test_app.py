@@ -23,7 +23,7 @@ import torch  # noqa: E402
 import i18n  # noqa: E402
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
-from ui import events, gradio_patches  # noqa: E402
+from ui import agents, events, gradio_patches  # noqa: E402
 from ui.links import LECTURE_PRESETS, LINK_KEYS, Links, REDRAW_LINKED, apply, coerce, link_tabs, next_step, previous_step, redraw_id
 from ui.handlers import cached  # noqa: E402
 
@@ -204,7 +204,8 @@ def test_the_real_app_limits_every_public_endpoint_and_keeps_its_helpers_private
     assert all(isinstance(fn.concurrency_limit, int) for fn in public)
     assert not [fn.api_name for fn in public if fn.fn.__qualname__.startswith("Links")]
     tab_ids = [str(t.id) for t in demo.blocks.values() if isinstance(t, gr.Tab)]
-    order = ["tokens", "attention", "masking", "generate", "sentiment", "translate", "forward", "questions", "concepts",
+    order = ["tokens", "attention", "masking", "generate", "inside", "sentiment", "translate", "forward", "questions",
+                 "concepts",
              "about"]
     assert tab_ids == [t for t in order if t in tab_ids] and tab_ids[-1] == "about"
 
@@ -258,9 +259,11 @@ def offline(tmp_path, monkeypatch):
 
 def test_the_app_starts_and_every_tab_answers_with_no_network_and_no_data(offline):
     demo = app.build_app()
+    # the public endpoints are the data twins of the page's (ui/agents.py): each runs its page view, then reads it
     endpoints = [fn for fn in demo.fns.values() if fn.api_visibility == "public" and "train" not in fn.api_name
-                 and fn.api_name not in SLOW_ENDPOINTS]
-    assert {"tokenize", "attention", "masking", "generate", "classify", "translate"} <= {fn.api_name for fn in endpoints}
+                 and fn.api_name.removesuffix(agents.SUFFIX) not in SLOW_ENDPOINTS]
+    assert {"tokenize", "attention", "masking", "generate", "classify", "translate"} <= {
+        fn.api_name.removesuffix(agents.SUFFIX) for fn in endpoints}
     for fn in endpoints:  # each with the values the page opens with
         try:
             result = fn.fn(*(component.value for component in fn.inputs))
@@ -474,7 +477,7 @@ def test_lecture_steps_walk_the_presets_in_order_and_stop_at_the_ends():
 
 
 def test_every_lecture_preset_opens_a_real_tab():
-    ids = {"tokens", "attention", "masking", "generate", "sentiment", "translate", "forward", "questions", "concepts",
+    ids = {"tokens", "attention", "masking", "generate", "inside", "sentiment", "translate", "forward", "questions", "concepts",
            "about"}
     assert all(p["tab"] in ids for p in LECTURE_PRESETS.values())
 

@@ -513,7 +513,7 @@ def test_a_long_review_draws_its_sentence_strip_and_running_verdict_and_a_click_
 
     from lab.sentiment import REVIEW
 
-    visit.open("?" + urlencode({"tab": "sentiment", "text": REVIEW, "classifier": "pre-trained + fine-tuned (22.6M)"}))
+    visit.open("?" + urlencode({"tab": "sentiment", "text": REVIEW, "classifier": "sentiment-pretrained"}))
     needs = ["#sentiment-strip .sentence", "#sentiment-running .js-plotly-plot"]
     assert_drawn(wait_drawn(visit, "sentiment", needs), "sentiment")
     page = visit.page

@@ -33,6 +33,8 @@ KEPT = ["Transformer Lab", "Transformer", "transformer_core", "Hugging Face Hub"
         # model names (the checkpoints' folders)
         "shakespeare-lm", "sentiment-pretrained", "sentiment", "translate-copy-sinusoidal", "translate-copy",
         "translate-reverse", "translate-sort", "translate-pig-latin", "cheat-causal", "cheat-nomask", "gpt2",
+        # the notice Gemma's terms ask every distribution to carry, word for word (lab/llms.py, the About tab)
+        "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms",
         # Gradio writes these itself, in English in every locale (not in its translations): the status
         # tracker's cache badge
         "from cache", "used cache"]

@@ -91,6 +91,27 @@ def test_every_endpoint_refuses_a_wrong_value_alike_in_a_fresh_session_and_after
             assert alike[0] == alike[1], deps[index]["api_name"]
 
 
+def test_every_input_of_every_endpoint_refuses_a_list_holding_its_own_value(page):
+    """Issue 61: a list where an input takes one value (a picker's own choice in a list, a checkbox's [true])
+    passed Gradio's reading and was HTTP 500 at the queue's join (10 joins), or an empty message."""
+    _, deps, components = page
+    endpoints = [i for i, d in enumerate(deps) if d.get("api_name") and d["api_visibility"] != "private"
+                 and d["queue"] is not False]  # an unqueued event's refusal is Gradio's HTTP 500 with the message
+    tried = 0
+    for index in endpoints:
+        for at, block in enumerate(deps[index]["inputs"]):
+            if components[block]["type"] == "state":  # the server's own: the page sends it empty
+                continue
+            data = defaults(page, index)
+            data[at] = [data[at]]
+            status, answer = fire(page, uuid.uuid4().hex[:11], index, data)
+            where = (deps[index]["api_name"], components[block]["type"], at)
+            assert status == 200, (where, answer)
+            assert answer["success"] is False and answer["output"]["error"], (where, answer)
+            tried += 1
+    assert tried > 100
+
+
 @pytest.mark.parametrize("query", ["?tab=generate&new_tokens=500&seed=1e30", "?tab=attention&layer=9&head=99",
                                    "?tab=masking&window_width_w=-7&layer=1e400"])
 def test_a_link_with_numbers_out_of_range_opens_its_tab(page, query):

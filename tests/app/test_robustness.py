@@ -222,7 +222,7 @@ def post_raw(base_url: str, api_name: str, body: bytes) -> tuple[str, str]:
 
 
 def test_a_lone_surrogate_sent_over_http_is_classified_with_a_notice(server):
-    body = b'{"data": ["good \\ud800 film", "gradient \\u00d7 input"]}'  # JSON-escaped, as a browser sends it
+    body = b'{"data": ["good \\ud800 film", "share of the verdict"]}'  # JSON-escaped, as a browser sends it
     event, data = post_raw(server, "classify", body)
     assert event == "complete", data
     probs, _method, notices, *_ = json.loads(data)  # the method line sits under the verdict

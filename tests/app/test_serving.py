@@ -14,6 +14,7 @@ import serving
 
 import app
 from lab import store
+from ui import agents
 from ui.handlers import cached
 from test_robustness import post_raw
 
@@ -32,13 +33,17 @@ def _named(demo, name):
     return next(fn for fn in demo.fns.values() if fn.api_name == name)
 
 
-def test_two_generations_at_once_is_one_app_wide_limit(demo):
-    """Every event that generates text shares one group of 2, its private triggers and link runs included."""
+def test_two_generations_at_once_is_one_app_wide_limit_and_one_for_the_real_llms(demo):
+    """Every event that generates text shares one group of 2, its private triggers and link runs included; the
+    real LLMs' Generate buttons run the same functions in a group of their own, of one."""
     generating = [_named(demo, name) for name in GENERATING]
     functions = {id(fn.fn) for fn in generating}
     siblings = [fn for fn in demo.fns.values() if id(fn.fn) in functions]
-    assert len(siblings) > len(generating)  # text.submit, slider.release, ... beside the buttons
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings} == {("generation", 2)}
+    assert len(siblings) > len(generating)  # link runs and private triggers beside the buttons
+    llm = {fn.api_name for fn in siblings if fn.concurrency_id == "llm"}
+    assert llm == {"generate_llm", "generate_llm_step"}
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings if fn.api_name not in llm} == {("generation", 2)}
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in siblings if fn.api_name in llm} == {("llm", 1)}
 
 
 def test_every_cached_endpoint_lets_gradio_answer_a_hit_outside_the_queue(demo):
@@ -92,13 +97,40 @@ def server(served_app):
 
 def test_mcp_lists_only_tools_an_agent_can_call_with_their_real_types(server):
     with urllib.request.urlopen(f"{server}/gradio_api/mcp/schema", timeout=30) as response:
-        tools = {tool["meta"]["endpoint_name"]: tool for tool in json.loads(response.read())}
+        listed = json.loads(response.read())
+    tools = {tool["meta"]["endpoint_name"].removesuffix(agents.SUFFIX): tool for tool in listed}  # the data twins
     assert {"tokenize", "attention", "generate", "classify", "translate"} <= set(tools)
     assert not NOT_FOR_AGENTS & set(tools)  # a session's gr.State, or the app's one training slot
     layer = tools["translate"]["inputSchema"]["properties"]["layer"]
     assert layer["type"] == "integer" and layer["enum"] == [-1, 0, 1, 2]
     d_model = tools["concepts_parameters"]["inputSchema"]["properties"]["d_model"]
     assert d_model["type"] == "integer" and 64 in d_model["enum"]
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("tokenize", {"text": ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]}),
+    ("attention", {"text": "To be, or not to be: that is the question. " * 120}),
+    ("positions", {"n_positions": 256, "d_model": 256}),
+], ids=["tokenize 5,000 characters", "attention 128 tokens", "positions 256 x 256"])
+def test_an_mcp_tool_answers_data_of_at_most_64_kb(server, tool, arguments):
+    from benchmarks import door
+
+    size, result = door.mcp_request(server, "tools/call", {"name": tool, "arguments": arguments})
+    assert not result["isError"] and size <= agents.ANSWER_BYTES  # 539 KB, 237 KB, 514 KB before (issue 61)
+    data = json.loads(result["content"][0]["text"])
+    assert "<div" not in result["content"][0]["text"] and '"layout"' not in result["content"][0]["text"]
+    assert {"tokenize": "tokenizers", "attention": "queries", "positions": "outputs"}[tool] in data
+
+
+@pytest.mark.parametrize("tool, argument", [("masking", "causal"), ("attention", "label"), ("ablate", "mode"),
+                                            ("forward_stage", "stage"), ("attention", "group")])
+def test_an_mcp_argument_of_2_mb_is_refused_quoting_80_characters(server, tool, argument):
+    from benchmarks import door
+
+    tool = {"ablate": "switch_off"}.get(tool, tool)
+    size, result = door.mcp_request(server, "tools/call", {"name": tool, "arguments": {argument: "x" * 2_000_000}})
+    said = result["content"][0]["text"]
+    assert result["isError"] and len(said) <= 300 and "(2,000,000 characters)" in said and argument in said
 
 
 @pytest.mark.parametrize("api_name, body", [
@@ -124,11 +156,9 @@ def test_the_load_benchmarks_socket_client_reads_an_answer_and_an_error_as_httpx
     """benchmarks/load.py's light client (plain sockets, h11, gzip): a whole answer, and a gr.Error as an error."""
     import asyncio
 
-    import httpx
-
     from benchmarks import load
 
-    info = httpx.get(f"{server}/gradio_api/info").json()["named_endpoints"]
+    info = load.endpoints(f"{server}/")
     data = load._payload(info, "attention", {"model": "shakespeare-lm (language model)", "text": "To be or not."})
     stream = asyncio.run(load._exchange(f"{server}/", "POST", "/gradio_api/call/attention",
                                         json.dumps({"data": data, "session_hash": "socket-test"}).encode()))
@@ -157,7 +187,7 @@ def test_a_waiting_student_hears_their_place_once_a_second_not_at_every_start(se
 
     from benchmarks import load
 
-    info = httpx.get(f"{server}/gradio_api/info").json()["named_endpoints"]
+    info = load.endpoints(f"{server}/")
     config = httpx.get(f"{server}/config").json()
     generate = next(d for d in config["dependencies"] if d["api_name"] == "generate")
     states = {c["id"] for c in config["components"] if c["type"] == "state"}  # the page sends them empty

@@ -75,9 +75,9 @@ def test_saliency_has_one_score_per_token_and_follows_the_text(shipped):
     model, tokenizer = shipped
     a, b = explain(model, tokenizer, "a great film"), explain(model, tokenizer, "a terrible film")
     for verdict in (a, b):
-        assert len(verdict.grad_x_input) == len(verdict.rollout) == len(verdict.tokens)
+        assert len(verdict.shares) == len(verdict.rollout) == len(verdict.tokens)
         assert verdict.rollout.sum() == pytest.approx(1.0, abs=1e-4)  # shares of the pooled vector
-    assert not torch.allclose(a.grad_x_input, b.grad_x_input)
+    assert not torch.allclose(a.shares, b.shares)
     assert not torch.allclose(a.rollout, b.rollout)
 
 

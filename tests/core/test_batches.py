@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_core import attention_of_each, explain_each, gradient_x_input, load_model
+from transformer_core import attention_of_each, explain_each, load_model, log_odds_shares
 from transformer_core.analysis.readouts import attention_rollout
 from transformer_core.tokenization import TextTokenizer
 
@@ -50,5 +50,5 @@ def test_each_verdict_of_a_padded_pass_is_the_lone_texts_verdict(name):
         torch.testing.assert_close(torch.tensor(list(verdict.probs.values())), probs, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(verdict.attn, attn, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(verdict.rollout, attention_rollout(attn)[-1].mean(0), atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(verdict.grad_x_input, gradient_x_input(model, idx)[0], atol=1e-4, rtol=1e-3)
+        torch.testing.assert_close(verdict.shares, log_odds_shares(model, idx)[1][0], atol=1e-4, rtol=1e-3)
         assert max(verdict.probs, key=verdict.probs.get) == ("negative", "positive")[int(probs.argmax())]

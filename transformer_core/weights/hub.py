@@ -162,16 +162,12 @@ def parameter_count(config: dict) -> int:
 
 
 def memory_bytes(config: dict) -> int:
-    """The bytes the model of `config` takes in memory as loaded: 4 a parameter (float32); for a config that
-    says `"serve": "int8"` (weights/int8.py), 1 a matrix weight and 4 a row for its scale, and the tied output
-    matrix a second time, packed for the int8 kernel."""
-    model = _shapes(config)
-    if config.get("serve") != "int8":
-        return sum(p.numel() for p in model.parameters()) * FLOAT32_BYTES
-    matrices = [(p.shape[0], p.numel()) for p in model.parameters() if p.dim() == 2]
-    tied = model.head.weight.shape if getattr(model.config, "tie_embeddings", False) else (0, 0)
-    int8 = sum(n + FLOAT32_BYTES * rows for rows, n in [*matrices, (tied[0], tied[0] * tied[1])])
-    return int8 + sum(p.numel() for p in model.parameters() if p.dim() != 2) * FLOAT32_BYTES
+    """The bytes the model of `config` takes in memory as loaded: 4 a parameter (float32), 2 a matrix weight for
+    a checkpoint kept float16 (weights/float16.py: the real LLMs)."""
+    parameters = list(_shapes(config).parameters())
+    if config.get("weights") != "float16":
+        return sum(p.numel() for p in parameters) * FLOAT32_BYTES
+    return sum(p.numel() * (2 if p.dim() == 2 else FLOAT32_BYTES) for p in parameters)
 
 
 def check_size(folder: Path, limit_bytes: int | None) -> int:

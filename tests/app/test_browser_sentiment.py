@@ -1,0 +1,103 @@
+"""Sentiment as a person sees it (issue 60): the verdict of a click is on the first screen of a projector and of a
+phone, in normal and lecture mode, in either language; the page's examples are in its language and below the
+results; the token shares' sum is the verdict shown; the token bars keep a row per token on a phone; a ticked
+Compare fills with the pair its heading names. Screenshots go to test-artifacts/sentiment-*.png."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_browser import ARTIFACTS, Visit, browser, server  # noqa: F401 (fixtures)
+
+PROJECTOR, PHONE = {"width": 1280, "height": 720}, {"width": 390, "height": 844}
+TEXT = {"en": "The acting was great but the plot was a mess.", "zh-CN": "虽然价格有点贵，但是质量真的很好，物流也快。"}
+POSITIVE = {"en": "positive", "zh-CN": "正面"}
+
+
+@pytest.fixture
+def page_of(browser, server):
+    opened = []
+
+    def page(screen: dict, query: str) -> Visit:
+        visit = Visit(browser, server[0], viewport=screen)
+        visit.page.goto(visit.base_url + "/" + query)
+        visit.page.locator("#sentiment-run").wait_for()  # (on a phone the last tabs' names sit in a menu)
+        opened.append(visit)
+        return visit
+
+    yield page
+    for visit in opened:
+        visit.context.close()
+        assert visit.errors == [], f"console errors: {visit.errors}"
+
+
+def box(visit, selector: str) -> dict:
+    return visit.page.locator(selector).first.bounding_box()
+
+
+@pytest.mark.parametrize("lang, screen, lecture", [("en", PROJECTOR, False), ("zh-CN", PHONE, False),
+                                                   ("zh-CN", PROJECTOR, True), ("en", PHONE, True)],
+                         ids=["en-projector", "zh-phone", "zh-projector-lecture", "en-phone-lecture"])
+def test_a_click_shows_its_verdict_on_the_first_screen_with_shares_that_add_up_to_it(page_of, lang, screen, lecture):
+    visit = page_of(screen, f"?tab=sentiment&lang={lang}" + ("&lecture=1" if lecture else ""))
+    page = visit.page
+    if lecture:
+        page.wait_for_function("() => document.body.classList.contains('lecture-mode')")
+    page.locator("#tab-sentiment textarea").first.fill(TEXT[lang])
+    page.locator("#sentiment-run").click()
+    page.locator("#sentiment-tokens span").first.wait_for()
+    page.locator("#sentiment-verdict dd.confidence").nth(1).wait_for()
+    page.wait_for_timeout(300)  # the click's last step: the verdict scrolled into view where the layout leaves it below
+    verdict = box(visit, "#sentiment-verdict")  # in the viewport's coordinates: what the screen shows now
+    assert verdict["y"] >= -1 and verdict["y"] + verdict["height"] <= screen["height"], verdict
+    scrolled = page.evaluate("() => scrollY")
+    assert scrolled == 0 or lecture  # only a lecture's open controls push it below a phone's first screen
+    # the sentence under the tokens says the sum, and its P(positive) is the verdict's
+    said = page.locator("#sentiment-tokens").inner_text()
+    shown = dict(zip(page.locator("#sentiment-verdict dt, #sentiment-verdict .label").all_inner_texts()[-2:],
+                     page.locator("#sentiment-verdict dd.confidence").all_inner_texts()))
+    p = re.search(r"P\((?:positive|正面)\) = (\d+)%", said)
+    assert p and f"{p[1]}%" in page.locator("#sentiment-verdict").inner_text(), (said, shown)
+    # the page's examples, below the results (a lecture hides them); the other language's table is not shown
+    other = "zh-CN" if lang == "en" else "en"
+    assert page.locator(f"#sentiment-examples-{other}").is_hidden()
+    if not lecture:
+        examples = box(visit, f"#sentiment-examples-{lang}")
+        assert examples["height"] > 100 and examples["y"] >= verdict["y"] + verdict["height"]
+        first = page.locator(f"#sentiment-examples-{lang} tbody tr").first.inner_text()
+        assert bool(re.search("[一-鿿]", first)) == (lang == "zh-CN")
+    if screen is PHONE:  # the token bars: a row per token, labels that do not overlap (issue 60, finding 9)
+        page.locator("#sentiment-bars").scroll_into_view_if_needed()
+        area = box(visit, "#sentiment-bars .nsewdrag")
+        labels = page.locator("#sentiment-bars .ytick text").evaluate_all(
+            "(ts) => ts.map((t) => t.getBoundingClientRect()).map((r) => [r.top, r.bottom])")
+        assert len(labels) >= 10 and area["height"] >= 15 * len(labels) and area["width"] >= 200
+        assert all(a[1] <= b[0] + 1 for a, b in zip(labels, labels[1:]))  # each below the one before
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.evaluate(f"() => window.scrollTo(0, {scrolled})")  # the screen as the click left it
+    name = f"sentiment-{lang}-{screen['width']}x{screen['height']}{'-lecture' if lecture else ''}"
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_ticking_compare_then_classify_fills_the_pair_its_heading_names(page_of):
+    """Issue 60, finding 10: on a Chinese page the heading promised "从零训练 vs 预训练" over the two multilingual-e5
+    heads, and ticking 并排比较 then pressing 分类 left the comparison empty until a second button."""
+    visit = page_of(PROJECTOR, "?tab=sentiment&lang=zh-CN")
+    page = visit.page
+    page.locator("#compare input").check()
+    page.locator("#sentiment-compare button", has_text="在这段文本上比较").wait_for()  # the section opened, empty
+    page.wait_for_timeout(1000)
+    assert page.locator("#sentiment-compare .js-plotly-plot").count() == 0
+    page.locator("#tab-sentiment textarea").first.fill("这部电影太棒了！")
+    page.locator("#sentiment-run").click()
+    grids = page.locator("#sentiment-compare .js-plotly-plot")
+    page.wait_for_function("() => document.querySelectorAll('#sentiment-compare .js-plotly-plot .hm, "
+                           "#sentiment-compare .js-plotly-plot image').length >= 2")
+    assert grids.count() == 2
+    heading = page.locator("#sentiment-compare-heading").inner_text()
+    assert "从零训练" not in heading and "只用英文" in heading and "中英文评论" in heading
+    assert page.locator("#sentiment-compare").get_by_text("加起来", exact=False).count() == 2  # each column's sum
+    page.locator("#sentiment-compare").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "sentiment-zh-compare.png"))

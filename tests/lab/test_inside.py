@@ -1,0 +1,56 @@
+"""The "Inside an LLM" use cases (lab/inside.py) on the real LLMs' tiny stand-ins (tests/lab/conftest.py) and the
+shipped Shakespeare LM: each experiment's numbers, the flow's clamps and its heads ranked by their push."""
+
+import numpy as np
+import pytest
+
+from lab import inside, llms
+from lab.policy import InputError
+
+
+@pytest.fixture
+def made(llm_dir):
+    for llm in llms.LLMS.values():
+        llms.make(llm, llm_dir)
+    return llm_dir
+
+
+def test_rotary_against_learned_positions(made):
+    run = inside.rotary("the cat sat on the mat", 300)
+    assert run.change[inside.SMOLLM2].max() < 1e-3 < run.change[inside.LEARNED_LM].max()
+    assert "256" in str(run.notice)  # the Shakespeare LM was moved less, and it is said
+
+
+def test_kv_cache_and_the_heads_that_share_one(made):
+    kv = inside.kv_cache()
+    assert set(kv) == {inside.SMOLLM2, inside.GEMMA3} and all(shared < unshared for shared, unshared in kv.values())
+    shared = inside.shared_heads("the cat sat", 99)
+    assert shared.layer == 1 and shared.heads == [0, 1] and "Layer" in str(shared.notice)  # clamped, and said
+
+
+def test_the_sink_and_the_norms_on_a_real_llm_stand_in(made):
+    sink = inside.sink(inside.GEMMA3, "abc abc")
+    assert ((0 <= sink.share) & (sink.share <= 1)).all() and len(sink.before) == len(sink.after) == 5
+    norms = inside.norms(None, "the cat sat")
+    assert norms.cosine.shape == norms.mean_over_rms.shape and norms.name == inside.SMOLLM2
+
+
+def test_gemmas_local_layers_stay_within_their_window(made):
+    run = inside.reach()
+    assert run.n_tokens > 512 and run.window == 5
+    assert max(run.farthest[i] for i in run.local_layers) <= 4
+
+
+def test_the_flow_clamps_and_ranks_its_heads_by_their_push_on_the_prediction():
+    run = inside.flow("shakespeare-lm", "ROMEO: But soft, what light through yonder window breaks?")
+    notices = []
+    token, threshold, routes, heads = inside.flow_routes(run, inside.LAST, 0.001, notices)
+    assert token == len(run.labels) - 1 and threshold == 0.005 and notices == []  # the slider's end: the last token
+    assert [push for *_, push in heads] == sorted((push for *_, push in heads), reverse=True)
+    inside.flow_routes(run, 500, 0.05, notices)
+    assert notices  # a position the text does not have is clamped, and said
+    with pytest.raises(InputError):
+        inside.flow_routes(run, 3, "a lot")
+    layer, head, token, promoted, suppressed = inside.flow_head(run, 99, 99, 3)
+    assert (layer, head) == (5, 5) and len(promoted) == len(suppressed) == 8
+    assert np.all(np.diff([v for _, v in promoted]) <= 0)

@@ -1,0 +1,67 @@
+"""What each kind of input takes from a client, checked before Gradio reads the value (issue 61).
+
+The page sends each input a value of its kind; an API or MCP client can send anything. Gradio's own
+reading lets some wrong kinds through to the handler: a list of offered choices for a one-choice
+picker, a list or a 2 MB text for a checkbox. There they failed at the queue's door (an unhashable
+cache key: HTTP 500) or inside the handler (an error with no message). So a value is first held to
+the JSON type its input's schema states (`component.api_info()`, what the API page and the MCP tool
+list tell a client), and only then read by Gradio: a wrong kind is refused like any value the input
+cannot take (ui/events._guard says which input and what it takes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import gradio as gr
+
+CHOICE = (str, int, float)  # one choice of a picker: its value (pickers of whole numbers have int choices)
+
+
+def wrong_kind(component, payload) -> str | None:
+    """Why `payload` is not of the kind `component` takes (English, for the log), or None when it is. None (no
+    value) is every input's to judge; a gr.State is the server's own and takes anything."""
+    if payload is None or isinstance(component, gr.State):
+        return None
+    if isinstance(component, gr.Checkbox):
+        return None if isinstance(payload, bool) else f"a checkbox takes true or false, not {_kind(payload)}"
+    if isinstance(component, (gr.Slider, gr.Number)):
+        if not _number(payload):
+            return f"takes a number, not {_kind(payload)}"
+        finite = not isinstance(payload, float) or math.isfinite(payload)  # an int of 400 digits is no float
+        return None if finite else f"{payload} is not a finite number"
+    if isinstance(component, gr.CheckboxGroup) or getattr(component, "multiselect", False):
+        if isinstance(payload, list) and all(_choice(v) for v in payload):
+            return None
+        return f"takes a list of choices, not {_kind(payload)}"
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        return None if _choice(payload) else f"takes one choice, not {_kind(payload)}"
+    if isinstance(component, (gr.Textbox, gr.Code)):
+        return None if isinstance(payload, str) else f"takes a text, not {_kind(payload)}"
+    return None  # other kinds: their own preprocess judges
+
+
+def reason_id(component) -> str | None:
+    """The catalogue id of what a kind of input takes, for the kinds whose refusal is about the value's type
+    (pickers and numbers say it with their choices and range, ui/events._reason)."""
+    if isinstance(component, gr.Checkbox):
+        return "common.value_refused.boolean"
+    if isinstance(component, (gr.Textbox, gr.Code)):
+        return "common.value_refused.text"
+    return None
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _choice(value) -> bool:
+    return isinstance(value, CHOICE) and not isinstance(value, bool)
+
+
+def _kind(value) -> str:
+    """The JSON kind of a value, as a client sent it."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {str: "a text", list: "a list", dict: "an object", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__)
