@@ -83,14 +83,14 @@ def controls(model: str, stage: str):
     has not is moved, to its first."""
     stages = use.model_stages(model)
     if stages is None:  # an unreadable model is reported when it is run
-        return gr.Dropdown(), gr.Slider(), gr.Slider(), gr.Radio(), gr.Checkbox()
+        return gr.Dropdown(), gr.Slider(), gr.Slider(), gr.Column()
     name = models.resolve(model)
     config = store.config(name)
     translator = models.checkpoint(name).kind.role == "translator"
     picked = [(_(f"forward.stage.{s}"), s) for s in stages]
     stage_box = gr.Dropdown(choices=picked) if stage in stages else gr.Dropdown(choices=picked, value=stages[0])
     return (stage_box, gr.Slider(maximum=max(1, config["n_layer"] - 1)), gr.Slider(maximum=max(1, config["n_head"] - 1)),
-            gr.Radio(visible=translator), gr.Checkbox(visible=translator))
+            gr.Column(visible=translator))
 
 
 # gr.Plot has no click event: plotly's own is listened to on the heatmap, as it is drawn. A click on a row
@@ -152,9 +152,12 @@ def build(lang: gr.State | None = None) -> Action | None:
             follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
                                elem_id="forward-follow")
             translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
-            stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
-                             value="decoder", label=_("forward.stack"), elem_id="forward-stack", visible=translator)
-            cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross", visible=translator)
+            # a translator's two switches, one above the other: five controls side by side squeezed the follow
+            # slider's label into a column of four characters on a Chinese projector page
+            with gr.Column(visible=translator, min_width=240) as switches:
+                stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
+                                 value="decoder", label=_("forward.stack"), elem_id="forward-stack")
+                cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
         clicked = gr.Button("", visible="hidden", elem_id="forward-follow-row")
         gr.HTML("", js_on_load=CLICK_TO_FOLLOW, elem_id="forward-click-to-follow", container=False, padding=False)
         said = gr.Markdown(elem_id="forward-says")
@@ -182,5 +185,5 @@ def build(lang: gr.State | None = None) -> Action | None:
         # the stage list narrows to the model's own stages when a model is picked, and when the tab opens (it is
         # built with every stage a link or the API may name)
         for opened in (model.change, forward_tab.select):
-            events.on(opened, controls, [model, stage], [stage, layer, head, stack, cross], api_name=False)
+            events.on(opened, controls, [model, stage], [stage, layer, head, switches], api_name=False)
     return Action(forward_stage, inputs, outputs, "forward_stage")

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import gradio as gr
 
 from i18n import DEFAULT, normalise, t
-from lab import models, store
+from lab import generate, models, store
 from lab.policy import InputError, truncate
 from lab.sentiment import REVIEW
 from ui.i18n import translated
@@ -35,6 +35,9 @@ JSON_SAFE = float(2**53)  # the largest whole number a browser's JSON reads exac
 # fixed so the same slide shows the same sample in every run. A step is named by an id; the
 # picker shows its name in the reader's language ("lecture.<id>" in the catalogue), and a step
 # keeps the language it is shown in.
+# the real LLMs as the Attention and Generate pickers name them (lab/models, lab/generate)
+_SMOLLM2, _SMOLLM2_WRITES = "SmolLM2-135M-Instruct (real LLM)", "SmolLM2-135M-Instruct (real LLM, chats in English)"
+_GEMMA_WRITES = "Gemma 3 270M (real LLM, continues English and Chinese)"
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
     "attention": {"tab": "attention", "model": "shakespeare-lm (language model)", "attention": "decoder",
@@ -68,7 +71,7 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                    "focus": "#heads"},
     # copying needs a model that copies: SmolLM2 has induction heads (~0.9) and its loss falls on the repeat; where
     # its checkpoint is not made, the shipped language model (which does not copy, and the page says so)
-    "copying": {"tab": "attention", "model": ("SmolLM2-135M-Instruct (real LLM)", "shakespeare-lm (language model)"),
+    "copying": {"tab": "attention", "model": (_SMOLLM2, "shakespeare-lm (language model)"),
                 "layer": "0", "head": "0", "heads_view": "roles", "focus": "#heads"},
     # the classic first demo of a Chinese classroom: a character-level model writes a Tang poem after Li Bai's first
     # line (every sampling setting given, so the step shows the same poem whatever the steps before left)
@@ -87,10 +90,25 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                      "focus": "#forward-stage"},
     # Alammar's sentence in English and in Chinese side by side, read by one pre-trained multilingual encoder: 它 is
     # merged into the piece 因为它 (Find-head says so), and the head that links it to 动物 links "it" to "animal" too
+    # (the step opens at the button: with the section's heading above it, the ranking fell below a projector)
     "two_languages": {"tab": "attention", "model": "multilingual-e5 (pre-trained multilingual encoder)",
                       "attention": "encoder", "layer": "0", "head": "0",
                       "text": "The animal didn't cross the street because it was too tired. 这只动物没有过马路，因为它太累了。",
-                      "heads_view": "find", "find_query": "it, 它", "find_key": "animal, 动物", "focus": "#heads"},
+                      "heads_view": "find", "find_query": "it, 它", "find_key": "animal, 动物", "focus": "#find-button"},
+    # The real LLMs (each step falls back to a shipped model where the LLM is not made, and the page says why).
+    # SmolLM2 answers the chat question greedily ("The capital of France is Paris."); the step view shows each
+    # token's distribution
+    "llm_answers": {"tab": "generate", "model": (_SMOLLM2_WRITES, "Shakespeare LM (shipped)"),
+                    "text": "What is the capital of France?", "chat": "true", "decoding": "greedy",
+                    "temperature": "1.0", "top_k": "0", "top_p": "1.0", "min_p": "0.0", "repetition_penalty": "1.0",
+                    "new_tokens": "12", "seed": "0"},
+    # the lens on the same fact: the layer from which " Paris" stays the top guess
+    "paris_lens": {"tab": "attention", "model": (_SMOLLM2, "shakespeare-lm (language model)"), "layer": "0",
+                   "head": "0", "text": "The capital of France is", "heads_view": "lens", "focus": "#heads"},
+    # a base model continues Li Bai's line in Chinese; sampled with a fixed seed (greedy repeats itself)
+    "llm_poem": {"tab": "generate", "model": (_GEMMA_WRITES, "Tang poems, character LM (shipped)"),
+                 "text": "床前明月光，", "chat": "false", "decoding": "sample", "temperature": "0.8", "top_k": "40",
+                 "top_p": "0.95", "min_p": "0.0", "repetition_penalty": "1.0", "new_tokens": "24", "seed": "1"},
 }
 
 
@@ -108,7 +126,7 @@ TAB_RESULTS = {"tokens": "#tokens-chips", "attention": "#attention-grid", "maski
                "forward": "#forward-heatmap"}
 STEP_RESULTS = {"pretraining": "#sentiment-compare .js-plotly-plot", "whole_review": "#sentiment-running",
                 "find_head": "#find-ranking", "two_languages": "#find-ranking", "switch_off": "#ablate-downstream",
-                "logit_lens": "#lens-table", "copying": "#roles-note"}
+                "logit_lens": "#lens-table", "copying": "#roles-note", "paris_lens": "#lens-table"}
 
 
 def step_result(name: str) -> str | None:
@@ -127,9 +145,10 @@ def usable(params: dict) -> dict[str, str]:
 
 def _readable(label: str) -> bool:
     try:
-        return models.resolve(label) not in store.unavailable()
+        name = generate.checkpoint(label) or models.resolve(label)
     except InputError:
         return False
+    return name in store.checkpoints().values() and name not in store.unavailable()
 
 
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
@@ -147,9 +166,8 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   let scrolled = 0; const until = Date.now() + 20000;
   const again = () => { if (window.labScrollStep !== step) return;
                         const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
-                        // brought once drawn: a result still drawing is short, and bringing it then overshot
+                        if (tall) { if (focus) go(); bring(); scrolled += 1; }
                         const running = window.labBusy && window.labBusy(result && document.querySelector(result));
-                        if (tall) { if (focus) go(); if (!running) bring(); scrolled += 1; }
                         if ((scrolled < 4 || running) && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
   setTimeout(again, 300); }"""
 SCROLL_TO_STEP = SCROLL_TO_STEP % (

@@ -313,7 +313,8 @@ MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
                 "whole_review": (None, "#sentiment-running"),
                 "find_head": ("#find-button", "#find-ranking"), "two_languages": ("#find-button", "#find-ranking"),
                 "switch_off": ("#ablate-button", "#ablate-outcome"),
-                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid")}
+                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid"),
+                "paris_lens": ("#lens-button", "#lens-table")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -549,7 +550,7 @@ def test_sentiment_opens_its_text_in_the_attention_tab_on_the_same_classifier(vi
     seen = wait_drawn(visit, "attention", LINKS["attention"][1])
     assert_drawn(seen, "attention")
     picker = visit.page.locator("#tab-attention input[role=listbox], #tab-attention .wrap input").first.input_value()
-    assert "classifier" in picker
+    assert "fine-tuned for sentiment" in picker  # the classifier, named as people name it
     keys = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
         .flatMap((gd) => (gd._fullData || []).flatMap((t) => Array.from(t.x || [])))""")
     assert any("bad" in str(k) for k in keys) and not any("cat" in str(k) for k in keys)

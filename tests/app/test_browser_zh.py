@@ -22,6 +22,7 @@ NOT_OURS = ", ".join([
     ".body-cell", ".sizing-body",  # table cells: token texts, tensor and model names, numbers (the headers are checked)
     'g[class$="tick"]', ".cbaxis", ".cartesianlayer .plot text", ".heatmap-label", ".legendtext",  # axis ticks, text on
     # the data (a heatmap's cell labels sit in plotly's overplot layer: the logit lens's guesses) and legends of tokens
+    ".column-block:not(#header)",  # a plotly table's cells (the forward pass's ids: the text's tokens); not its headers
     ".codemirror-wrapper", ".cm-editor", "[data-testid=label-output-value]", ".output-class", "[role=listbox]",
 ])
 # Latin words a Chinese page keeps: names, the terms the Chinese texts keep, and units.

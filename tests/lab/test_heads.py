@@ -184,5 +184,5 @@ def test_a_head_the_model_lacks_is_refused_in_the_readers_words():
     from i18n import render
 
     message = refused.value.args[0]
-    assert "no head L9 H0" in render(message, "en") and "L0 H0 to L5 H5" in render(message, "en")
+    assert "no head 'L9 H0'" in render(message, "en") and "L0 H0 to L5 H5" in render(message, "en")
     assert "模型没有头" in render(message, "zh-CN") and "has no" not in render(message, "zh-CN")
