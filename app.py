@@ -21,7 +21,7 @@ from lab import store
 from ui import about, admission, agents, attention, concepts, events, forward, generate, gradio_patches, masking
 from ui import inside, questions
 from ui import sentiment, sessions, tokens, translate
-from ui.links import LECTURE_PRESETS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
+from ui.links import LECTURE_PRESETS, RESULTS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
 from ui.links import redraw_id
 from ui import i18n
 from ui.i18n import text as _
@@ -50,7 +50,7 @@ PLOTLY_ZH_CN = (HERE / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8")
     "module.exports =", 1)[1].strip().rstrip(";")
 HEAD = "".join([
     f"<script>window.labToastTitles = {json.dumps(TOAST_TITLES, ensure_ascii=False)};\n"
-    f"window.PlotlyLocales = [{PLOTLY_ZH_CN}];</script>\n",
+    f"window.PlotlyLocales = [{PLOTLY_ZH_CN}];\nwindow.labResults = {json.dumps(RESULTS)};</script>\n",
     *(f"<script>\n{path.read_text(encoding='utf-8')}</script>\n" for path in (PAGE_SCRIPT, gradio_patches.PAGE_SCRIPT)),
 ])
 

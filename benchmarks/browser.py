@@ -1,6 +1,6 @@
 """Where people wait: seconds from a click until the tab's outputs are drawn, and the bytes the browser received.
 
-    python -m benchmarks.browser [--repeats 3] [--model-dir DIR] [--lang en|zh-CN] [--only ACTION ...]
+    python -m benchmarks.browser [--repeats 3] [--model-dir DIR] [--llm-dir DIR] [--lang en|zh-CN] [--only ACTION ...]
 
 Starts `python app.py`, opens it in Debian's chromium (playwright) at 1280x720 and, for each
 tab's main action, types the text, clicks the button and waits until every visible plot
@@ -17,6 +17,8 @@ to its first streamed token and the bytes per streamed token. `--lang` opens eve
 the other language until that view is drawn again in it (labels, titles, notices), from the runs the server
 already has. `forward_stage_128` is a click on the Forward pass tab's "Next stage" (a 128-token text of the
 Shakespeare LM, its walk already run): until the next stage is drawn, and its bytes (targets: 0.3 s, 60 KB).
+`forward_stage_llm_64`, `logit_lens_llm_32` and `switch_off_llm` are the same waits on SmolLM2 (`--llm-dir`, e.g.
+~/.cache/transformer_lab/checkpoints; targets 0.3 s, 1.0 s and 1.0 s).
 Prints one line per action, then one JSON object on the last line.
 """
 
@@ -85,7 +87,13 @@ ACTIONS = {
                               ["#importance-map .js-plotly-plot"], False),
     "logit_lens_128": ("attention", {"#tab-attention textarea": lambda i: text(i, 110)}, "#lens-button",
                        ["#lens-table .js-plotly-plot"], False),
+    # the real LLMs (--llm-dir): SmolLM2's lens at ~32 tokens, one of its heads switched off (a new head each time)
+    "logit_lens_llm_32": ("attention", {"#tab-attention textarea": lambda i: text(i, 24)}, "#lens-button",
+                          ["#lens-table .js-plotly-plot"], False),
+    "switch_off_llm": ("attention", {"#heads-off textarea": lambda i: f"L{i % 30} H{i % 9}"}, "#ablate-button",
+                       ["#ablate-outcome .js-plotly-plot"], False),
 }
+SMOLLM2 = "SmolLM2-135M-Instruct (real LLM)"
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # the link an action's page opens first (default: its tab), waited for until drawn
 START = {
@@ -99,6 +107,8 @@ START = {
     "importance_encoder_40": {"model": "sentiment-pretrained (classifier)", "attention": "encoder",
                               "heads_view": "ablate"},
     "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
+    "logit_lens_llm_32": {"model": SMOLLM2, "heads_view": "lens"},
+    "switch_off_llm": {"model": SMOLLM2, "text": ANIMAL, "heads_view": "ablate"},
     "attention_e5_128": {"model": "multilingual-e5 (pre-trained multilingual encoder)", "attention": "encoder",
                          "text": ANIMAL},
 }
@@ -215,6 +225,8 @@ def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "e
         return measure_switch(browser, url, network, i, lang)
     if name == "forward_stage_128":
         return measure_stage(browser, url, network, i, lang)
+    if name == "forward_stage_llm_64":
+        return measure_stage(browser, url, network, i, lang, SMOLLM2, 50)
     if name == "classify_review":
         return measure_review(browser, url, network, i, lang)
     tab, inputs, button, needs, streamed = ACTIONS[name]
@@ -339,14 +351,16 @@ STAGE_TITLE = """(stage) => (document.querySelector('#forward-diagram .forward-t
 STAGE_NEEDS = ["#forward-heatmap .js-plotly-plot", "#forward-diagram .forward-title"]  # the title: new each stage
 
 
-def measure_stage(browser, url: str, network: Relay, i: int, lang: str) -> dict:
+def measure_stage(browser, url: str, network: Relay, i: int, lang: str, model: str = "shakespeare-lm (language model)",
+                  words: int = 110) -> dict:
     """Seconds from a click on "Next stage" (embedding -> layer norm of layer 0) until that stage is drawn, on a
-    128-token text of the Shakespeare LM whose walk the page already ran (a stage re-slices it)."""
+    text of `words` words (110: 128 tokens of the Shakespeare LM; 50: ~64 of SmolLM2's) whose walk the page
+    already ran (a stage re-slices it)."""
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{url}/?" + urlencode({"tab": "forward", "model": "shakespeare-lm (language model)",
-                                      "text": text(i, 110), "stage": "embed", "follow": "5", "lang": lang}))
+    page.goto(f"{url}/?" + urlencode({"tab": "forward", "model": model,
+                                      "text": text(i, words), "stage": "embed", "follow": "5", "lang": lang}))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (drawn(page, "forward", STAGE_NEEDS)
                                                and page.evaluate(STAGE_TITLE, "2. ")):
@@ -371,7 +385,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model-dir", default=None)
     parser.add_argument("--lang", default="en", choices=["en", "zh-CN"], help="the language every page opens in")
-    every = [*ACTIONS, "switch_language_128", "forward_stage_128"]
+    parser.add_argument("--llm-dir", default=None, help="the real LLMs' folder, for the *_llm_* actions")
+    every = [*ACTIONS, "switch_language_128", "forward_stage_128", "forward_stage_llm_64"]
     parser.add_argument("--only", nargs="+", choices=every, default=every, help="these actions only")
     args = parser.parse_args(argv)
 
@@ -379,7 +394,8 @@ def main(argv=None) -> dict:
 
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     port = free_port()
-    process, startup_s = start_app(port, "--model-dir", str(models))
+    llms = ("--llm-dir", args.llm_dir) if args.llm_dir else ()
+    process, startup_s = start_app(port, "--model-dir", str(models), *llms)
     network = Relay(port)  # the browser talks to the app through it
     url = f"http://127.0.0.1:{network.port}"
     runs: dict[str, list[dict]] = {name: [] for name in args.only}

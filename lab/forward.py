@@ -5,8 +5,14 @@ norm, Q K V, scores QKᵀ/√d, mask, softmax, weighted sum of values, heads con
 feed-forward, residual -> final norm -> logits -> softmax -> the next token, or the pooled vector and the
 classes). `walk` runs the model ONCE with every trace point kept (`names=all`); every stage
 is a slice of that trace by module path, so what is drawn is what the model computed, never a second
-implementation of it. The three readouts after the logits (softmax, argmax, the loss against a target)
+implementation of it. The readouts after the logits (softmax, argmax, the loss against a target)
 are the head's own arithmetic on the traced logits.
+
+A modern decoder (SmolLM2, Gemma 3) has a few stages more, numbered after the stage they follow so that the
+19 numbers of the 2017 walk keep naming the same stages: 4a turns q and k by their positions (rotary
+positions), 11a is the gated feed-forward's gate and up projections, and Gemma's norms after each sublayer
+are 10a and 12a. Its norms are RMSNorm, its query heads read fewer key/value heads, and some of Gemma's
+layers see only a sliding window: each stage says so with the model's real sizes.
 
 Models: a language model reads the text and predicts each next token; a classifier reads it and pools;
 a translator reads it as the source and its own greedy translation as the decoder's input (teacher
@@ -15,7 +21,6 @@ forcing on what it wrote), so its decoder rows are the decoder loop's steps, one
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,19 +28,86 @@ import torch
 
 from i18n import Message
 from transformer_core.decoding.seq2seq import Codec
+from transformer_core.model.attention import rotary_angles
 
 from . import models, reading, store
 from .translate import token_label
 from .cache import RunCache
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, quoted, source_text
 
-# The issue's 19 stages, in order; a layer's stages (3-13) repeat for each block.
+# The issue's 19 stages, in order; a layer's stages (3-13) repeat for each block. Their numbers never change.
 STAGES = ("ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "concat", "attn_out", "resid_mid",
           "ff", "block_out", "final_norm", "logits", "probs", "next", "pooled", "loss")
-LAYER_STAGES = frozenset(STAGES[2:13])
-HEAD_STAGES = frozenset({"qkv", "scores", "mask", "attn", "weighted"})
+# A modern decoder's stages beyond those, each numbered after the stage it follows.
+EXTRA = {"rope": "qkv", "attn_post_norm": "attn_out", "gate_up": "resid_mid", "ff_post_norm": "ff"}
+ORDER = ("ids", "embed", "norm", "qkv", "rope", "scores", "mask", "attn", "weighted", "concat", "attn_out",
+         "attn_post_norm", "resid_mid", "gate_up", "ff", "ff_post_norm", "block_out", "final_norm", "logits",
+         "probs", "next", "pooled", "loss")
+NUMBERS = {**{stage: str(i) for i, stage in enumerate(STAGES, start=1)},
+           **{stage: f"{STAGES.index(after) + 1}a" for stage, after in EXTRA.items()}}
+LAYER_STAGES = frozenset(ORDER[2:17])
+HEAD_STAGES = frozenset({"qkv", "rope", "scores", "mask", "attn", "weighted"})
 TOP_COLUMNS = 20  # the vocabulary's columns drawn at the logits and softmax stages: the followed token's likeliest
+CANDIDATES = 10  # the likeliest next tokens drawn at the "next" stage
 EVERYTHING = all  # the trace contract's "keep every point"
+
+
+@dataclass(frozen=True)
+class Readout:
+    """What the output layer said, kept small (Gemma's vocabulary is 262,144 ids): every row's likeliest ids,
+    the logits every row gives all of them, and each row's softmax denominator over the whole vocabulary.
+
+    columns (U,): the union of the rows' TOP_COLUMNS likeliest ids; logits (rows, U) at those ids;
+    top (rows, TOP_COLUMNS): each row's likeliest ids, likeliest first; lse (rows,): log Σ exp(logits) over the
+    vocabulary; target (n,): each scored row's logit of its target; vocab_size: the output layer's width."""
+
+    columns: np.ndarray
+    logits: np.ndarray
+    top: np.ndarray
+    lse: np.ndarray
+    target: np.ndarray
+    vocab_size: int
+
+    @classmethod
+    def of(cls, logits: torch.Tensor, target: list[int]) -> Readout:
+        """logits (rows, vocab) as the model computed them; target: the id each of the first rows is scored on."""
+        logits = logits.float()
+        top = logits.topk(min(TOP_COLUMNS, logits.shape[-1]), dim=-1).indices  # (rows, K)
+        columns = torch.unique(torch.cat([top.flatten(), torch.tensor(target, dtype=torch.long)]))
+        picked = logits[torch.arange(len(target)), torch.tensor(target, dtype=torch.long)]
+        return cls(columns.numpy(), logits[:, columns].numpy(), top.numpy(), torch.logsumexp(logits, -1).numpy(),
+                   picked.numpy(), logits.shape[-1])
+
+    def at(self, ids) -> np.ndarray:
+        """The logits of vocabulary ids `ids` in every row: (rows, len(ids))."""
+        return self.logits[:, np.searchsorted(self.columns, np.asarray(ids))]
+
+    def probs(self, ids) -> np.ndarray:
+        """Softmax over the whole vocabulary, read at `ids`: (rows, len(ids))."""
+        return np.exp(self.at(ids) - self.lse[:, None])
+
+    def losses(self) -> np.ndarray:
+        """-log p(target) of each scored row: the training loss's terms (cross-entropy), (n,)."""
+        return self.lse[: len(self.target)] - self.target
+
+
+def stages_of(kind: str, config: dict) -> tuple[str, ...]:
+    """The stages a model of role `kind` with `config` has, in the order they run (ORDER): a decoder-only model
+    pools nothing, a classifier picks no next token; a modern decoder adds its rotation, gate and sublayer norms."""
+    has = {"rope": config.get("positions") == "rotary", "gate_up": bool(config.get("gated")),
+           "attn_post_norm": bool(config.get("sandwich_norm")), "ff_post_norm": bool(config.get("sandwich_norm")),
+           "pooled": kind == "classifier", "next": kind != "classifier"}
+    return tuple(stage for stage in ORDER if has.get(stage, True))
+
+
+def model_stages(model: str) -> tuple[str, ...] | None:
+    """The stages of `model` (a picker label or checkpoint name) from its config, no forward pass; None when it
+    cannot be read (said when it is run)."""
+    try:
+        name = models.resolve(model)
+        return stages_of(models.checkpoint(name).kind.role, store.config(name))
+    except (InputError, AttributeError, KeyError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -44,7 +116,8 @@ class Walk:
 
     stacks: "encoder"/"decoder" -> (block paths, embedding name, final norm name or None, the tokens' labels, ids).
     target: the ids each position is scored against at the loss stage (next tokens / written tokens / a class).
-    vocab: a label per output id; a classifier's classes are messages, named in the reader's language when drawn.
+    vocab: a label for every output id the readouts show; a classifier's classes are messages, named in the
+    reader's language when drawn. output: a translator's translation ("" for the others).
     """
 
     name: str
@@ -52,10 +125,11 @@ class Walk:
     config: dict
     trace: object
     stacks: dict
-    logits: torch.Tensor  # (T, vocab) or (n_class,)
-    vocab: list[str]  # a label per output id
+    readout: Readout
+    vocab: dict[int, object]
     target: list[int]
     notice: str
+    output: str = ""
 
     @property
     def n_layer(self) -> int:
@@ -64,6 +138,31 @@ class Walk:
     @property
     def n_head(self) -> int:
         return self.config["n_head"]
+
+    @property
+    def n_kv_head(self) -> int:
+        return self.config.get("n_kv_head") or self.n_head
+
+    @property
+    def d_head(self) -> int:
+        return self.config.get("d_head") or self.config["d_model"] // self.n_head
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head query head `head` reads (grouped-query attention; itself when every head has one)."""
+        return head // (self.n_head // self.n_kv_head)
+
+    def is_local(self, layer: int) -> bool:
+        """Whether layer `layer` sees only a sliding window of keys (Gemma 3: five layers of six)."""
+        window, every = self.config.get("sliding_window"), self.config.get("global_every")
+        return window is not None and (layer + 1) % every != 0
+
+    def rope_base(self, layer: int) -> float:
+        local = self.config.get("rope_local_base")
+        return (local or self.config["rope_base"]) if self.is_local(layer) else self.config["rope_base"]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return stages_of(self.kind, self.config)
 
     def stack(self, stack: str | None) -> str:
         """The stack a stage is read from: a translator's encoder or decoder; the one stack of the others."""
@@ -78,7 +177,8 @@ class Walk:
 class Slice:
     """One stage's matrix as drawn: values (rows, cols), the labels of both axes, the trace points it is
     read from, its shape named the model's way ("T=9", "d_model=192"), and where it was cut: the layer and
-    head, and the followed row among its rows, each clamped once, here."""
+    head, and the followed row among its rows, each clamped once, here. `angles`: at the rotation stage, the
+    angle (radians) by which the followed position turns each pair of dimensions."""
 
     stage: str
     values: np.ndarray
@@ -90,14 +190,18 @@ class Slice:
     layer: int = 0
     head: int = 0
     follow: int = 0
+    angles: np.ndarray | None = None
+    notice: str = ""  # what was clamped (a link's layer 40 of a 30-layer model), in the reader's words
 
 
 def models_offered() -> dict[str, str]:
-    """Picker label -> checkpoint name: every shipped model (no cheat checkpoints, no download)."""
+    """Picker label -> checkpoint name: every shipped model and the real LLMs made on this machine (no cheat
+    checkpoints, no download)."""
     return store.checkpoints()
 
 
-_walks: RunCache[Walk] = RunCache(size=16)
+# a real LLM's walk at 128 tokens keeps ~150 MB of trace: two of them, beside the small models' walks
+_walks: RunCache[Walk] = RunCache(size=16, max_bytes=384 * 2**20)
 
 
 def walk(model: str, text: str | None) -> Walk:
@@ -111,6 +215,10 @@ def walk(model: str, text: str | None) -> Walk:
     return run if not cut else Walk(**{**run.__dict__, "notice": notice(cut, run.notice)})
 
 
+def _not_logits(name: str) -> bool:
+    return name != "logits"  # the readout keeps what is drawn of them: a real LLM's are T x 262,144 floats
+
+
 @torch.no_grad()
 def _compute(name: str, text: str) -> Walk:
     net, tokenizer = models.load(name)
@@ -121,17 +229,20 @@ def _compute(name: str, text: str) -> Walk:
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, config["max_len"]), offered=models_offered())
     idx = torch.tensor([read.ids])
     if kind == "lm":
-        logits, trace = net.run_with_trace(idx, names=EVERYTHING)
+        logits, trace = net.run_with_trace(idx, names=_not_logits)
         target = read.ids[1:]  # each position is scored against the token that follows it
-        vocab = _vocab(tokenizer, config["vocab_size"])
+        readout = Readout.of(logits[0], target)
+        vocab = {int(i): tokenizer.decode([int(i)]) for i in readout.columns}
     else:
-        logits, trace = net.run_with_trace(idx, torch.tensor([len(read.ids)]), names=EVERYTHING)
+        logits, trace = net.run_with_trace(idx, torch.tensor([len(read.ids)]), names=_not_logits)
         target = [int(logits[0].argmax())]  # the loss of the verdict it gives (the lesson: loss of a label)
-        vocab = [Message(f"forward.class.{i}") if config["n_class"] == 2 else str(i) for i in range(config["n_class"])]
+        readout = Readout.of(logits, target)
+        vocab = {i: Message(f"forward.class.{i}") if config["n_class"] == 2 else str(i)
+                 for i in range(config["n_class"])}
     stack = "decoder" if kind == "lm" else "encoder"
     stacks = {stack: dict(blocks=[f"layers.{i}" for i in range(config["n_layer"])], embed="embed",
                           norm="norm.out" if config["norm_first"] else None, labels=read.labels, ids=read.ids)}
-    return Walk(name, kind, config, trace, stacks, logits[0].float(), vocab, target, read.notice)
+    return Walk(name, kind, config, trace, stacks, readout, vocab, target, read.notice)
 
 
 def _translator_walk(name: str, net, tokenizer, config: dict, text: str) -> Walk:
@@ -142,7 +253,7 @@ def _translator_walk(name: str, net, tokenizer, config: dict, text: str) -> Walk
     written = list(translate(net, codec, text, 1).ids)  # the greedy translation Translate shows
     src, src_lengths = codec.sources([text])
     tgt = torch.tensor([[codec.bos, *written]])
-    logits, trace = net.run_with_trace(src, tgt, src_lengths, names=EVERYTHING)
+    logits, trace = net.run_with_trace(src, tgt, src_lengths, names=_not_logits)
     label = token_label(codec)
     n = config["n_layer"]
     stacks = {"encoder": dict(blocks=[f"encoder.{i}" for i in range(n)], embed="src_embed",
@@ -151,25 +262,59 @@ def _translator_walk(name: str, net, tokenizer, config: dict, text: str) -> Walk
               "decoder": dict(blocks=[f"decoder.{i}" for i in range(n)], embed="tgt_embed",
                               norm="decoder_norm.out" if config["norm_first"] else None,
                               labels=[label(int(i)) for i in tgt[0]], ids=tgt[0].tolist())}
-    vocab = [label(i) for i in range(config["tgt_vocab_size"])]
-    return Walk(name, "translator", config, trace, stacks, logits[0].float(), vocab, [*written, codec.eos], cut)
+    target = [*written, codec.eos]
+    readout = Readout.of(logits[0], target)
+    vocab = {int(i): label(int(i)) for i in readout.columns}
+    return Walk(name, "translator", config, trace, stacks, readout, vocab, target, cut, codec.text(written))
 
 
-def _vocab(tokenizer, size: int) -> list[str]:
-    return [tokenizer.decode([i]) for i in range(size)]
-
-
-# --- slicing ----------------------------------------------------------------------------------------
+# --- the steps of a walk ----------------------------------------------------------------------------
 
 def stage_of(stage) -> str:
-    """A stage name, or its number (1-19) as the issue lists them; anything else is an InputError."""
+    """A stage name, or its number as the stage list shows it (1-19, or 4a, 10a, 11a, 12a for a modern
+    decoder's); anything else is an InputError."""
     text = str(stage if stage is not None else "").strip()
-    if text.isdigit() and 1 <= int(text) <= len(STAGES):
-        return STAGES[int(text) - 1]
-    if text not in STAGES:
+    by_number = {number: name for name, number in NUMBERS.items()}
+    if text.lower() in by_number:
+        return by_number[text.lower()]
+    if text not in ORDER:
         raise InputError(Message("forward.bad_stage", stage=quoted(text), n=len(STAGES)))
     return text
 
+
+Step = tuple[str, str, bool]  # (stage, stack, cross): where the Next button goes
+
+
+def steps(run: Walk) -> list[Step]:
+    """Every step of the walk in the order the model computes it. A translator's: the encoder's stages, then
+    the decoder's with its masked self-attention, then its cross-attention (Q from the decoder, K and V from
+    the encoder), then its feed-forward and the readouts; the others': their one stack's stages."""
+    if run.kind != "translator":
+        stack = run.stack(None)
+        return [(stage, stack, False) for stage in run.stages]
+    encoder = [(s, "encoder", False) for s in run.stages[: run.stages.index("final_norm") + 1]]
+    layer = run.stages[run.stages.index("norm"): run.stages.index("resid_mid") + 1]
+    decoder = [(s, "decoder", False) for s in run.stages[: run.stages.index("norm")]]
+    decoder += [(s, "decoder", False) for s in layer] + [(s, "decoder", True) for s in layer]
+    decoder += [(s, "decoder", False) for s in run.stages[run.stages.index("resid_mid") + 1:]]
+    return encoder + decoder
+
+
+def step(run: Walk, stage, stack: str | None, cross: bool, by: int) -> Step:
+    """The step `by` places after (stage, stack, cross) in `steps(run)`, the first and last staying put; a stage
+    the model has not (a link's "pooled" for a language model) steps from the place it would have."""
+    walked = steps(run)
+    stage = stage_of(stage)
+    here = (stage, run.stack(stack), bool(cross) and run.kind == "translator" and run.stack(stack) == "decoder")
+    if here in walked:
+        at = walked.index(here)
+    else:  # between the steps before it and after it: Previous goes to the one before, Next to the one after
+        at = max((i for i, (s, _, _) in enumerate(walked) if ORDER.index(s) <= ORDER.index(stage)), default=0)
+        by = by + 1 if by < 0 else by
+    return walked[min(max(at + by, 0), len(walked) - 1)]
+
+
+# --- slicing ----------------------------------------------------------------------------------------
 
 def point_names(run: Walk, stage: str, layer: int, stack: str | None = None, cross: bool = False) -> tuple[str, ...]:
     """The trace points stage `stage` reads, by module path."""
@@ -182,9 +327,13 @@ def point_names(run: Walk, stage: str, layer: int, stack: str | None = None, cro
     return {
         "ids": (), "embed": (f"{s['embed']}.out",),
         "norm": (f"{block}.{'norm_cross' if cross else 'norm_self'}.out",),
-        "qkv": (f"{attn}.q", f"{attn}.k", f"{attn}.v"), "scores": (f"{attn}.scores",), "mask": (f"{attn}.mask",),
+        "qkv": (f"{attn}.q", f"{attn}.k", f"{attn}.v"), "rope": (f"{attn}.q", f"{attn}.q_rot", f"{attn}.k",
+                                                                  f"{attn}.k_rot"),
+        "scores": (f"{attn}.scores",), "mask": (f"{attn}.mask",),
         "attn": (f"{attn}.attn",), "weighted": (f"{attn}.weighted",), "concat": (f"{attn}.concat",),
-        "attn_out": (f"{attn}.out",), "resid_mid": (resid,), "ff": (f"{block}.ff.out",),
+        "attn_out": (f"{attn}.out",), "attn_post_norm": (f"{block}.norm_self_out.out",), "resid_mid": (resid,),
+        "gate_up": (f"{block}.ff.gate", f"{block}.ff.up", f"{block}.ff.hidden"), "ff": (f"{block}.ff.out",),
+        "ff_post_norm": (f"{block}.norm_ff_out.out",),
         "block_out": (f"{block}.out",), "final_norm": (s["norm"],) if s["norm"] else (f"{s['blocks'][-1]}.out",),
         "logits": ("logits",), "probs": ("logits",), "next": ("logits",), "pooled": ("pooled",), "loss": ("logits",),
     }[stage]
@@ -196,29 +345,42 @@ def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cro
     head and the followed position clamped to the model and the text, here and only here."""
     stage = stage_of(stage)
     stack = run.stack(stack)
-    layer = clamp(layer, 0, run.n_layer - 1, Message("setting.layer"))
-    head = clamp(head, 0, run.n_head - 1, Message("setting.head"))
-    follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"))
+    said: list[str] = []
+    layer = clamp(layer, 0, run.n_layer - 1, Message("setting.layer"), said if stage in LAYER_STAGES else None)
+    head = clamp(head, 0, run.n_head - 1, Message("setting.head"), said if stage in HEAD_STAGES else None)
+    follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"), said)
+    if stage not in run.stages:
+        return Slice(stage, np.zeros((0, 0), np.float32), [], [], (), (), applies=False, layer=layer, head=head,
+                     notice=notice(*said))
     piece = _cut(run, stage, layer, head, stack, bool(cross) and stack == "decoder" and run.kind == "translator",
                  follow)
     # the followed position's row: a classifier's readouts have one row, for the whole text
-    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)))
+    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)),
+                   notice=notice(*said))
 
 
 def _cut(run: Walk, stage: str, layer: int, head: int, stack: str, cross: bool, follow: int) -> Slice:
     labels = run.labels(stack)
-    T, d_model, d_head = len(labels), run.config["d_model"], run.config["d_model"] // run.n_head
+    T, d_model, d_head = len(labels), run.config["d_model"], run.d_head
     keys = run.labels("encoder") if cross else labels
     names = point_names(run, stage, layer, stack, cross)
     tr = run.trace
     dims = [str(j) for j in range(d_model)]
+    kv = run.kv_head(head)
     if stage == "ids":
         ids = run.stacks[stack]["ids"]
         return Slice(stage, np.array(ids, dtype=np.float32)[:, None], labels, ["id"], names, (f"T={T}",))
-    if stage in ("embed", "norm", "concat", "attn_out", "resid_mid", "ff", "block_out", "final_norm"):
+    if stage in ("embed", "norm", "concat", "attn_out", "attn_post_norm", "resid_mid", "ff", "ff_post_norm",
+                 "block_out", "final_norm"):
         return Slice(stage, tr[names[0]][0].numpy(), labels, dims, names, (f"T={T}", f"d_model={d_model}"))
+    if stage == "gate_up":  # act(x W_1), x W_3 and their product, side by side: (T, 3 d_ff)
+        d_ff = run.config["d_ff"]
+        cols = [f"{part}{j}" for part in ("gate", "up", "h") for j in range(d_ff)]
+        return Slice(stage, np.concatenate([tr[n][0].numpy() for n in names], axis=1), labels, cols, names,
+                     (f"T={T}", f"d_ff={d_ff}"))
     if stage == "qkv":
-        q, k, v = (tr[n][0, head].numpy() for n in names)
+        # query head `head`, and the key/value head it reads (grouped-query attention: one of n_kv_head)
+        q, k, v = tr[names[0]][0, head].numpy(), tr[names[1]][0, kv].numpy(), tr[names[2]][0, kv].numpy()
         cols = [f"{part}{j}" for part in ("q", "k", "v") for j in range(d_head)]
         if cross:  # the three arrows: Q from the decoder's rows, K and V from the encoder's (another length)
             S = len(keys)
@@ -227,6 +389,12 @@ def _cut(run: Walk, stage: str, layer: int, head: int, stack: str, cross: bool, 
             return Slice(stage, np.concatenate([q, k, v], axis=0), rows, [str(j) for j in range(d_head)], names,
                          (f"T={T} + S={S} + S={S}", f"d_head={d_head}"))
         return Slice(stage, np.concatenate([q, k, v], axis=1), labels, cols, names, (f"T={T}", f"d_head={d_head}"))
+    if stage == "rope":  # q and k of this head before and after the rotation, and the followed position's angles
+        q, q_rot = (tr[n][0, head].numpy() for n in names[:2])
+        k, k_rot = (tr[n][0, kv].numpy() for n in names[2:])
+        cols = [f"{part}{j}" for part in ("q", "q′", "k", "k′") for j in range(d_head)]
+        return Slice(stage, np.concatenate([q, q_rot, k, k_rot], axis=1), labels, cols, names,
+                     (f"T={T}", f"d_head={d_head}"), angles=angles(follow, d_head, run.rope_base(layer)))
     if stage in ("scores", "attn"):
         return Slice(stage, tr[names[0]][0, head].numpy(), labels, keys, names, (f"T={T}", f"T={len(keys)}"))
     if stage == "mask":
@@ -239,53 +407,47 @@ def _cut(run: Walk, stage: str, layer: int, head: int, stack: str, cross: bool, 
     return _readout(run, stage, names, stack, follow)
 
 
-def probabilities(run: Walk) -> torch.Tensor:
-    """Softmax over the vocabulary (or the classes) of the traced logits: (T, vocab) or (n_class,)."""
-    return torch.softmax(run.logits, dim=-1)
-
-
-def losses(run: Walk) -> torch.Tensor:
-    """-log p(target) at each scored position: the training loss's terms (cross-entropy), (n,)."""
-    logp = torch.log_softmax(run.logits, dim=-1)
-    if run.kind == "classifier":
-        return -logp[run.target[0]][None]
-    return -logp[torch.arange(len(run.target)), torch.tensor(run.target)]
+def angles(position: int, d_head: int, base: float) -> np.ndarray:
+    """The angle, in radians, by which position `position` turns each of a head's d_head / 2 pairs of dimensions
+    (dimension i with i + d_head / 2): position * base^(-2i / d_head), from the model's own rotary_angles."""
+    cos, sin = rotary_angles(position, 1, d_head, base)
+    return torch.atan2(sin, cos)[0].numpy() % (2 * np.pi)
 
 
 def _readout(run: Walk, stage: str, names, stack: str, follow: int) -> Slice:
+    out = run.readout
     if run.kind == "classifier":
-        if stage in ("next",):
-            return Slice(stage, np.zeros((0, 0), np.float32), [], [], names, (), applies=False)
         if stage == "pooled":
             pooled = run.trace["pooled"][0].numpy()[None]
             return Slice(stage, pooled, ["pooled"], [str(j) for j in range(pooled.shape[1])], names,
                          (f"d_model={pooled.shape[1]}",))
-        values = {"logits": run.logits, "probs": probabilities(run), "loss": losses(run)}[stage].numpy()[None]
-        cols = run.vocab if stage != "loss" else [run.vocab[run.target[0]]]
-        return Slice(stage, values, [run.name], cols, names, (f"n_class={len(run.vocab)}",))
-    if stage == "pooled":
-        return Slice(stage, np.zeros((0, 0), np.float32), [], [], names, (), applies=False)
-    labels = run.labels(stack if run.kind != "translator" else "decoder")
-    vocab_size = run.logits.shape[-1]
+        classes = list(range(out.vocab_size))
+        values = {"logits": out.at(classes), "probs": out.probs(classes), "loss": out.losses()[None]}[stage]
+        cols = [run.vocab[i] for i in classes] if stage != "loss" else [run.vocab[run.target[0]]]
+        return Slice(stage, values, [run.name], cols, names, (f"n_class={out.vocab_size}",))
+    labels = run.labels("decoder" if run.kind == "translator" else stack)
     if stage in ("logits", "probs"):
-        values = run.logits if stage == "logits" else probabilities(run)
-        top = torch.topk(run.logits[follow], min(TOP_COLUMNS, vocab_size)).indices
-        return Slice(stage, values[:, top].numpy(), labels, [run.vocab[int(i)] for i in top], names,
-                     (f"T={len(labels)}", f"vocab={vocab_size}"))
-    if stage == "next":  # one column: the probability of the token the argmax picks, named in the row label
-        probs = probabilities(run)
-        picked = [f"{token} → {run.vocab[int(i)]}" for token, i in zip(labels, probs.argmax(-1))]
-        return Slice(stage, probs.max(-1).values.numpy()[:, None], picked, ["p"], names, (f"T={len(labels)}",))
-    values = losses(run).numpy()
+        top = out.top[follow]
+        values = out.at(top) if stage == "logits" else out.probs(top)
+        return Slice(stage, values, labels, [run.vocab[int(i)] for i in top], names,
+                     (f"T={len(labels)}", f"vocab={out.vocab_size}"))
+    if stage == "next":  # the followed row's likeliest candidates, the argmax first: the token the walk picks
+        top = out.top[follow][:CANDIDATES]
+        return Slice(stage, out.probs(top), labels, [run.vocab[int(i)] for i in top], names,
+                     (f"T={len(labels)}", f"vocab={out.vocab_size}"))
+    values = out.losses()
     return Slice(stage, values[:, None], labels[: len(values)], ["-log p"], names, (f"T={len(values)}",))
 
 
 def chosen(run: Walk) -> list[str]:
     """The token the argmax picks at each position (greedy, temperature 0): the next token, per step."""
-    return [run.vocab[int(i)] for i in run.logits.argmax(-1)] if run.kind != "classifier" else [
-        run.vocab[int(run.logits.argmax())]]
+    return [run.vocab[int(row[0])] for row in run.readout.top]
 
 
-def mean_loss(run: Walk) -> float:
-    value = float(losses(run).mean())
-    return value if math.isfinite(value) else float("nan")
+def picks(run: Walk) -> list[tuple[str, str, float]]:
+    """(the token read, the token the argmax picks after it, its probability), position by position."""
+    out = run.readout
+    first = np.searchsorted(out.columns, out.top[:, 0])
+    p = np.exp(out.logits[np.arange(len(first)), first] - out.lse)
+    labels = run.labels("decoder" if run.kind == "translator" else None)
+    return [(token, run.vocab[int(row[0])], float(q)) for token, row, q in zip(labels, out.top, p)]

@@ -36,6 +36,7 @@ from transformer_core import (
     importance_map,
     logit_lens,
     rank_attention,
+    rank_by,
     repeated_random_tokens,
 )
 from transformer_core.analysis import heads as core  # its switch_off runs a model; this module's reads a text first
@@ -50,6 +51,7 @@ from .policy import MAX_DRAWN_TOKENS, InputError, notice, quoted, source_text
 from .translate import translated
 
 TOP_K = 5  # next-token guesses shown before and after heads are switched off
+MOVED = 0.05  # a head's query -> key weight that changed by this much when others were switched off "moved"
 ROLE_HALF = 40  # tokens in each half of the repeated random sequence (Olsson et al. use ~50)
 ROLE_BATCH = 4
 
@@ -123,16 +125,22 @@ def inside(labels: list[str], at: list[int], token) -> str:
                position=at[0])
 
 
-def parse_heads(spec: str | None, groups: list[str]) -> list[Head]:
-    """Heads named as the core names them, "L5 H11, cross L1 H0" (the group defaults to the model's first)."""
+def parse_heads(spec: str | None, groups: list[str], n_layer: int | None = None,
+                n_head: int | None = None) -> list[Head]:
+    """Heads named as the core names them, "L5 H11, cross L1 H0" (the group defaults to the model's first); with
+    the model's sizes, a head it does not have is an InputError that says which heads it has."""
     heads = []
     for part in (spec or "").replace(";", ",").split(","):
         if not part.strip():
             continue
         try:
-            heads.append(Head.parse(part, groups[0]))
+            head = Head.parse(part, groups[0])
         except HeadError:
             raise InputError(say("heads.bad_spec", part=quoted(part.strip()))) from None
+        if n_layer is not None and (head.group not in groups or head.layer >= n_layer or head.head >= n_head):
+            raise InputError(say("heads.no_such_head", part=quoted(part.strip()), groups=", ".join(groups),
+                                 last_layer=n_layer - 1, last_head=n_head - 1))
+        heads.append(head)
     return sorted(set(heads))
 
 
@@ -155,7 +163,8 @@ def _names(net) -> list[str]:
 
 @dataclass(frozen=True)
 class FoundHeads:
-    """Every head of one AttentionRun ranked by the weight from `query` to `keys`."""
+    """Every head of one AttentionRun ranked by the weight from `query` to `keys` (several links: the mean of
+    their weights, so one head that makes both links ranks first)."""
 
     run: AttentionRun
     query: int
@@ -164,25 +173,74 @@ class FoundHeads:
     ranked: list[tuple[Head, float]]
     mean: float
     summary: str
+    links: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (query, keys) of every link ranked, the first included
 
     @property
     def names(self) -> list[str]:
         """The ranked heads' names: all of one group (the run's), so without it ("L5 H11")."""
         return [head.name([self.run.group]) for head, _ in self.ranked]
 
+    @property
+    def query_label(self) -> str:
+        return " / ".join(self.run.q_labels[q] for q, _ in self.links)
+
+    @property
+    def key_label(self) -> str:
+        return " / ".join("".join(self.run.k_labels[k] for k in keys) for _, keys in self.links)
+
+
+def links_named(query, key) -> list[tuple[str, str]]:
+    """The links a person named: one query and one key, or as many of each separated by commas ("it, 它" and
+    "animal, 动物": it -> animal and 它 -> 动物); a comma that does not pair up is part of a token."""
+    queries, keys = str(query or "").split(","), str(key or "").split(",")
+    if len(queries) == len(keys) > 1 and all(q.strip() for q in queries) and all(k.strip() for k in keys):
+        return [(q.strip(), k.strip()) for q, k in zip(queries, keys)]
+    return [(query, key)]
+
 
 def find_head(model: str, text: str | None, query, key, group: str | None = None) -> FoundHeads:
     """Rank every head by query -> key weight, re-slicing the Attention tab's cached run (no forward pass)."""
     run = attention_run(model, text, group)
-    q = positions(run.q_labels, query)[0]
-    keys = positions(run.k_labels, key)
-    ranking = rank_attention(torch.from_numpy(run.attn), q, keys, run.group)
+    named, links, rankings, said = links_named(query, key), [], [], [run.notice]
+    for q_text, k_text in named:
+        q = positions(run.q_labels, q_text)[0]
+        keys = positions(run.k_labels, k_text)
+        links.append((q, tuple(keys)))
+        rankings.append(rank_attention(torch.from_numpy(run.attn), q, keys, run.group))
+        said += [inside(run.q_labels, [q], q_text), inside(run.k_labels, keys, k_text)]
+    if len(rankings) == 1:
+        ranking = rankings[0]
+    else:  # the mean over the links: the head that makes all of them
+        ranking = rank_by(torch.stack([r.weights for r in rankings]).mean(0), run.group)
     top, weight = ranking.ranked[0]
-    key_text = "".join(run.k_labels[k] for k in keys)
-    summary = notice(run.notice, inside(run.q_labels, [q], query), inside(run.k_labels, keys, key), say("heads.found", head=top.name([run.group]), weight=weight,
-                                     query=literal(run.q_labels[q]), key_token=literal(key_text), n=len(ranking.ranked),
-                                     mean=ranking.mean))
-    return FoundHeads(run, q, keys, ranking.weights.numpy(), ranking.ranked, ranking.mean, summary)
+    if len(links) == 1:
+        q, keys = links[0]
+        found = say("heads.found", head=top.name([run.group]), weight=weight, query=literal(run.q_labels[q]),
+                    key_token=literal("".join(run.k_labels[k] for k in keys)), n=len(ranking.ranked),
+                    mean=ranking.mean)
+    else:
+        each = "; ".join(f"“{literal(run.q_labels[q])}” → “{literal(''.join(run.k_labels[k] for k in keys))}” "
+                         f"{float(r.weights[top.layer, top.head]):.2f}" for (q, keys), r in zip(links, rankings))
+        found = say("heads.found_links", head=top.name([run.group]), links=each, weight=weight,
+                    n=len(ranking.ranked), mean=ranking.mean)
+    summary = notice(*said, found, _reads(run, top))
+    q, keys = links[0]
+    return FoundHeads(run, q, list(keys), ranking.weights.numpy(), ranking.ranked, ranking.mean, summary,
+                      tuple(links))
+
+
+def _reads(run: AttentionRun, head: Head) -> str:
+    """Under grouped-query attention, the key/value head a query head reads and the query heads that share it;
+    and whether its layer sees only a sliding window. "" for a model with neither."""
+    said = []
+    if run.group_size > 1:
+        kv = run.kv_head(head.head)
+        shared = [f"H{h}" for h in range(kv * run.group_size, (kv + 1) * run.group_size) if h != head.head]
+        said.append(say("heads.reads_kv", head=head.name([run.group]), kv=kv, shared=", ".join(shared),
+                        n=run.attn.shape[1], n_kv=run.attn.shape[1] // run.group_size))
+    if head.layer in run.local_layers:
+        said.append(say("heads.local_layer", layer=head.layer, window=run.window))
+    return notice(*said) if said else ""
 
 
 # --- the text a model reads ----------------------------------------------------------------
@@ -242,6 +300,40 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Downstream:
+    """What every head does with one query and key before and after some heads are switched off: the weight from
+    `query` to `keys` in each head of `group`, (n_layer, n_head) each. A switched-off head still computes its
+    weights (only its output is removed), so its own weight and every earlier layer's stay; later layers read a
+    residual stream without its output, and theirs may move."""
+
+    group: str
+    query: str
+    key: str
+    before: np.ndarray
+    after: np.ndarray
+    off: list[tuple[int, int]]  # (layer, head) of the heads switched off in this group
+
+    @property
+    def summary(self) -> str:
+        """The lesson in one or two sentences: the switched-off heads keep their own weight; which later head
+        moved most."""
+        change = self.after - self.before
+        first = min(layer for layer, _ in self.off) if self.off else 0
+        later = np.abs(change[first + 1:]) if self.off else np.abs(change)
+        own = ", ".join(f"L{l} H{h} ({self.before[l, h]:.2f})" for l, h in self.off)
+        said = [say("heads.own_weight_stays", heads=own, query=literal(self.query), key_token=literal(self.key))] \
+            if self.off else []
+        if later.size and later.max() >= MOVED:
+            l, h = np.unravel_index(int(later.argmax()), later.shape)
+            l += first + 1 if self.off else 0
+            said.append(say("heads.downstream_moved", n=int((later >= MOVED).sum()), moved=MOVED, head=f"L{l} H{h}",
+                            before=float(self.before[l, h]), after=float(self.after[l, h])))
+        else:
+            said.append(say("heads.downstream_still", moved=MOVED))
+        return notice(*said)
+
+
+@dataclass(frozen=True)
 class SwitchOffRun:
     model: str
     kind: str
@@ -251,34 +343,42 @@ class SwitchOffRun:
     before: Outcome
     after: Outcome
     notice: str
+    downstream: Downstream | None = None
 
 
 @torch.no_grad()
-def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None) -> tuple[Outcome, list[int]]:
-    """The model's answer on `read`; a translator's log-prob is of `reference` (default: its own output)."""
+def _outcome(net, tokenizer, read: _Read, reference: list[int] | None = None,
+             link: tuple[int, tuple[int, ...]] | None = None) -> tuple[Outcome, list[int], np.ndarray | None]:
+    """The model's answer on `read`; a translator's log-prob is of `reference` (default: its own output). With a
+    link, also every head's weight from its query to its keys, read from the same pass (a translator's: another)."""
     device = device_of(net)
-    if read.kind == "DecoderLM":
+    if read.kind in ("DecoderLM", "EncoderClassifier"):
         ids = torch.tensor([read.ids], device=device)
-        logp = torch.log_softmax(net(ids).float()[0], -1)  # (T, vocab)
+        logits, run = net.run_with_trace(ids) if link is not None else (net(ids), None)
+        weights = None if run is None else _weights_of(run, _groups(net)[0], link)
+        if read.kind == "EncoderClassifier":
+            probs = torch.softmax(logits.float()[0], -1)
+            return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids, weights
+        logp = torch.log_softmax(logits.float()[0], -1)  # (T, vocab)
         losses = -logp[:-1].gather(-1, ids[0, 1:, None])[:, 0]
         probs, top = logp[-1].exp().topk(TOP_K)
         return Outcome([(tokenizer.decode([int(i)]), float(p)) for p, i in zip(probs, top)],
-                       losses.cpu().numpy(), {}, "", 0.0), read.ids
-    if read.kind == "EncoderClassifier":
-        probs = torch.softmax(net(torch.tensor([read.ids], device=device)).float()[0], -1)
-        return Outcome([], None, {LABELS[i]: float(p) for i, p in enumerate(probs)}, "", 0.0), read.ids
+                       losses.cpu().numpy(), {}, "", 0.0), read.ids, weights
     codec = Codec(tokenizer)
     if reference is None:  # every head on: the translation the Translate and Attention tabs show, run once
         run = translated(read.name, read.text)
         logp = float(np.log(run.probs[range(len(run.written)), run.written]).sum())
-        return Outcome([], None, {}, run.output, logp), [codec.bos, *run.written]
+        target = [codec.bos, *run.written]
+        weights = None if link is None else _link_weights(net, _inputs(net, read, target), _groups(net)[0], link)
+        return Outcome([], None, {}, run.output, logp), target, weights
     written = translate(net, codec, read.text).ids  # with heads off, the model writes its own translation
     target = reference
     src, lengths = codec.sources([read.text])
     tgt = torch.tensor([target], device=device)
     logp = torch.log_softmax(net(src.to(device), tgt[:, :-1], lengths.to(device)).float()[0], -1)
     total = float(logp.gather(-1, tgt[0, 1:, None]).sum())
-    return Outcome([], None, {}, codec.text(written), total), target
+    weights = None if link is None else _link_weights(net, _inputs(net, read, target), _groups(net)[0], link)
+    return Outcome([], None, {}, codec.text(written), total), target, weights
 
 
 _runs: RunCache = RunCache(size=64)
@@ -291,31 +391,68 @@ def _mode(mode: str | None) -> str:
     return mode
 
 
-def switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffRun:
-    """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off."""
+def switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero", query=None,
+               key=None) -> SwitchOffRun:
+    """The text read with every head on, then with `heads` ("L5 H11, L4 H11") switched off; with a query and a
+    key token (as find_head takes them), also what every head's weight from the query to the key does."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
-    return _switch_off(net, tokenizer, read, parse_heads(heads, _groups(net)), mode)
+    return _switch_off(net, tokenizer, read, _parsed(net, heads), mode, _link(read, query, key))
 
 
-def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str) -> SwitchOffRun:
+def _parsed(net, spec: str | None) -> list[Head]:
+    return parse_heads(spec, _groups(net), net.config.n_layer, net.config.n_head)
+
+
+def _link(read: _Read, query, key) -> tuple[int, tuple[int, ...]] | None:
+    """The query position and key positions a person named, in the text as this model reads it; None when
+    neither is named (a half-named link is an InputError, as in find_head)."""
+    if not str(query or "").strip() and not str(key or "").strip():
+        return None
+    query, key = links_named(query, key)[0]  # several links named: the first is followed
+    return positions(read.labels, query)[0], tuple(positions(read.labels, key))
+
+
+def _switch_off(net, tokenizer, read: _Read, chosen: list[Head], mode: str,
+                link: tuple[int, tuple[int, ...]] | None = None) -> SwitchOffRun:
     if not chosen:
         raise InputError(say("heads.none_off"))
     groups = _groups(net)
 
     def compute() -> SwitchOffRun:
-        before, reference = _outcome(net, tokenizer, read)
+        # every head on: the same for every choice of heads, so computed once per text and link
+        before, reference, weights_before = _runs.get(models.key(read.name, "every_head_on", read.text, link),
+                                                      lambda: _outcome(net, tokenizer, read, link=link))
         inputs = _inputs(net, read, reference)
         means = head_means(net, **inputs) if mode == "mean" else None
         try:
             with core.switch_off(net, chosen, mode, means):
-                after, _ = _outcome(net, tokenizer, read, reference)
+                after, _, weights_after = _outcome(net, tokenizer, read, reference, link)
         except HeadError as e:
             raise InputError(say("heads.model_refused", error=str(e))) from e
+        downstream = None
+        if link is not None:
+            q, keys = link
+            downstream = Downstream(groups[0], read.labels[q], "".join(read.labels[k] for k in keys),
+                                    weights_before, weights_after,
+                                    [(h.layer, h.head) for h in chosen if h.group == groups[0]])
+        said = read.cut if downstream is None else notice(read.cut, downstream.summary)
         return SwitchOffRun(read.name, read.kind, read.labels, [h.name(groups) for h in chosen], mode,
-                            before, after, read.cut)
+                            before, after, said, downstream)
 
-    return _runs.get(models.key(read.name, "switch_off", read.text, tuple(chosen), mode), compute)
+    return _runs.get(models.key(read.name, "switch_off", read.text, tuple(chosen), mode, link), compute)
+
+
+@torch.no_grad()
+def _link_weights(net, inputs: dict, group: str, link: tuple[int, tuple[int, ...]]) -> np.ndarray:
+    """(n_layer, n_head): each head of `group`'s weight from the link's query to its keys, in one traced pass."""
+    _, run = net.run_with_trace(**inputs)
+    return _weights_of(run, group, link)
+
+
+def _weights_of(run, group: str, link: tuple[int, tuple[int, ...]]) -> np.ndarray:
+    q, keys = link
+    return run.attention(group)[:, 0, :, q, list(keys)].sum(-1).numpy()
 
 
 def _inputs(net, read: _Read, reference: list[int]) -> dict:
@@ -370,14 +507,18 @@ class SwitchOffView:
     names: list[str]  # every head of the model, for the toggles
 
 
-def open_switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero") -> SwitchOffView:
-    """The importance map and `heads` switched off, or the head that matters most when none is named."""
+def open_switch_off(model: str, text: str | None, heads: str | None, mode: str | None = "zero", query=None,
+                    key=None) -> SwitchOffView:
+    """The importance map and `heads` switched off. When none is named: the head found for the query and key
+    (find_head's top head: the one the lesson just named), else the head that matters most here."""
     mode = _mode(mode)
     net, tokenizer, read = _read(model, text)
     found = _importance(net, tokenizer, read, mode)
     groups = _groups(net)
-    heads = heads if (heads or "").strip() else found.ranked[0][0]
-    run = _switch_off(net, tokenizer, read, parse_heads(heads, groups), mode)
+    link = _link(read, query, key)
+    if not (heads or "").strip():
+        heads = find_head(model, text, query, key).names[0] if link is not None else found.ranked[0][0]
+    run = _switch_off(net, tokenizer, read, _parsed(net, heads), mode, link)
     return SwitchOffView(found, run, heads, _names(net))
 
 
@@ -409,9 +550,21 @@ def lens(model: str, text: str | None) -> LensRun:
         found = logit_lens(net, run)
         guesses = [[tokenizer.decode([int(i)]) for i in row] for row in found.top_ids]
         return LensRun(read.name, read.labels, guesses, found.top_probs.numpy(), found.final_rank.numpy(),
-                       found.final_probs.numpy(), read.cut)
+                       found.final_probs.numpy(), notice(read.cut, _appears(read.labels, guesses, found)))
 
     return _runs.get(models.key(read.name, "lens", read.text), compute)
+
+
+def _appears(labels: list[str], guesses: list[list[str]], found) -> str:
+    """Where the model's answer after the last token first becomes the lens's top guess and stays on top."""
+    ranks = found.final_rank[:, -1].tolist()  # row 0: the embedding, row l: after block l - 1
+    first = len(ranks) - 1
+    while first > 0 and ranks[first - 1] == 0:
+        first -= 1
+    where = say("heads.embedding") if first == 0 else say("heads.block", layer=first - 1)
+    shown = repr(guesses[-1][-1])[1:-1]  # as the lens table writes a guess: a newline stays visible
+    return say("heads.lens_appears", token=literal(labels[-1]), answer=literal(shown), where=where,
+               n=len(ranks) - 1, p=float(found.final_probs[-1, -1]))
 
 
 # --- head roles ----------------------------------------------------------------------------

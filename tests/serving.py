@@ -46,6 +46,20 @@ STAND_INS = {
 }
 
 
+def modern_checkpoints(folder: Path) -> list[str]:
+    """Two tiny modern decoders in `folder`, random (tests/random_models.py) with the Shakespeare BPE tokenizer:
+    "tiny-llama" (RMSNorm, rotary positions, 4 query heads over 2 key/value heads, SwiGLU) and "tiny-gemma"
+    (also QK-norm, norms after each sublayer, scaled embeddings, 8 query heads over 1 key/value head, a
+    sliding-window layer then a global one): the real LLMs' code paths, at a test's size. Returns their names."""
+    import random_models
+
+    tokenizer = TextTokenizer.load(ASSETS / "shakespeare-bpe" / "tokenizer.json")
+    for name, family in (("tiny-llama", random_models.LLAMA), ("tiny-gemma", random_models.GEMMA)):
+        model = random_models.modern_lm(family, vocab_size=tokenizer.vocab_size, max_len=128)
+        save_checkpoint(model, folder / name, tokenizer, card=f"# {name}: random modern decoder for tests\n")
+    return ["tiny-llama", "tiny-gemma"]
+
+
 def missing() -> list[str]:
     """Checkpoints the app needs that assets/ does not hold yet."""
     return [name for name in STAND_INS if not (ASSETS / name / "model.safetensors").is_file()]

@@ -12,7 +12,7 @@ import gradio as gr
 
 from i18n import render, t
 from lab import attention as use, models as registry, store, tokens
-from lab.policy import MAX_DRAWN_TOKENS, notice
+from lab.policy import MAX_DRAWN_TOKENS, InputError, notice
 from ui import heads as heads_section
 from ui import events
 from ui.handlers import cached, Action, handler, model_changed
@@ -89,6 +89,16 @@ def attention_generate(model: str, text: str, n_new: float, layer: float, head: 
     return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig
 
 
+def group_for(model: str, group: str):
+    """A picked model's attention: the one shown stays when the model has it, else the model's first (an encoder
+    has no masked decoder self-attention, and every answer then began with a notice saying so)."""
+    try:
+        groups = registry.checkpoint(registry.resolve(model)).kind.groups
+    except (InputError, AttributeError):
+        return gr.skip()
+    return gr.skip() if group in groups else groups[0]
+
+
 def build(lang: gr.State | None = None) -> Action | None:
     lang = language(lang)
     with gr.Tab(_("tab.attention"), id="attention"):
@@ -108,8 +118,10 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("attention.text", max_tokens=MAX_DRAWN_TOKENS), elem_id="text")
             run = gr.Button(_("attention.run"), variant="primary", scale=1, elem_id="attention-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples(examples({label: name for label, name in models.items() if name != store.GPT2}),
-                            [model, text, group], label=_("common.examples"))
+            # folded: its 15 rows pushed the figures 1,200 px down, below a projector's first screen
+            with gr.Accordion(_("common.examples"), open=False, elem_id="attention-examples"):
+                events.examples(examples({label: name for label, name in models.items() if name != store.GPT2}),
+                                [model, text, group], label=_("common.examples"))
             with gr.Accordion(_("common.what"), open=False):
                 gr.Markdown(_("attention.explainer"))
         notice_box = gr.Markdown()
@@ -145,6 +157,7 @@ def build(lang: gr.State | None = None) -> Action | None:
         for slider in (layer, head, query):
             events.on(slider.release, attention_focus, inputs, [head_fig, rows_fig], api_name=False)
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
+        events.on(model.input, group_for, [model, group], group, queue=False, api_visibility="private")
         generate_inputs = [model, text, n_new, layer, head, step, lang]
         generate_outputs = [continuation, staircase, step_fig]
         events.on(go_button.click, attention_generate, generate_inputs, generate_outputs,

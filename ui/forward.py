@@ -8,15 +8,15 @@ Layout only: `lab.forward` runs the model once per text, `views.forward` draws a
 
 from __future__ import annotations
 
-import json
 
 import gradio as gr
 
 from i18n import render, t
 from lab import forward as use
-from lab import store
+from lab import models, store
+from lab.policy import notice
 from ui import events
-from ui.handlers import Action, cached, handler, model_changed
+from ui.handlers import Action, cached, handler
 from ui.i18n import choice, language, text as _
 from views import forward as views
 from views.kit import placeholder
@@ -24,6 +24,19 @@ from views.kit import placeholder
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光，疑是地上霜。",
             "sentiment": "A moving, beautifully acted film.", "translate-reverse": "123456789"}
+
+
+def _drawn(run, piece, stack: str, cross: bool, lang: str):
+    """(what the stage does, the architecture with it lit, its matrix, the followed token's row)."""
+    says = views.sentence(run, piece, lang)
+    where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
+    shown = "  \n".join(part for part in (render(notice(run.notice, piece.notice), lang),
+                                          f"**{views.stage_title(piece.stage, lang)}.** "
+                                          f"{says}", where if piece.applies else "") if part)
+    diagram = views.diagram(run, piece.stage, stack or "", piece.layer, piece.head, bool(cross), lang)
+    if not piece.applies:
+        return shown, diagram, placeholder(says), placeholder(says)
+    return shown, diagram, views.heatmap(piece, lang), views.row(piece, lang, run)
 
 
 @cached
@@ -36,28 +49,48 @@ def forward_stage(model: str, text: str, stage: str, layer: float, head: float, 
     Args:
         model: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
         text: the text it reads (a translator's source); at most 128 tokens
-        stage: one of the 19 stages ("ids", "embed", "norm", "qkv", ... "loss") or its number 1-19
+        stage: one of the stages ("ids", "embed", "norm", "qkv", ... "loss") or its number: 1-19, and a modern
+            decoder's 4a (rotation), 10a (norm after attention), 11a (gate and up), 12a (norm after the FFN)
         layer: the layer of stages 3-13
-        head: the head of stages 4-8
+        head: the head of stages 4-8 (a query head; grouped-query models name the key/value head it reads)
         stack: "encoder" or "decoder" (a translator's two stacks; ignored by the other models)
         cross: the decoder's cross-attention instead of its self-attention (translators)
         follow: the position of the token whose row is drawn
     """
     run = use.walk(model, text)
     piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-    says = views.sentence(run, piece, lang)
-    where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
-    shown = "  \n".join(part for part in (render(run.notice, lang), f"**{views.stage_title(piece.stage, lang)}.** "
-                                          f"{says}", where) if part)
-    diagram = views.diagram(run, piece.stage, stack or "", piece.layer, piece.head, bool(cross), lang)
-    if not piece.applies:
-        return shown, diagram, placeholder(says), placeholder(says)
-    return shown, diagram, views.heatmap(piece, lang), views.row(piece, lang)
+    return _drawn(run, piece, stack, cross, lang)
 
 
-# the stage `by` places after the current one, among all of them (the first and last stay put)
-STEP_JS = """(stage) => { const all = %s, i = Math.max(all.indexOf(stage), 0);
-  return all[Math.min(Math.max(i + %d, 0), all.length - 1)]; }"""
+def _stepper(by: int):
+    @cached
+    @handler
+    def forward_step(model: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
+                     follow: float, lang: str = "en"):
+        """The walk's next (or previous) step, in the order the model computes it: its stage, stack and
+        cross-attention switch, and the step drawn (one round trip for the button)."""
+        run = use.walk(model, text)
+        stage, stack, cross = use.step(run, stage, stack, cross, by)
+        piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
+        return (stage, stack, cross, *_drawn(run, piece, stack, cross, lang))
+    return forward_step
+
+
+def controls(model: str, stage: str):
+    """A newly picked model's controls: the stages it has, its layer and head sliders' ranges, and the
+    encoder/decoder switches only for a translator (a decoder-only model has one stack). Values are left as the
+    page has them (a link sets them with the model, and this answer may come after): only a stage the model
+    has not is moved, to its first."""
+    stages = use.model_stages(model)
+    if stages is None:  # an unreadable model is reported when it is run
+        return gr.Dropdown(), gr.Slider(), gr.Slider(), gr.Column()
+    name = models.resolve(model)
+    config = store.config(name)
+    translator = models.checkpoint(name).kind.role == "translator"
+    picked = [(_(f"forward.stage.{s}"), s) for s in stages]
+    stage_box = gr.Dropdown(choices=picked) if stage in stages else gr.Dropdown(choices=picked, value=stages[0])
+    return (stage_box, gr.Slider(maximum=max(1, config["n_layer"] - 1)), gr.Slider(maximum=max(1, config["n_head"] - 1)),
+            gr.Column(visible=translator))
 
 
 # gr.Plot has no click event: plotly's own is listened to on the heatmap, as it is drawn. A click on a row
@@ -86,7 +119,7 @@ CLICKED_ROW = """(follow) => { const row = parseInt(document.querySelector('#for
 
 def build(lang: gr.State | None = None) -> Action | None:
     lang = language(lang)
-    with gr.Tab(_("forward.tab"), id="forward"):
+    with gr.Tab(_("forward.tab"), id="forward") as forward_tab:
         offered = use.models_offered()
         if not offered:
             gr.Markdown(_("common.no_model", folder=store.model_dir()))
@@ -101,12 +134,14 @@ def build(lang: gr.State | None = None) -> Action | None:
                               label=_("forward.text"), elem_id="forward-text", scale=4)
             run = gr.Button(_("forward.run"), variant="primary", scale=1, elem_id="forward-run")
         with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples([[name, example] for name, example in
-                             ((n, EXAMPLES[offered[n]]) for n in labels if offered[n] in EXAMPLES)],
-                            [model, text], label=_("common.examples"))
+            with gr.Accordion(_("common.examples"), open=False, elem_id="forward-examples"):  # folded: results first
+                events.examples([[name, example] for name, example in
+                                 ((n, EXAMPLES[offered[n]]) for n in labels if offered[n] in EXAMPLES)],
+                                [model, text], label=_("common.examples"))
         with gr.Row(equal_height=True):
             back = gr.Button(_("forward.previous"), size="sm", elem_id="forward-back", scale=1)
-            stage = gr.Dropdown([(_(f"forward.stage.{s}"), s) for s in use.STAGES], value="ids",
+            # every stage a link or the API may name; a picked model narrows the list to its own (`controls`)
+            stage = gr.Dropdown([(_(f"forward.stage.{s}"), s) for s in use.ORDER], value="ids",
                                 label=_("forward.stage"), elem_id="forward-stage", scale=3)
             ahead = gr.Button(_("forward.next"), size="sm", elem_id="forward-next", scale=1)
         with gr.Row():
@@ -116,9 +151,13 @@ def build(lang: gr.State | None = None) -> Action | None:
                              elem_id="forward-head")
             follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
                                elem_id="forward-follow")
-            stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
-                             value="decoder", label=_("forward.stack"), elem_id="forward-stack")
-            cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
+            translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
+            # a translator's two switches, one above the other: five controls side by side squeezed the follow
+            # slider's label into a column of four characters on a Chinese projector page
+            with gr.Column(visible=translator, min_width=240) as switches:
+                stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
+                                 value="decoder", label=_("forward.stack"), elem_id="forward-stack")
+                cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
         clicked = gr.Button("", visible="hidden", elem_id="forward-follow-row")
         gr.HTML("", js_on_load=CLICK_TO_FOLLOW, elem_id="forward-click-to-follow", container=False, padding=False)
         said = gr.Markdown(elem_id="forward-says")
@@ -137,10 +176,14 @@ def build(lang: gr.State | None = None) -> Action | None:
         for slider in (layer, head, follow):
             events.on(slider.release, forward_stage, inputs, outputs, api_name=False)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")
-        for button, by in ((back, -1), (ahead, +1)):  # the stage moves in the browser: one round trip, not two
-            moved = button.click(None, stage, stage, js=STEP_JS % (json.dumps(use.STAGES), by), **shell)
-            events.on(moved.then, forward_stage, inputs, outputs, api_visibility="private")
+        # the next step is the model's (a translator's encoder, then its decoder, then its cross-attention):
+        # found and drawn in one round trip
+        for button, by in ((back, -1), (ahead, +1)):
+            events.on(button.click, _stepper(by), inputs, [stage, stack, cross, *outputs], api_visibility="private")
         followed = clicked.click(None, follow, follow, js=CLICKED_ROW, **shell)  # a row clicked on the heatmap
         events.on(followed.then, forward_stage, inputs, outputs, api_visibility="private")
-        events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
+        # the stage list narrows to the model's own stages when a model is picked, and when the tab opens (it is
+        # built with every stage a link or the API may name)
+        for opened in (model.change, forward_tab.select):
+            events.on(opened, controls, [model, stage], [stage, layer, head, switches], api_name=False)
     return Action(forward_stage, inputs, outputs, "forward_stage")

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import gradio as gr
 
-from i18n import render, t
-from lab import generate as use
+from i18n import catalogue, render, t
+from lab import generate as use, store
 from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, SMOLLM2, TANG, Session
 from ui import events
 from ui.handlers import cached, Action, handler
@@ -253,6 +253,36 @@ def picked(model_label):
             gr.Checkbox(visible=chats))
 
 
+def _about(name: str | None, lang: str | None) -> str:
+    """What a model is, in one line of the catalogue ("generate.about.<checkpoint>"), with its real sizes; for the
+    layout (`lang` None), as component text the browser translates."""
+    key, sizes = f"generate.about.{name}", {}
+    if name == store.GPT2 or name is None:
+        key = "generate.about.gpt2"
+    else:
+        if name not in store.checkpoints().values():  # a folder gone: said when the model runs
+            return ""
+        why = store.unavailable().get(name)
+        if why:  # a real LLM not made yet: how to make it
+            return render(why, lang or "en")
+        config = store.config(name)
+        sizes = dict(n_layer=config.get("n_layer"), n_head=config.get("n_head"), d_model=config.get("d_model"))
+        key, sizes = (key, sizes) if key in catalogue("en") else ("generate.about.other", {**sizes, "name": name})
+    return _(key, **sizes) if lang is None else t(key, lang, **sizes)
+
+
+def about(model_label, lang: str = "en"):
+    """The line under the picker: what the picked model is and what it learned from. GPT-2 that cannot be read
+    here (offline) is not left picked while the shipped model writes: the picker goes back to it, and the line
+    says why."""
+    name = use.checkpoint(model_label)
+    if name == store.GPT2:
+        _, _, fallback = use.load(model_label)
+        if fallback:
+            return gr.Radio(value=SHIPPED), f"{render(fallback, lang)} {_about(use.MODELS[SHIPPED], lang)}"
+    return gr.skip(), _about(name, lang)
+
+
 # Enter in the prompt presses whichever Generate button shows (the small models' or the real LLMs')
 PRESS_RUN = "() => { document.querySelector('#generate-run:not(.hidden), #generate-run-llm:not(.hidden)')?.click(); }"
 
@@ -288,6 +318,9 @@ def build(lang: gr.State | None = None) -> Action:
                     one_llm = gr.Button(_("generate.one_more"), visible=False)
                 settings = _settings()
             with gr.Column(scale=3):
+                # beside the text it writes, not under the picker: the Generate button stays on a projector's
+                # first screen
+                model_about = gr.Markdown(_about(use.MODELS[SHIPPED], None), elem_id="generate-model-about")
                 notice = gr.Markdown()
                 text = gr.HighlightedText(label=_("generate.text"),
                                           show_legend=False, show_inline_category=False, elem_id="generated-text",
@@ -309,6 +342,8 @@ def build(lang: gr.State | None = None) -> Action:
         _examples(model_label, prompt, settings)
         model_label.change(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False,
                            api_visibility="private", show_progress="hidden")
+        model_label.change(about, [model_label, lang], [model_label, model_about], api_visibility="private",
+                           show_progress="hidden")
         events.on(run.click, generate, inputs, outputs, api_name="generate")
         events.on(run_llm.click, generate, inputs, outputs, api_name="generate_llm")
         prompt.submit(None, js=PRESS_RUN)

@@ -35,9 +35,8 @@ def _ranking(label: str, text: str, group: str, query: str, key: str, lang: str 
     top head's (layer, head)."""
     found = use.find_head(label, text, query, key, group)
     names = found.names
-    key_text = "".join(found.run.k_labels[k] for k in found.keys)
     bars = figures.ranking_bars([(n, w) for n, (_h, w) in zip(names, found.ranked)], lang)
-    ranking = figures.ranking_map(found.weights, found.run.q_labels[found.query], key_text, found.mean, lang)
+    ranking = figures.ranking_map(found.weights, found.query_label, found.key_label, found.mean, lang)
     top = found.ranked[0][0]
     return render(found.summary, lang), ranking, bars, names, (top.layer, top.head)
 
@@ -50,8 +49,10 @@ def find_head(label: str, text: str, group: str, query: str, key: str, lang: str
         label: the model, as the picker names it, e.g. "sentiment-pretrained (classifier)"
         text: the text, e.g. "The animal didn't cross the street because it was too tired"
         group: "encoder", "decoder" or "cross" attention
-        query: the query token: a word of the text ("it") or a position ("10")
-        key: the key token: a word ("animal", several tokens summed when the word is cut) or a position
+        query: the query token: a word of the text ("it") or a position ("10"); several, separated by commas
+            ("it, 它"), rank the heads by the mean over the links
+        key: the key token: a word ("animal", several tokens summed when the word is cut) or a position; several
+            with several queries ("animal, 动物")
     """
     note, ranking, bars, names, _ = _ranking(label, text, group, query, key, lang)
     return note, ranking, bars, gr.Dropdown(choices=names, value=names[0])
@@ -143,28 +144,34 @@ OPEN_HEAD = """(name, layer, head, section) => { const m = %s.exec(String(name |
 
 
 def _switched_off(run: use.SwitchOffRun, lang: str) -> tuple:
-    return render(run.notice, lang), figures.switch_off_outcome(run, lang), figures.loss_change(run, lang)
+    return (render(run.notice, lang), figures.downstream(run, lang), figures.switch_off_outcome(run, lang),
+            figures.loss_change(run, lang))
 
 
 def _importance_shown(run: use.ImportanceRun, lang: str) -> tuple:
     top = ", ".join(f"{name} ({d:+.2f})" for name, d in run.ranked[:3])
-    summary = t("heads.matter_most", lang, heads=top, measure=t(f"heads.measure.{run.kind}", lang), baseline=run.baseline)
+    summary = t("heads.matter_most", lang, heads=top, measure=t(f"heads.measure.{run.kind}", lang),
+                baseline=run.baseline)
     return render(notice(run.notice, summary), lang), figures.importance_figure(run, lang)
 
 
 @cached
 @handler
-def switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
-    """Switch heads off and show what changed: a language model's next-token guesses and per-token loss, a
-    classifier's verdict, a translator's output and log-probability. Returns (notice, before/after, loss change).
+def switch_off(label: str, text: str, heads: str, mode: str, query: str = "", key: str = "", lang: str = "en"):
+    """Switch heads off and show what changed: what every head now does with a query and a key token (when
+    named), a language model's next-token guesses and per-token loss, a classifier's verdict, a translator's output
+    and log-probability. Returns (notice, query -> key weight change per head, before/after, loss change).
 
     Args:
         label: the model, as the picker names it
         text: the text (a translator's source)
         heads: the heads to switch off, e.g. "L5 H11, L4 H11" (translators: "cross L1 H0")
         mode: "zero" (the head's output is 0) or "mean" (its mean output over the text)
+        query: optional, a query token as find_head takes it ("it"): with `key`, every head's weight from it to the
+            key before and after
+        key: optional, the key token ("animal")
     """
-    return _switched_off(use.switch_off(label, text, heads, mode), lang)
+    return _switched_off(use.switch_off(label, text, heads, mode, query, key), lang)
 
 
 @cached
@@ -199,26 +206,29 @@ def logit_lens(label: str, text: str, lang: str = "en"):
 @handler
 def head_roles(label: str, lang: str = "en"):
     """Head roles: every head scored as previous-token, first-token, duplicate-token and induction head on a
-    random sequence repeated twice, with the loss over it (the induction demo). Returns (summary, grid, curve).
+    random sequence repeated twice, with the loss over it (the induction demo). Returns (summary, the top heads of
+    each role, grid, curve).
 
     Args:
         label: the model, as the picker names it
     """
     run = use.roles(label)
-    return render(run.summary, lang), figures.roles_grid(run, lang), figures.induction_curve(run, lang)
+    return (render(run.summary, lang), figures.roles_table(run, lang), figures.roles_grid(run, lang),
+            figures.induction_curve(run, lang))
 
 
 @cached
 @handler
-def _opened(label: str, text: str, heads: str, mode: str, lang: str = "en"):
-    view = use.open_switch_off(label, text, heads, mode)
+def _opened(label: str, text: str, heads: str, mode: str, query: str = "", key: str = "", lang: str = "en"):
+    view = use.open_switch_off(label, text, heads, mode, query, key)
     return (*_importance_shown(view.importance, lang), view.heads, *_switched_off(view.run, lang), view.names)
 
 
-def open_switch_off(label: str, text: str, heads: str, mode: str, lang: str = "en"):
+def open_switch_off(label: str, text: str, heads: str, mode: str, query: str = "", key: str = "", lang: str = "en"):
     """The "switch heads off" view as it opens, from one call to the core: the importance map, the heads named
-    (by default the one that matters most here) switched off, and the grid of toggles with them ticked."""
-    *shown, names = _opened(label, text, heads, mode, lang)
+    (by default the head found for the query and key, else the one that matters most here) switched off, and the
+    grid of toggles with them ticked."""
+    *shown, names = _opened(label, text, heads, mode, query, key, lang)
     return (*shown, _toggles(names, shown[2]))
 
 
@@ -244,9 +254,19 @@ def _when(section: str, fn, n_out: int):
 
 
 def _with_no_heads(fn):
-    """open_switch_off with no heads named: the view's default (the head that matters most)."""
-    def run(label: str, text: str, _heads: str, mode: str, lang: str = "en"):
-        return fn(label, text, "", mode, lang)
+    """open_switch_off with no heads named: the view's default (the head found, or the one that matters most)."""
+    def run(label: str, text: str, _heads: str, mode: str, query: str = "", key: str = "", lang: str = "en"):
+        return fn(label, text, "", mode, query, key, lang)
+    return run
+
+
+def _named(fn, n_out: int):
+    """find_head when a section opens or a model is picked: with no query or no key typed yet the view waits,
+    with no error (a person who opens the section has done nothing wrong); the button still asks for both."""
+    def run(label: str, text: str, group: str, query: str, key: str, lang: str = "en"):
+        if not str(query or "").strip() or not str(key or "").strip():
+            return tuple(gr.skip() for _ in range(n_out))
+        return fn(label, text, group, query, key, lang)
     return run
 
 
@@ -283,10 +303,11 @@ def build(model, text, group, lang, focus: Focus):
                 ablate_button = gr.Button(_("heads.switch_off_button"), variant="primary", scale=1,
                                           elem_id="ablate-button")
                 importance_button = gr.Button(_("heads.importance_button"), scale=1, elem_id="importance-button")
-            ablate_note = gr.Markdown()
+            ablate_note = gr.Markdown(elem_id="ablate-note")
             with gr.Row():
+                downstream = gr.Plot(show_label=False, elem_id="ablate-downstream")
                 outcome = gr.Plot(show_label=False, elem_id="ablate-outcome")
-                losses = gr.Plot(show_label=False, elem_id="ablate-loss")
+            losses = gr.Plot(show_label=False, elem_id="ablate-loss")
             toggles = gr.CheckboxGroup([], label=_("heads.toggles"), elem_id="heads-toggles")
             importance_note = gr.Markdown(elem_id="importance-note")
             importance_map = gr.Plot(show_label=False, elem_id="importance-map")
@@ -300,6 +321,7 @@ def build(model, text, group, lang, focus: Focus):
             gr.Markdown(_("heads.roles_help"))
             roles_button = gr.Button(_("heads.roles_button"), variant="primary", elem_id="roles-button")
             roles_note = gr.Markdown(elem_id="roles-note")
+            roles_ranked = gr.Plot(show_label=False, elem_id="roles-ranked")
             with gr.Row():
                 roles_grid = gr.Plot(show_label=False, elem_id="roles-grid")
                 induction = gr.Plot(show_label=False, elem_id="roles-induction")
@@ -310,10 +332,10 @@ def build(model, text, group, lang, focus: Focus):
                                          else gr.Column(visible=s == k) for k in SECTIONS], section, boxes, **shell)
 
     find_in, find_out = [model, text, group, query, key, lang], [find_note, ranking, bars, opened]
-    ablate_in, ablate_out = [model, text, spec, mode, lang], [ablate_note, outcome, losses]
+    ablate_in, ablate_out = [model, text, spec, mode, query, key, lang], [ablate_note, downstream, outcome, losses]
     importance_in, importance_out = [model, text, mode, lang], [importance_note, importance_map]
     lens_in, lens_out = [model, text, lang], [lens_note, lens_table, rank_lines]
-    roles_in, roles_out = [model, lang], [roles_note, roles_grid, induction]
+    roles_in, roles_out = [model, lang], [roles_note, roles_ranked, roles_grid, induction]
     # the public endpoint (API, MCP) ranks; a person's click also opens the top head above, in the same answer
     events.on([], find_head, find_in, find_out, api_name="find_head")
     events.on([find_button.click, query.submit, key.submit], find_and_open(focus.draw),
@@ -327,7 +349,7 @@ def build(model, text, group, lang, focus: Focus):
     events.on(roles_button.click, head_roles, roles_in, roles_out, api_name="head_roles")
     # a link or a lecture step sets the radio: the section it names runs with the inputs the link set
     private = dict(api_visibility="private")
-    views = [("find", find_head, find_in, find_out),
+    views = [("find", _named(find_head, len(find_out)), find_in, find_out),
              ("ablate", open_switch_off, ablate_in, [*importance_out, spec, *ablate_out, toggles]),
              ("lens", logit_lens, lens_in, lens_out), ("roles", head_roles, roles_in, roles_out)]
     picked = [events.on(section.change, _when(key, fn, len(outputs)), [section, *inputs], outputs, **private)

@@ -19,7 +19,7 @@ import json
 import gradio as gr
 from gradio.i18n import I18nData
 
-from i18n import DEFAULT, LANGUAGES, NAMES, Message, t
+from i18n import DEFAULT, LANGUAGES, NAMES, Message, catalogue, t
 
 _texts: dict[str, tuple[str, dict]] = {}  # gr.I18n key -> (message id, parameters), every one the layout used
 
@@ -95,7 +95,12 @@ def language(lang: gr.State | None = None) -> gr.State:
 
 def choice(value: str) -> tuple:
     """A picker choice (shown text, value) for a value that may be a Message: shown in the reader's language,
-    while the value (what links, the API and the handlers see) stays the same in every language."""
+    while the value (what links, the API and the handlers see) stays the same in every language. A checkpoint
+    with a human name in the catalogue ("store.name.<folder>") is shown by it, its folder name after it."""
+    if isinstance(value, Message) and value.key == "store.model_label" and \
+            f"store.name.{value.params.get('name')}" in catalogue(DEFAULT):
+        name = value.params["name"]
+        return text("store.named_label", human=Message(f"store.name.{name}"), name=name), value
     shown = text(value.key, **value.params) if isinstance(value, Message) else value
     return shown, value
 

@@ -20,7 +20,8 @@ from urllib.parse import urlencode
 import gradio as gr
 
 from i18n import DEFAULT, normalise, t
-from lab.policy import truncate
+from lab import generate, models, store
+from lab.policy import InputError, truncate
 from lab.sentiment import REVIEW
 from ui.i18n import translated
 
@@ -34,6 +35,9 @@ JSON_SAFE = float(2**53)  # the largest whole number a browser's JSON reads exac
 # fixed so the same slide shows the same sample in every run. A step is named by an id; the
 # picker shows its name in the reader's language ("lecture.<id>" in the catalogue), and a step
 # keeps the language it is shown in.
+# the real LLMs as the Attention and Generate pickers name them (lab/models, lab/generate)
+_SMOLLM2, _SMOLLM2_WRITES = "SmolLM2-135M-Instruct (real LLM)", "SmolLM2-135M-Instruct (real LLM, chats in English)"
+_GEMMA_WRITES = "Gemma 3 270M (real LLM, continues English and Chinese)"
 LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "tokens": {"tab": "tokens", "text": "To be, or not to be: that is the question."},
     "attention": {"tab": "attention", "model": "shakespeare-lm (language model)", "attention": "decoder",
@@ -56,14 +60,19 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
     "find_head": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
                   "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
                   "heads_view": "find", "find_query": "it", "find_key": "animal", "focus": "#heads"},
-    "switch_off": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
-                   "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "ablate",
+    # the step before's model, sentence and link: the head it found is switched off (the view's default when a
+    # query and a key are named), and the page shows what the later heads then do with "it" and "animal"
+    "switch_off": {"tab": "attention", "model": "sentiment-pretrained (classifier)",
+                   "text": "The animal didn't cross the street because it was too tired", "attention": "encoder",
+                   "heads_view": "ablate", "find_query": "it", "find_key": "animal", "heads_off": "",
                    "focus": "#heads"},
     "logit_lens": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
                    "text": "ROMEO: But soft, what light through yonder window breaks?", "heads_view": "lens",
                    "focus": "#heads"},
-    "copying": {"tab": "attention", "model": "shakespeare-lm (language model)", "layer": "0", "head": "0",
-                "heads_view": "roles", "focus": "#heads"},
+    # copying needs a model that copies: SmolLM2 has induction heads (~0.9) and its loss falls on the repeat; where
+    # its checkpoint is not made, the shipped language model (which does not copy, and the page says so)
+    "copying": {"tab": "attention", "model": (_SMOLLM2, "shakespeare-lm (language model)"),
+                "layer": "0", "head": "0", "heads_view": "roles", "focus": "#heads"},
     # the classic first demo of a Chinese classroom: a character-level model writes a Tang poem after Li Bai's first
     # line (every sampling setting given, so the step shows the same poem whatever the steps before left)
     # (the first line alone, with no blank line above it: the page drew that line as two ↵ above the poem; seed 4
@@ -81,29 +90,89 @@ LECTURE_PRESETS: dict[str, dict[str, str]] = {
                      "focus": "#forward-stage"},
     # Alammar's sentence in English and in Chinese side by side, read by one pre-trained multilingual encoder: 它 is
     # merged into the piece 因为它 (Find-head says so), and the head that links it to 动物 links "it" to "animal" too
+    # (the step opens at the button: with the section's heading above it, the ranking fell below a projector)
     "two_languages": {"tab": "attention", "model": "multilingual-e5 (pre-trained multilingual encoder)",
                       "attention": "encoder", "layer": "0", "head": "0",
                       "text": "The animal didn't cross the street because it was too tired. 这只动物没有过马路，因为它太累了。",
-                      "heads_view": "find", "find_query": "它", "find_key": "动物", "focus": "#heads"},
+                      "heads_view": "find", "find_query": "it, 它", "find_key": "animal, 动物", "focus": "#find-button"},
+    # The real LLMs (each step falls back to a shipped model where the LLM is not made, and the page says why).
+    # SmolLM2 answers the chat question greedily ("The capital of France is Paris."); the step view shows each
+    # token's distribution
+    "llm_answers": {"tab": "generate", "model": (_SMOLLM2_WRITES, "Shakespeare LM (shipped)"),
+                    "text": "What is the capital of France?", "chat": "true", "decoding": "greedy",
+                    "temperature": "1.0", "top_k": "0", "top_p": "1.0", "min_p": "0.0", "repetition_penalty": "1.0",
+                    "new_tokens": "12", "seed": "0"},
+    # the lens on the same fact: the layer from which " Paris" stays the top guess
+    "paris_lens": {"tab": "attention", "model": (_SMOLLM2, "shakespeare-lm (language model)"), "layer": "0",
+                   "head": "0", "text": "The capital of France is", "heads_view": "lens", "focus": "#heads"},
+    # a base model continues Li Bai's line in Chinese; sampled with a fixed seed (greedy repeats itself)
+    "llm_poem": {"tab": "generate", "model": (_GEMMA_WRITES, "Tang poems, character LM (shipped)"),
+                 "text": "床前明月光，", "chat": "false", "decoding": "sample", "temperature": "0.8", "top_k": "40",
+                 "top_p": "0.95", "min_p": "0.0", "repetition_penalty": "1.0", "new_tokens": "24", "seed": "1"},
 }
+
+
+# What a click shows, by the button's elem_id: the page keeps it in sight (ui/page.js, window.labResults). A result
+# below the first screen made a click seem to do nothing (a projector's 720 px, a phone's 844 px).
+RESULTS = {"attention-run": "#attention-grid", "masking-run": "#masking-gallery", "generate-run": "#generated-text",
+           "generate-run-llm": "#generated-text", "translate-run": "#translate-attention",
+           "forward-run": "#forward-says", "forward-next": "#forward-heatmap", "forward-back": "#forward-heatmap",
+           "find-button": "#find-note", "ablate-button": "#ablate-note", "importance-button": "#importance-note",
+           "lens-button": "#lens-table", "roles-button": "#roles-note", "question-join": "#question-prompt",
+           "question-send": "#question-status", "question-open": "#question-link"}
+# What a lecture step shows: its tab's main figure, or the step's own (the part of the tab it is about)
+TAB_RESULTS = {"tokens": "#tokens-chips", "attention": "#attention-grid", "masking": "#masking-gallery",
+               "generate": "#generated-text", "sentiment": "#sentiment-tokens", "translate": "#translate-attention",
+               "forward": "#forward-heatmap"}
+STEP_RESULTS = {"pretraining": "#sentiment-compare .js-plotly-plot", "whole_review": "#sentiment-running",
+                "find_head": "#find-ranking", "two_languages": "#find-ranking", "switch_off": "#ablate-downstream",
+                "logit_lens": "#lens-table", "copying": "#roles-note", "paris_lens": "#lens-table"}
+
+
+def step_result(name: str) -> str | None:
+    """The selector of what lecture step `name` shows."""
+    return STEP_RESULTS.get(name) or TAB_RESULTS.get(LECTURE_PRESETS[name]["tab"])
+
+
+def usable(params: dict) -> dict[str, str]:
+    """A step's parameters as a link's: a model named as choices in order (a real LLM, then a shipped model) is the
+    first this app can read."""
+    model = params.get("model")
+    if not isinstance(model, tuple):
+        return params
+    return {**params, "model": next((m for m in model if _readable(m)), model[-1])}
+
+
+def _readable(label: str) -> bool:
+    try:
+        name = generate.checkpoint(label) or models.resolve(label)
+    except InputError:
+        return False
+    return name in store.checkpoints().values() and name not in store.unavailable()
 
 
 # The part of the page a step is about, scrolled to the top of the screen ("focus"; other steps show the top).
 # It may still be opening when the step starts (an accordion), or hidden until its first result (a review's
 # sentences, seconds on a busy machine): the scroll is repeated while it takes its height, for up to 20 s.
-SCROLL_TO_STEP = """(name) => { const focus = (%s)[name];
+SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   // a newer step ends this one's re-scrolling: stepping back from a step with a focus must not scroll to it later
   const step = window.labScrollStep = (window.labScrollStep || 0) + 1;
   const go = () => { const el = focus && document.querySelector(focus);
                      el ? el.scrollIntoView({block: 'start'}) : window.scrollTo(0, 0); };
-  go(); if (!focus) return;
+  // then what the step shows, once drawn, brought on screen if it is not (ui/page.js): a phone's screen or a
+  // long Chinese label had left it below the first screen
+  const bring = () => window.labBring && window.labBring(result && document.querySelector(result));
+  go();
   let scrolled = 0; const until = Date.now() + 20000;
   const again = () => { if (window.labScrollStep !== step) return;
-                        const el = document.querySelector(focus), tall = el && el.offsetHeight > 0;
-                        if (tall) { go(); scrolled += 1; }
-                        if (scrolled < 4 && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
-  setTimeout(again, 300); }""" % json.dumps(
-    {name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset})
+                        const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
+                        if (tall) { if (focus) go(); bring(); scrolled += 1; }
+                        const running = window.labBusy && window.labBusy(result && document.querySelector(result));
+                        if ((scrolled < 4 || running) && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
+  setTimeout(again, 300); }"""
+SCROLL_TO_STEP = SCROLL_TO_STEP % (
+    json.dumps({name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset}),
+    json.dumps({name: step_result(name) for name in LECTURE_PRESETS}))
 
 
 def redraw_id(tab_id: str) -> str:
@@ -351,7 +420,7 @@ class Links:
         first = next(iter(LECTURE_PRESETS))
         starts = lecture and self.opened(params) == ""
         if starts:
-            params = LECTURE_PRESETS[first]
+            params = usable(LECTURE_PRESETS[first])
         clamped: list[Clamped] = []
         view = self.view(params, clamped)
         notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
@@ -360,7 +429,7 @@ class Links:
 
     def open_preset(self, name: str | None) -> list:
         """A lecture step: its view's inputs, no link notice (a step's numbers fit), and the tab to run."""
-        params = LECTURE_PRESETS.get(name or "", {})
+        params = usable(LECTURE_PRESETS.get(name or "", {}))
         return [*self.view(params), link_notice([], DEFAULT), self.opened(params)]
 
     def selected(self, event: gr.SelectData) -> str:

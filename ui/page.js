@@ -65,4 +65,49 @@
   // language is every plot's default locale (setPlotConfig), set when plotly.js loads and at each switch
   window.labPlotLocale = () => window.Plotly && window.Plotly.setPlotConfig({locale: window.labLang || 'en'});
   (window.labWhenPlotly = window.labWhenPlotly || []).push(window.labPlotLocale);
+
+  // A click's result in sight (issue 60): a result below the first screen of a projector or a phone made a click
+  // seem to do nothing. The main buttons' results are named in window.labResults (ui/links.RESULTS); another
+  // primary button's is the first output after it. The result is scrolled to at once (its spinner shows where it
+  // will be) and again once drawn, each time only when less than SIGHT_PX of it is on the screen.
+  const SIGHT_PX = 150;
+  const visible = (el) => !!el && el.offsetParent !== null && el.getBoundingClientRect().height > 0;
+  const inSight = (el) => { const r = el.getBoundingClientRect();
+    return r.top >= -1 && r.top <= innerHeight - Math.min(SIGHT_PX, r.height); };
+  // as little scrolling as shows a good part of it (up to 45% of the screen): what is above it, the button that
+  // asked for it, stays in sight where it can
+  const bring = (el) => {
+    if (!visible(el) || inSight(el)) return;
+    const r = el.getBoundingClientRect();
+    if (r.top < 0) { el.scrollIntoView({block: 'start'}); return; }
+    window.scrollBy(0, r.top - (innerHeight - Math.min(r.height, 0.45 * innerHeight)) + 8);
+  };
+  window.labBring = bring;
+  const resultOf = (button) => {
+    const named = (window.labResults || {})[button.id];
+    if (named) return document.querySelector(named);
+    if (!button.classList.contains('primary')) return null;
+    const panel = button.closest('[role=tabpanel]');
+    const after = (el) => button.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING;
+    return panel && Array.from(panel.querySelectorAll('.block')).find((b) => after(b) && !b.contains(button)
+      && visible(b) && b.querySelector('.js-plotly-plot, .prose, [data-testid=status-tracker]'));
+  };
+  const busy = (el) => Array.from(el.querySelectorAll('[data-testid=status-tracker]'))
+    .some((s) => visible(s) && !s.classList.contains('hide'));
+  window.labBusy = (el) => !!el && busy(el.closest('.block') || el);
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest && event.target.closest('button');
+    if (!button || button.closest('#lecture-controls, [role=tablist]')) return;  // a step scrolls on its own
+    const started = Date.now();
+    const follow = () => {
+      const result = resultOf(button);
+      if (!result) return;
+      bring(result);
+      const block = result.closest('.block') || result;
+      if (busy(block) || Date.now() - started < 400) {
+        if (Date.now() - started < 60000) setTimeout(follow, 200);
+      }
+    };
+    setTimeout(follow, 50);
+  }, true);
 })();

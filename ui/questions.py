@@ -38,9 +38,21 @@ def _failed(e: QuestionError, lang: str) -> str:
     return f"⚠️ {plain(render(e.args[0], lang))}"
 
 
-def ask(question_id: str, held=None, lang: str = "en"):
-    """Open `question_id` for the hall: (the page's secret state, the code and link, the count, the timer on,
-    no histogram, no verdict). The page's previous question, if still open, closes: its answers go."""
+def page_url(request: gr.Request | None) -> str:
+    """This app's address as the lecturer's browser reached it (behind a proxy, as the proxy says: a Space's
+    https address), so the link a student scans opens the same server."""
+    if request is None:
+        return "http://127.0.0.1:7860/"
+    headers = request.headers
+    host = headers.get("x-forwarded-host") or headers.get("host") or "127.0.0.1:7860"
+    scheme = headers.get("x-forwarded-proto") or getattr(getattr(request, "url", None), "scheme", None) or "http"
+    return f"{scheme.split(',')[0].strip()}://{host.split(',')[0].strip()}/"
+
+
+def ask(question_id: str, held=None, lang: str = "en", request: gr.Request = None):
+    """Open `question_id` for the hall: (the page's secret state, the question, the link in large type and as a
+    QR code, the count, the timer on, no histogram, no verdict, the student's box hidden: this page is the
+    lecturer's, projected). The page's previous question, if still open, closes: its answers go."""
     if held:
         try:
             HALL.close(*held)
@@ -49,10 +61,10 @@ def ask(question_id: str, held=None, lang: str = "en"):
     try:
         opened = HALL.open(question_id)
     except QuestionError as e:
-        return None, _failed(e, lang), "", gr.Timer(active=False), gr.skip(), ""
-    link = t("questions.link", lang, link=f"`?tab=questions&code={opened.code}`", code=opened.code)
-    return ((opened.code, opened.secret), f"{_prompt(opened.question, lang)}  \n{link}",
-            t("questions.answered", lang, n=0), gr.Timer(active=True), None, "")
+        return None, _failed(e, lang), gr.skip(), "", gr.Timer(active=False), gr.skip(), "", gr.skip()
+    url = f"{page_url(request)}?tab=questions&code={opened.code}"
+    return ((opened.code, opened.secret), _prompt(opened.question, lang), views.hall_link(url, opened.code, lang),
+            t("questions.answered", lang, n=0), gr.Timer(active=True), None, "", gr.Group(visible=False))
 
 
 def count(held, lang: str = "en"):
@@ -144,7 +156,7 @@ def build(lang: gr.State | None = None) -> Action:
     light = dict(queue=False, show_progress="hidden")
     with gr.Tab(_("questions.tab"), id="questions"):
         gr.Markdown(_("questions.intro"), elem_classes=["lecture-hide"])
-        with gr.Group():
+        with gr.Group(elem_id="question-student") as student_box:
             with gr.Row(equal_height=True):
                 code = gr.Textbox(label=_("questions.code"), max_length=12, elem_id="question-code", scale=2)
                 join_button = gr.Button(_("questions.join"), elem_id="question-join", scale=1)
@@ -165,12 +177,14 @@ def build(lang: gr.State | None = None) -> Action:
                 reveal_button = gr.Button(_("questions.reveal"), elem_id="question-reveal")
                 close_button = gr.Button(_("questions.close"), elem_id="question-close")
             shown = gr.Markdown(elem_id="question-shown")
+            link = gr.HTML(elem_id="question-link")
             counted = gr.Markdown(elem_id="question-count")
             verdict = gr.Markdown(elem_id="question-verdict")  # apart from the count: a tick in flight may land after
             hall = gr.Plot(show_label=False, elem_id="question-hall")
             lecturer_timer = gr.Timer(LECTURER_EVERY_S, active=False)
         private = dict(api_visibility="private", **light)
-        open_button.click(ask, [asked, held, lang], [held, shown, counted, lecturer_timer, hall, verdict], **private)
+        open_button.click(ask, [asked, held, lang], [held, shown, link, counted, lecturer_timer, hall, verdict,
+                                                     student_box], **private)
         lecturer_timer.tick(count, [held, lang], [counted, lecturer_timer], **private)
         reveal_button.click(reveal, [held, lang], [verdict, hall, lecturer_timer], **private)
         close_button.click(close, [held, lang], [held, counted, lecturer_timer], **private)

@@ -117,10 +117,11 @@ def build(lang: gr.State | None = None) -> Action:
         gr.Markdown(_("tokens.heading"), elem_classes=["lecture-hide"])
         text = gr.Textbox(label=_("tokens.text", max_chars=MAX_CHARS), lines=3, value=EXAMPLES[1][0],
                           elem_id="tokens_text")
-        with gr.Column(elem_classes=["lecture-hide"]):
-            events.examples(EXAMPLES, inputs=[text], label=_("tokens.examples"))
         notice = gr.Markdown()
         chips = gr.HTML(css_template=views.CHIP_CSS, elem_id="tokens-chips")
+        # below the chips: above them, on a projector and a phone, they pushed the tokens off the first screen
+        with gr.Column(elem_classes=["lecture-hide"]):
+            events.examples(EXAMPLES, inputs=[text], label=_("tokens.examples"))
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
         # drawn on load by app.py, once the page's language is known (a load trigger here would draw it in English)

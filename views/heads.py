@@ -83,6 +83,30 @@ def switch_off_outcome(run, lang: str = DEFAULT) -> go.Figure:
                               t("heads.logp", lang), lang)
 
 
+def downstream(run, lang: str = DEFAULT) -> go.Figure:
+    """Every head's weight from the link's query to its key with the heads off minus with every head on
+    (lab.heads.Downstream): the switched-off heads marked, their own weight unchanged, later layers moved."""
+    d = run.downstream
+    if d is None:
+        return placeholder(t("heads.downstream_none", lang), height=160)
+    change = array32(d.after - d.before)
+    x, y = _head_axes(*change.shape)
+    bound = max(float(np.abs(change).max()), 0.05)
+    marks = np.array([[t("heads.off_mark", lang) if (l, h) in d.off else f"{change[l, h]:+.2f}"
+                       for h in range(change.shape[1])] for l in range(change.shape[0])], dtype=object)
+    hover = np.array([[f"{d.before[l, h]:.3f} → {d.after[l, h]:.3f}" for h in range(change.shape[1])]
+                      for l in range(change.shape[0])], dtype=object)
+    title = t("heads.downstream_title", lang, query=plain(d.query), key_token=plain(d.key), heads=", ".join(run.heads))
+    layout = dict(title=top_title(title), height=max(260, 26 * len(y) + 150), margin=dict(l=10, r=10, t=90, b=10),
+                  xaxis=dict(side="top", type="category", title=dict(text=t("heads.head", lang))),
+                  yaxis=dict(type="category", autorange="reversed", title=dict(text=t("heads.layer", lang))))
+    heatmap = dict(type="heatmap", z=change, x=x, y=y, colorscale=DAMAGE_SCALE, zmin=-bound, zmax=bound,
+                   text=marks, customdata=hover, texttemplate="%{text}", textfont=dict(size=10),
+                   colorbar=dict(title=dict(text=t("heads.weight_change", lang))),
+                   hovertemplate=t("heads.downstream_hover", lang))
+    return unchecked_figure([heatmap], layout)
+
+
 def loss_change(run, lang: str = DEFAULT) -> go.Figure:
     """A language model's per-token loss with the heads off minus with every head on, token by token."""
     if run.kind != "DecoderLM":
@@ -173,6 +197,28 @@ def roles_grid(run, lang: str = DEFAULT) -> go.Figure:
                    colorbar=dict(title=dict(text=t("heads.role_score", lang))),
                    hovertemplate="%{y} %{x}<br>%{customdata}<extra></extra>")
     return unchecked_figure([heatmap], layout)
+
+
+TOP_ROLES = 5  # heads listed per role
+
+
+def roles_table(run, lang: str = DEFAULT) -> go.Figure:
+    """For each role, its TOP_ROLES heads by score, highest first ("L18 H6 · 0.93")."""
+    columns, cells = [], []
+    for role, by_group in run.scores.items():
+        group, scores = next(iter(by_group.items()))
+        scores = array32(scores)
+        order = np.argsort(-scores, axis=None)[:TOP_ROLES]
+        prefix = f"{group} " if len(by_group) > 1 else ""
+        columns.append(f"<b>{plain(t(f'heads.role.{role}', lang))}</b>")
+        cells.append([f"{prefix}L{i // scores.shape[1]} H{i % scores.shape[1]} · {scores.flat[i]:.2f}"
+                      for i in order])
+    ranks = [t("heads.rank_n", lang, n=n + 1) for n in range(TOP_ROLES)]
+    trace = dict(type="table", header=dict(values=["", *columns], fill=dict(color="#eef2fb"), align="left"),
+                 cells=dict(values=[ranks, *cells], align="left", height=26,
+                            fill=dict(color=[["white", "#f7f9fc"] * TOP_ROLES])))
+    return unchecked_figure([trace], dict(title=top_title(t("heads.roles_rank_title", lang)),
+                                          height=60 + 30 * (TOP_ROLES + 1), margin=dict(l=10, r=10, t=50, b=10)))
 
 
 def induction_curve(run, lang: str = DEFAULT) -> go.Figure:

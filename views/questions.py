@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
+import qrcode
+import qrcode.image.svg
 
 from i18n import render, t
 from lab.questions import Result
@@ -10,6 +14,19 @@ from views.figure import Figure
 from views.kit import plain, top_title
 
 HALL, REAL = "#8da0cb", "#1a9850"
+QR_PX = 360  # the code's side on the page: a phone at the back of a hall reads it off a projector at this size
+
+
+def hall_link(url: str, code: str, lang: str = "en") -> str:
+    """The question's link in large type and as a QR code a phone can scan from the back of the hall (HTML)."""
+    qr = qrcode.make(url, image_factory=qrcode.image.svg.SvgPathImage, border=2,
+                     error_correction=qrcode.constants.ERROR_CORRECT_M)
+    svg = qr.to_string(encoding="unicode")
+    # drawn at QR_PX whatever the code's module count: the SVG's own size is in millimetres
+    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{html.escape(url)}" width="{QR_PX}" height="{QR_PX}" ', 1)
+    said = t("questions.link_big", lang, code=html.escape(code))
+    return (f'<div class="hall-link"><div class="hall-qr">{svg}</div><div class="hall-text"><p>{said}</p>'
+            f'<p class="hall-url"><a href="{html.escape(url)}" target="_blank">{html.escape(url)}</a></p></div></div>')
 
 
 def histogram(result: Result, own: str | None = None, lang: str = "en") -> Figure:

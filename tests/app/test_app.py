@@ -24,7 +24,8 @@ import i18n  # noqa: E402
 from lab import store  # noqa: E402
 from gradio.state_holder import SessionState  # noqa: E402
 from ui import agents, events, gradio_patches  # noqa: E402
-from ui.links import LECTURE_PRESETS, LINK_KEYS, Links, REDRAW_LINKED, apply, coerce, link_tabs, next_step, previous_step, redraw_id
+from ui.links import (LECTURE_PRESETS, LINK_KEYS, REDRAW_LINKED, Links, apply, coerce, link_tabs, next_step,
+                      previous_step, redraw_id, usable)
 from ui.handlers import cached  # noqa: E402
 
 
@@ -617,7 +618,7 @@ def test_every_lecture_preset_setting_names_a_real_input_of_the_app():
     linked = {t.tab_id: t for t in link_tabs(demo, [b for b in demo.blocks.values() if isinstance(b, gr.Tab)])}
     ids = {b.elem_id for b in demo.blocks.values()}
     for name, preset in LECTURE_PRESETS.items():
-        settings = {k: v for k, v in preset.items() if k not in ("tab", "focus")}
+        settings = {k: v for k, v in usable(preset).items() if k not in ("tab", "focus")}
         assert preset.get("focus", "#").removeprefix("#") in ids | {""}, f"{name}: no element {preset['focus']}"
         if preset["tab"] in linked:  # a tab still being built is not registered yet
             components = linked[preset["tab"]].components

@@ -22,7 +22,7 @@ import pytest
 
 import i18n
 from figures import grid_blocks
-from ui.links import LECTURE_PRESETS
+from ui.links import LECTURE_PRESETS, step_result
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -284,7 +284,8 @@ SEEN = """(tab) => {
   const busy = Array.from(root.querySelectorAll('[data-testid=status-tracker]'))
     .filter((e) => shown(e) && !e.classList.contains('hide')).length;
   const plots = Array.from(root.querySelectorAll('.js-plotly-plot')).filter(shown).map((gd) => {
-    const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0));
+    const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0)
+      || (t.cells && t.cells.values ? t.cells.values.length : 0));  // a table (the forward pass's ids)
     const notes = ((gd._fullLayout || {}).annotations || []).filter((a) => a.text).length;
     return {id: (gd.closest('.block[id]') || {}).id || '', data: data.reduce((a, b) => a + b, 0), notes};
   });
@@ -312,7 +313,8 @@ MAIN_OF_STEP = {"pretraining": (None, "#sentiment-compare .js-plotly-plot"),
                 "whole_review": (None, "#sentiment-running"),
                 "find_head": ("#find-button", "#find-ranking"), "two_languages": ("#find-button", "#find-ranking"),
                 "switch_off": ("#ablate-button", "#ablate-outcome"),
-                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid")}
+                "logit_lens": ("#lens-button", "#lens-table"), "copying": ("#roles-button", "#roles-grid"),
+                "paris_lens": ("#lens-button", "#lens-table")}
 PROJECTOR = {"width": 1280, "height": 720}
 
 
@@ -430,7 +432,8 @@ def walk_lecture(browser, base_url: str, query: str, check=None, walk: range = r
         compared = visit.page.locator("#sentiment-compare .js-plotly-plot")
         if presets[i].get("compare") == "1":  # both classifiers side by side, each with its attention
             assert compared.count() == 2 and all(p["data"] > 0 for p in seen["plots"])
-        button, figure = MAIN_OF_STEP.get(STEPS[i]) or MAIN.get(tab, (None, None))
+        button, _ = MAIN_OF_STEP.get(STEPS[i]) or MAIN.get(tab, (None, None))
+        figure = step_result(STEPS[i])  # what the step shows, as the page knows it (ui/links.STEP_RESULTS)
         for selector in filter(None, (button, figure)):
             box = _box(visit, selector)
             assert box and box["y"] >= 0, f"step {i + 1}: {selector} is not on the page"
@@ -438,8 +441,9 @@ def walk_lecture(browser, base_url: str, query: str, check=None, walk: range = r
             box = _box(visit, button)
             assert box["y"] + box["height"] <= PROJECTOR["height"], f"step {i + 1}: {button} is below the first screen"
         if figure:
-            visible = PROJECTOR["height"] - _box(visit, figure)["y"]
-            assert visible >= 200, f"step {i + 1}: only {visible:.0f} px of {figure} on the first screen"
+            box = _box(visit, figure)
+            visible = min(PROJECTOR["height"], box["y"] + box["height"]) - max(box["y"], 0)
+            assert visible >= min(200, box["height"]), f"step {i + 1}: only {visible:.0f} px of {figure} on the first screen"
     visit.context.close()
     assert visit.errors == []
 
@@ -546,7 +550,7 @@ def test_sentiment_opens_its_text_in_the_attention_tab_on_the_same_classifier(vi
     seen = wait_drawn(visit, "attention", LINKS["attention"][1])
     assert_drawn(seen, "attention")
     picker = visit.page.locator("#tab-attention input[role=listbox], #tab-attention .wrap input").first.input_value()
-    assert "classifier" in picker
+    assert "fine-tuned for sentiment" in picker  # the classifier, named as people name it
     keys = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#tab-attention .js-plotly-plot'))
         .flatMap((gd) => (gd._fullData || []).flatMap((t) => Array.from(t.x || [])))""")
     assert any("bad" in str(k) for k in keys) and not any("cat" in str(k) for k in keys)

@@ -7,12 +7,13 @@ from urllib.parse import quote
 import pytest
 
 import i18n
-from lab.forward import STAGES
+from lab import forward
+from lab.forward import NUMBERS, STAGES
 from test_browser import ARTIFACTS, Visit, browser, server  # noqa: F401 -- the shared fixtures
 
 TITLE = """() => document.querySelector('#forward-diagram .forward-title')?.textContent || ''"""
-DRAWN = """() => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot');
-  return {cells: gd && gd._fullData[0] && gd._fullData[0].z ? gd._fullData[0].z.length : 0,
+DRAWN = """() => { const gd = document.querySelector('#forward-heatmap .js-plotly-plot'), t = gd && gd._fullData[0];
+  return {cells: !t ? 0 : t.z ? t.z.length : t.cells ? t.cells.values[0].length : t.y ? t.y.length : 0,
           notes: gd ? (gd._fullLayout.annotations || []).length : 0,
           lit: document.querySelectorAll('#forward-diagram svg rect.box.lit').length}; }"""
 
@@ -31,27 +32,27 @@ HEATMAP_SHOWS = """(name) => { const gd = document.querySelector('#forward-heatm
   return !!L && ((L.title && L.title.text.startsWith(name + ' (')) || (L.annotations || []).some((a) => a.text.includes(name))); }"""
 
 
-def _wait_stage(visit, n: int, lang: str = "en") -> None:
-    """Until stage `n` (from 1) is drawn: the diagram's title names it and so does the heatmap (the diagram is
-    HTML, drawn before plotly draws the heatmap)."""
-    visit.page.wait_for_function(f"() => ({TITLE})().startsWith('{n}. ')")
-    visit.page.wait_for_function(HEATMAP_SHOWS, arg=i18n.t(f"forward.stage.{STAGES[n - 1]}", lang))
+def _wait_stage(visit, n, lang: str = "en") -> None:
+    """Until stage `n` (its number: 1-19, or "4a" ...) is drawn: the diagram's title names it and so does the
+    heatmap (the diagram is HTML, drawn before plotly draws the heatmap)."""
+    stage = forward.stage_of(n)
+    visit.page.wait_for_function(f"() => ({TITLE})().startsWith('{NUMBERS[stage]}. ')")
+    visit.page.wait_for_function(HEATMAP_SHOWS, arg=i18n.t(f"forward.stage.{stage}", lang))
 
 
 def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_drawn(visit):
     text = quote("The cat sat on the mat because it was tired.")
     visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=ids&follow=7")
     _wait_stage(visit, 1)
-    for n, stage in enumerate(STAGES, start=1):
-        if n > 1:
+    # a language model's stages only: no pooling (18), so Next goes from the chosen token (17) to the loss (19)
+    stages = [stage for stage in STAGES if stage != "pooled"]
+    for n, stage in enumerate(stages):
+        if n:
             visit.page.locator("#forward-next").click()
-            _wait_stage(visit, n)
+            _wait_stage(visit, NUMBERS[stage])
         visit.page.wait_for_timeout(200)
         drawn = visit.page.evaluate(DRAWN)
-        if stage == "pooled":  # not a language model's stage: it says so instead of drawing
-            assert drawn["notes"] == 1 and drawn["lit"] == 0, drawn
-        else:
-            assert drawn["cells"] > 0 and drawn["lit"] == 1, (stage, drawn)
+        assert drawn["cells"] > 0 and drawn["lit"] == 1, (stage, drawn)
         assert i18n.t(f"forward.stage.{stage}", "en") in visit.page.locator("#forward-says").inner_text()
         if stage == "scores":
             visit.screenshot("forward-scores")
@@ -62,11 +63,12 @@ def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_d
 def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
     visit.open("?tab=forward&lang=zh-CN&model=translate-reverse+(translator)&text=123456789&stage=next")
     _wait_stage(visit, 17, "zh-CN")
-    rows = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-heatmap .js-plotly-plot')
-        ._fullLayout.yaxis.ticktext)""")
-    picked = [row.split(" → ")[-1] for row in rows]
+    # the token picked after each step, in the table beside the candidates' bars
+    picked = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-row .js-plotly-plot')
+        ._fullData[0].cells.values[2])""")
     assert "".join(picked[:-1]) == "987654321"  # each step writes one token, read by the next step
-    assert "解码循环" in visit.page.locator("#forward-says").inner_text()
+    said = visit.page.locator("#forward-says").inner_text()
+    assert "解码循环" in said and "译文：987654321" in said
     boxes = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#forward-diagram svg text'))
         .map((t) => t.textContent)""")
     assert any("编码器" in b for b in boxes) and any("解码器" in b for b in boxes)  # encoder beside decoder

@@ -27,12 +27,24 @@ def test_a_lecturer_asks_a_student_answers_and_the_reveal_shows_both_answers(pag
     lecturer.open("?tab=questions")
     lecturer.page.locator("#question-lecturer").get_by_text("Lecturer").click()
     lecturer.page.locator("#question-open").click()
-    shown = lecturer.page.locator("#question-shown")
+    shown = lecturer.page.locator("#question-link")
     shown.get_by_text("code=").wait_for()
-    code = re.search(r"code=([A-Z0-9]+)", shown.inner_text()).group(1)
-    assert lecturer.page.locator("#question-status").inner_text().strip() == ""  # no error on the lecturer's page
+    # an absolute link, in large type, and a QR code of it large enough to scan from the back of a hall
+    url = shown.locator(".hall-url a").inner_text()
+    assert url.startswith(lecturer.base_url + "/?tab=questions&code="), url
+    code = re.search(r"code=([A-Z0-9]+)", url).group(1)
+    qr = shown.locator(".hall-qr svg")
+    assert qr.get_attribute("aria-label") == url and qr.bounding_box()["width"] >= 300
+    assert float(lecturer.page.evaluate("""() => getComputedStyle(document.querySelector('.hall-url')).fontSize
+        """).rstrip("px")) >= 24
+    # the lecturer's projected page shows no student answer box
+    assert not lecturer.page.locator("#question-student").is_visible()
+    assert not lecturer.page.locator("#question-send").is_visible()
+    assert lecturer.page.locator("#question-status").count() == 0 or \
+        lecturer.page.locator("#question-status").inner_text().strip() == ""  # no error on the lecturer's page
 
-    student.open(f"?tab=questions&code={code}")  # the link the lecturer shows
+    student.page.goto(url)  # the link the lecturer shows, as scanned
+    student.page.locator("#tab-about-button").wait_for()
     student.page.locator("#question-prompt").get_by_text("How many tokens").wait_for()
     _box(student.page, "question-number").fill("seven")
     student.page.locator("#question-send").click()

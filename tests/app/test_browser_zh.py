@@ -22,6 +22,7 @@ NOT_OURS = ", ".join([
     ".body-cell", ".sizing-body",  # table cells: token texts, tensor and model names, numbers (the headers are checked)
     'g[class$="tick"]', ".cbaxis", ".cartesianlayer .plot text", ".heatmap-label", ".legendtext",  # axis ticks, text on
     # the data (a heatmap's cell labels sit in plotly's overplot layer: the logit lens's guesses) and legends of tokens
+    ".column-block:not(#header)",  # a plotly table's cells (the forward pass's ids: the text's tokens); not its headers
     ".codemirror-wrapper", ".cm-editor", "[data-testid=label-output-value]", ".output-class", "[role=listbox]",
 ])
 # Latin words a Chinese page keeps: names, the terms the Chinese texts keep, and units.
@@ -135,7 +136,7 @@ def test_the_find_note_counts_the_heads_of_the_model_now_chosen(visit):
     note = visit.page.locator("#find-note")
     assert "全部 72 个头" in note.inner_text()  # sentiment-pretrained: 6 layers x 12 heads
     visit.page.locator("#model input").click()
-    visit.page.get_by_role("option", name="shakespeare-lm（语言模型）").click()
+    visit.page.get_by_role("option", name="莎士比亚语言模型（从零训练）·shakespeare-lm").click()  # its human name
     visit.page.wait_for_function("() => document.querySelector('#find-note').innerText.includes('全部 36 个头')")
     assert "72" not in note.inner_text()
 
@@ -212,8 +213,11 @@ def _examples_show_no_raw_true_or_false(visit) -> None:
 
 
 def _every_example_of_a_set_is_on_one_page_with_no_english_page_numbers(visit) -> None:
-    # the Attention tab's examples: one per model, more than Gradio's 10 a page
+    # the Attention tab's examples: one per model, more than Gradio's 10 a page (folded under the figures' way:
+    # a person opens them)
     panel = visit.page.locator("#tab-attention")
+    panel.locator("#attention-examples").get_by_text("示例").first.click()
+    panel.locator("[data-testid^=dataset-cell]").first.wait_for()
     assert panel.locator(".paginate").count() == 0 and "Pages" not in panel.inner_text()
     assert panel.locator("[data-testid^=dataset-cell]").count() > 10 * 3  # every row (3 columns), not 10
 

@@ -18,6 +18,22 @@ def _one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="module")
+def modern_store(tmp_path_factory):
+    """A model folder holding the shipped checkpoints and two tiny modern decoders (serving.modern_checkpoints:
+    "tiny-llama", grouped-query attention; "tiny-gemma", also a sliding-window layer), set for the module."""
+    import serving
+
+    folder = tmp_path_factory.mktemp("modern")
+    for entry in serving.model_dir(tmp_path_factory.mktemp("shipped")).iterdir():
+        (folder / entry.name).symlink_to(entry.resolve())
+    names = serving.modern_checkpoints(folder)
+    before = store.model_dir()
+    store.set_model_dir(folder)
+    yield names
+    store.set_model_dir(before)
+
+
 # the real LLMs' stand-ins: tiny GGUF files of their architectures, made into an LLM folder as lab/llms.py makes them
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
           "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")

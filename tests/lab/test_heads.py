@@ -133,3 +133,56 @@ def test_the_multilingual_encoder_links_it_to_animal_in_english():
     found = heads.find_head("multilingual-e5 (pre-trained multilingual encoder)", ANIMAL, "it", "animal")
     top, weight = found.ranked[0]
     assert (top.layer, top.head) == (8, 8) and weight > 0.45 > 0.1 > found.mean
+
+
+def test_switching_the_found_head_off_keeps_its_own_weight_and_moves_later_heads():
+    """Issue 60: "does it stop linking to animal?" A head switched off keeps its pattern (only its output is
+    removed), every earlier layer's weights stay, and the later layers, reading a stream without it, move."""
+    run = heads.switch_off("sentiment-pretrained", ANIMAL, "L4 H11", "zero", "it", "animal")
+    d = run.downstream
+    found = heads.find_head("sentiment-pretrained", ANIMAL, "it", "animal")
+    np.testing.assert_allclose(d.before, found.weights, atol=1e-5)  # every head on: the ranking's own weights
+    np.testing.assert_allclose(d.after[:5], d.before[:5], atol=1e-5)  # layers 0-4, the switched-off head's own too
+    assert np.abs(d.after[5] - d.before[5]).max() > 0.02  # the last layer reads a stream without it (L5 H11: 0.83 -> 0.79)
+    assert d.off == [(4, 11)] and d.query == "it" and d.key == "animal"
+    assert "removes its output, not its pattern" in run.notice and "L4 H11" in run.notice
+    assert heads.switch_off("sentiment-pretrained", ANIMAL, "L4 H11").downstream is None  # no link named
+
+
+def test_opening_switch_off_after_finding_a_head_switches_that_head_off():
+    """The step after "which head links it to animal?" switches off the head it named, not another one."""
+    view = heads.open_switch_off("sentiment-pretrained", ANIMAL, "", "zero", "it", "animal")
+    assert view.heads == "L5 H11" == heads.find_head("sentiment-pretrained", ANIMAL, "it", "animal").names[0]
+    assert view.run.downstream is not None and view.run.downstream.off == [(5, 11)]
+
+
+def test_find_head_names_the_key_value_head_a_grouped_query_head_reads(modern_store):
+    text = "The cat sat on the mat because it was tired."
+    found = heads.find_head("tiny-llama", text, "it", "cat")  # 4 query heads over 2 key/value heads
+    top = found.ranked[0][0]
+    assert f"it reads key/value head {top.head // 2}, as H{top.head ^ 1} do" in found.summary
+    gemma = heads.find_head("tiny-gemma", text, "it", "cat")  # 8 over 1; layer 0 sees a window of 5
+    assert "reads key/value head 0" in gemma.summary
+    local = heads.find_head("tiny-gemma", text, "it", "cat", "decoder")
+    assert (local.ranked[0][0].layer == 0) == ("sliding-window layer" in local.summary)
+
+
+def test_the_lens_says_from_which_layer_the_answer_stays_the_top_guess():
+    """Issue 57: "at which layer the answer appears" ("The capital of France is" -> " Paris" in SmolLM2's last
+    layer); here on the shipped LM, against the ranks the lens drew."""
+    run = heads.lens("shakespeare-lm", LINE)
+    ranks = run.final_rank[:, -1]
+    first = max(i for i in range(len(ranks)) if i == 0 or ranks[i - 1] != 0)  # the top guess from here on
+    assert (ranks[first:] == 0).all() and (first == 0 or ranks[first - 1] != 0)
+    where = "the embedding" if first == 0 else f"layer {first - 1} on"
+    assert where in run.notice and r"answer “\\n”" in run.notice  # the line ends: "\n", escaped for Markdown
+
+
+def test_a_head_the_model_lacks_is_refused_in_the_readers_words():
+    with pytest.raises(InputError) as refused:
+        heads.switch_off("shakespeare-lm", LINE, "L0 H1, L9 H0")
+    from i18n import render
+
+    message = refused.value.args[0]
+    assert "no head 'L9 H0'" in render(message, "en") and "L0 H0 to L5 H5" in render(message, "en")
+    assert "模型没有头" in render(message, "zh-CN") and "has no" not in render(message, "zh-CN")

@@ -141,3 +141,19 @@ def test_an_llm_generation_is_computed_at_a_lower_cpu_priority_than_the_app(llm_
     finally:
         generate.next_token_logits = step
     assert seen and all(theirs >= nice() + llms.LLM_NICE for theirs in seen)
+
+
+def test_the_real_llm_lecture_steps_run_on_an_llm_once_made_before_on_a_shipped_model(llm_dir):
+    """Issue 57's steps "A real LLM answers", "Where does Paris appear?" and "一个真正的大模型续写" run on SmolLM2
+    and Gemma once made (as Generate's and Attention's pickers name them), before on the shipped model that reads
+    the text."""
+    from ui import links
+
+    steps = [links.LECTURE_PRESETS[name] for name in ("llm_answers", "paris_lens", "llm_poem")]
+    assert [links.usable(step)["model"] for step in steps] == [
+        "Shakespeare LM (shipped)", "shakespeare-lm (language model)", "Tang poems, character LM (shipped)"]
+    for llm in llms.LLMS.values():
+        llms.make(llm, llm_dir)
+    assert [links.usable(step)["model"] for step in steps] == [
+        "SmolLM2-135M-Instruct (real LLM, chats in English)", "SmolLM2-135M-Instruct (real LLM)",
+        "Gemma 3 270M (real LLM, continues English and Chinese)"]

@@ -42,8 +42,15 @@ def assert_drawn(shown, stage: str, lang: str, applies: bool) -> None:
     lit = diagram.count('class="box lit"')
     if applies:
         assert lit == 1, (stage, lang)  # the stage's box is the one lit
-        assert heatmap["data"][0]["z"] and row["data"][0]["y"], (stage, lang)
-        assert heatmap["layout"]["shapes"], "the followed row is outlined"
+        drawn = heatmap["data"][0]
+        if stage == "ids":  # the ids as a list: position, token, id
+            assert drawn["type"] == "table" and len(drawn["cells"]["values"]) == 3, (stage, lang)
+        elif stage == "next":  # the chosen token among its candidates, ranked
+            assert drawn["type"] == "bar" and drawn["y"][0].startswith("1. "), (stage, lang)
+            assert row["data"][0]["type"] == "table", "each position's pick"
+        else:
+            assert drawn["z"] and row["data"][0]["y"], (stage, lang)
+            assert heatmap["layout"]["shapes"], "the followed row is outlined"
     else:  # a stage this kind has not: it says so instead of drawing
         assert not lit and not heatmap["data"] and heatmap["layout"]["annotations"], (stage, lang)
 

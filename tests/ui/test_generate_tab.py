@@ -16,6 +16,7 @@ from lab import generate as use
 from lab import store
 from figures import figures
 from ui import generate as tab
+from lab.generate import SHIPPED
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
 CONTEXT = 48
@@ -248,3 +249,21 @@ def test_the_tree_traces_the_winning_hypothesis_through_its_kept_nodes():
     assert [c.token for c in path] == result.best.tokens
     assert sum(c.logprob for c in path) == pytest.approx(result.best.logprob, abs=1e-4)
     assert path[-1].cumulative == pytest.approx(result.best.logprob, abs=1e-5)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_picker_says_what_each_model_is(lang):
+    """Issue 60: "The capital of France is" -> a Shakespeare speech, and nothing said the model knows only plays."""
+    _, line = tab.about(SHIPPED, lang)
+    d_model = store.config(use.MODELS[SHIPPED])["d_model"]  # the real sizes, from the checkpoint's config
+    assert ("Shakespeare's plays only" if lang == "en" else "只学过莎士比亚") in line and f"d_model {d_model}" in line
+
+
+def test_gpt2_that_cannot_be_read_here_is_not_left_picked(monkeypatch):
+    """Offline, GPT-2 falls back to the shipped model: the picker goes back to it and the line says why."""
+    from i18n import Message
+
+    monkeypatch.setattr(use, "load", lambda label: (None, None, Message("generate.gpt2_fallback", error="offline")))
+    picker, line = tab.about(use.GPT2, "en")
+    assert picker.value == SHIPPED and "offline. Using the shipped Shakespeare model." in line
+    assert "Shakespeare's plays only" in line

@@ -72,9 +72,9 @@ def test_every_heads_handler_draws_in_either_language(lang):
     lm = "shakespeare-lm (language model)"
     outputs = [*section.logit_lens(lm, "ROMEO: But soft", lang), *section.head_roles(lm, lang),
                *section.importance("translate-reverse (translator)", "123456789", "zero", lang),
-               *section.switch_off(ENCODER, ANIMAL, "L5 H11", "mean", lang)]
+               *section.switch_off(ENCODER, ANIMAL, "L5 H11", "mean", "it", "animal", lang=lang)]
     titles = [figure(o).layout.title.text or "" for o in outputs if hasattr(o, "plot")]
-    assert len(titles) == 7 and sum(map(bool, titles)) == 6  # a classifier has no per-token loss: a note
+    assert len(titles) == 9 and sum(map(bool, titles)) == 8  # a classifier has no per-token loss: a note
     assert any("logit 透镜" in title for title in titles) == (lang == "zh-CN")
 
 
@@ -88,7 +88,7 @@ def test_opening_switch_off_answers_every_output_with_the_top_head_ticked():
     lm = "shakespeare-lm (language model)"
     *shown, toggles = section.open_switch_off(lm, LINE, "", "zero")
     top = use.importance(lm, LINE, "zero").ranked[0][0]
-    assert len(shown) == 6 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36
+    assert len(shown) == 7 and shown[2] == top and toggles.value == [top] and len(toggles.choices) == 36
 
 
 def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_both_sentences():
@@ -101,18 +101,41 @@ def test_the_two_languages_lecture_step_finds_the_merged_piece_and_one_head_for_
     note, _, _, opened = section.find_head(step["model"], step["text"], step["attention"], step["find_query"],
                                            step["find_key"], "zh-CN")
     assert "“它”在词元“因为它”" in note and "排名针对" in note  # said in the reader's language
+    # both links ranked at once (issue 60): the top head's weight for each is said
+    assert "对所有联系都排第一的头" in note and "it” → “▁animal” 0." in note and "“因为它” → “动物” 0." in note
     english = use.find_head(step["model"], step["text"], "it", "animal")
-    assert opened.value == english.names[0]  # the head that links 因为它 to 动物 links "it" to "animal" too
+    chinese = use.find_head(step["model"], step["text"], "它", "动物")
+    both = use.find_head(step["model"], step["text"], "it, 它", "animal, 动物")
+    np.testing.assert_allclose(both.weights, (english.weights + chinese.weights) / 2, atol=1e-6)
+    assert opened.value == both.names[0]
     offered = [row for row in examples(attention.models_offered()) if row[0] == step["model"]]
     assert [row[1] for row in offered] == SEEDS and SEEDS[0] in step["text"] and SEEDS[1] in step["text"]
 
 
-def test_a_classifiers_heads_speak_the_pages_language_on_a_chinese_page():
-    """Issue 60: "drop in log p of the predicted label" and the classes "negative"/"positive" were English on a
-    Chinese page (the importance summary and the switch-off outcome)."""
-    summary, _ = section.importance(ENCODER, ANIMAL, "zero", "zh-CN")
-    assert "预测标签的 log p 下降" in summary and "drop in log p" not in summary
-    _, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", "zh-CN")
-    assert [list(bars.x) for bars in figure(outcome).data] == [["负面", "正面"]] * 2
-    _, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", "en")
-    assert list(figure(outcome).data[0].x) == ["negative", "positive"]
+def test_opening_the_find_view_before_anything_is_typed_says_nothing():
+    """Issue 60: opening "Which head links A to B?" showed a red error before a query or key was typed."""
+    opened = section._named(section.find_head, 4)
+    assert all(isinstance(o, type(gr.skip())) for o in opened("shakespeare-lm (language model)", LINE, "decoder",
+                                                                  "", "", "zh-CN"))
+    note, *_ = opened("shakespeare-lm (language model)", LINE, "decoder", "ROMEO", "soft", "en")
+    assert "Top head" in note
+
+
+def test_a_chinese_page_shows_no_english_from_the_core():
+    """Issue 60: "mean next-token loss increase (nats)" and the class labels "negative"/"positive" on 中文 pages."""
+    note, _ = section.importance("shakespeare-lm (language model)", LINE, "zero", "zh-CN")
+    assert "mean next-token" not in note and "平均" in note
+    *_, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", lang="zh-CN")
+    assert set(figure(outcome).data[0].x) == {"负面", "正面"}
+
+
+def test_the_copying_step_runs_on_smollm2_where_it_is_made_else_on_the_shipped_lm(monkeypatch):
+    from ui import links
+
+    step = links.LECTURE_PRESETS["copying"]
+    monkeypatch.setattr(links, "_readable", lambda label: True)
+    assert links.usable(step)["model"] == "SmolLM2-135M-Instruct (real LLM)"
+    monkeypatch.setattr(links, "_readable", lambda label: label.startswith("shakespeare"))
+    assert links.usable(step)["model"] == "shakespeare-lm (language model)"
+    assert links.usable(links.LECTURE_PRESETS["tokens"]) == links.LECTURE_PRESETS["tokens"]
+

@@ -145,3 +145,18 @@ def test_a_title_stands_below_the_top_edge_and_figures_name_a_chinese_font():
     assert title["yanchor"] == "top" and title["pad"]["t"] >= 6  # Han characters stand above plotly's 0.7em
     for font in (figure.TEMPLATE["layout"]["font"], go.Figure().to_plotly_json()["layout"]["template"]["layout"]["font"]):
         assert "Noto Sans CJK SC" in font["family"]
+
+
+def test_pickers_name_the_shipped_models_as_people_do_in_both_languages():
+    """Issue 60: "English pre-trained encoder" had to be guessed as `sentiment-pretrained`. The picker shows the
+    human name (its folder after it); the value links and the API use stays the folder's label."""
+    from i18n import Message
+    from ui.i18n import choice, translated
+
+    label = Message("store.model_label", name="sentiment-pretrained", kind=Message("store.kind.EncoderClassifier"))
+    shown, value = choice(label)
+    assert value == "sentiment-pretrained (classifier)"
+    assert translated(shown, "en") == "English pre-trained encoder (BERT), fine-tuned for sentiment · sentiment-pretrained"
+    assert translated(shown, "zh-CN").startswith("英文预训练编码器")
+    unnamed = Message("store.model_label", name="my-model", kind=Message("store.kind.DecoderLM"))
+    assert translated(choice(unnamed)[0], "zh-CN") == "my-model（语言模型）"  # no human name: the folder's

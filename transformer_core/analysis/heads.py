@@ -41,6 +41,7 @@ ROLES = ("previous-token", "first-token", "duplicate-token", "induction")
 # key, averaged over the queries the role is defined for. Uniform attention over the
 # ~100 keys of a repeated sequence puts ~0.02 there, so 0.4 means the head singles it out.
 ROLE_THRESHOLD = 0.4
+LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 
 
 class HeadError(ValueError):
@@ -292,7 +293,11 @@ def rank_attention(attn: torch.Tensor, query: int, key: int | Sequence[int], gro
     keys = [key] if isinstance(key, int) else list(key)
     if not (0 <= query < Tq and keys and all(0 <= k < Tk for k in keys)):
         raise HeadError(f"positions must be a query in 0..{Tq - 1} and keys in 0..{Tk - 1}, got ({query}, {key})")
-    weights = attn[:, :, query, keys].sum(-1)  # (n_layer, H)
+    return rank_by(attn[:, :, query, keys].sum(-1), group, query, key)
+
+
+def rank_by(weights: torch.Tensor, group: str, query: int = -1, key: int | Sequence[int] = -1) -> HeadRanking:
+    """Every head ranked by its weight in `weights` (n_layer, H): one link's, or the mean of several links'."""
     order = torch.argsort(weights.flatten(), descending=True).tolist()
     H = weights.shape[1]
     ranked = [(Head(group, i // H, i % H), float(weights.flatten()[i])) for i in order]
@@ -329,13 +334,23 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
         raise HeadError("the run has no residual streams: trace it with run_with_trace")
     device = device_of(model)
     stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
-    logits = model.head(model.norm(stream)).float()  # the final norm and unembedding, at every layer
-    probs = torch.softmax(logits, -1)  # (n_layer + 1, T, vocab)
-    top_probs, top_ids = probs.max(-1)
-    final = top_ids[-1].expand(len(probs), -1)[..., None]  # the last row's guess is the model's prediction
-    final_logit = logits.gather(-1, final)  # (n_layer + 1, T, 1)
-    final_rank = (logits > final_logit).sum(-1)
-    final_probs = probs.gather(-1, final)[..., 0]
+    L, T, vocab = stream.shape[0], stream.shape[1], model.config.vocab_size
+    final = model.head(model.norm(stream[-1])).float().argmax(-1, keepdim=True)  # (T, 1): the model's prediction
+    # layers read through the unembedding a few at a time: one matrix product per chunk reads the (large) output
+    # matrix once, and a chunk's logits stay under LENS_CHUNK numbers (Gemma's 262k-token vocabulary made all
+    # layers' at once gigabytes; one layer at a time read its 600 MB matrix 19 times)
+    per = max(1, LENS_CHUNK // (T * vocab))
+    top_ids, top_probs, final_rank, final_probs = [], [], [], []
+    for start in range(0, L, per):
+        logits = model.head(model.norm(stream[start:start + per])).float()  # (chunk, T, vocab)
+        logp = torch.log_softmax(logits, -1)
+        top_logp, top_id = logp.max(-1)
+        picked = final.expand(len(logits), -1, -1)  # (chunk, T, 1)
+        top_ids.append(top_id)
+        top_probs.append(top_logp.exp())
+        final_rank.append((logits > logits.gather(-1, picked)).sum(-1))
+        final_probs.append(logp.gather(-1, picked)[..., 0].exp())
+    top_ids, top_probs, final_rank, final_probs = (torch.cat(x) for x in (top_ids, top_probs, final_rank, final_probs))
     return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
 
 

@@ -1,0 +1,27 @@
+"""Ask the hall's lecturer page: the question's absolute link (as the lecturer's browser reached the server,
+behind a proxy too) and its QR code, and no student answer box on the projected page."""
+
+from types import SimpleNamespace
+
+from ui import questions as tab
+
+
+def request(headers: dict, scheme: str = "http"):
+    return SimpleNamespace(headers=headers, url=SimpleNamespace(scheme=scheme), session_hash="lecturer")
+
+
+def test_the_link_is_absolute_and_its_qr_code_encodes_it():
+    held, prompt, link, counted, *_, student_box = tab.ask("token_count", None, "en",
+                                                           request({"host": "10.0.0.5:7860"}))
+    code = held[0]
+    url = f"http://10.0.0.5:7860/?tab=questions&amp;code={code}"  # as HTML writes it
+    assert f'aria-label="{url}"' in link and f">{url}</a>" in link and "<svg" in link
+    assert student_box.visible is False  # the lecturer's projected page: no answer box
+    tab.close(held)
+
+
+def test_behind_a_proxy_the_link_is_the_address_students_reach():
+    held, _, link, *_ = tab.ask("token_count", None, "zh-CN", request(
+        {"host": "internal:7860", "x-forwarded-host": "user-lab.hf.space", "x-forwarded-proto": "https"}))
+    assert f"https://user-lab.hf.space/?tab=questions&amp;code={held[0]}" in link and "扫描二维码" in link
+    tab.close(held)
