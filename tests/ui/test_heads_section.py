@@ -139,3 +139,14 @@ def test_the_copying_step_runs_on_smollm2_where_it_is_made_else_on_the_shipped_l
     assert links.usable(step)["model"] == "shakespeare-lm (language model)"
     assert links.usable(links.LECTURE_PRESETS["tokens"]) == links.LECTURE_PRESETS["tokens"]
 
+
+
+def test_a_classifiers_heads_speak_the_pages_language_on_a_chinese_page():
+    """Issue 60: "drop in log p of the predicted label" and the classes "negative"/"positive" were English on a
+    Chinese page (the importance summary and the switch-off outcome)."""
+    summary, _ = section.importance(ENCODER, ANIMAL, "zero", "zh-CN")
+    assert "预测标签的 log p 下降" in summary and "drop in log p" not in summary
+    *_, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", lang="zh-CN")
+    assert [list(bars.x) for bars in figure(outcome).data] == [["负面", "正面"]] * 2
+    *_, outcome, _ = section.switch_off(ENCODER, ANIMAL, "L5 H11", "zero", lang="en")
+    assert list(figure(outcome).data[0].x) == ["negative", "positive"]
