@@ -17,8 +17,8 @@ to its first streamed token and the bytes per streamed token. `--lang` opens eve
 the other language until that view is drawn again in it (labels, titles, notices), from the runs the server
 already has. `forward_stage_128` is a click on the Forward pass tab's "Next stage" (a 128-token text of the
 Shakespeare LM, its walk already run): until the next stage is drawn, and its bytes (targets: 0.3 s, 60 KB).
-`forward_stage_llm_64`, `logit_lens_llm_32` and `switch_off_llm` are the same waits on SmolLM2 (`--llm-dir`, e.g.
-~/.cache/transformer_lab/checkpoints; targets 0.3 s, 1.0 s and 1.0 s).
+`forward_stage_llm_64`, `logit_lens_llm_32`, `switch_off_llm`, `attention_llm_64` and `flow_llm_32` are the same
+waits on SmolLM2 (`--llm-dir`, e.g. ~/.cache/transformer_lab/checkpoints; targets 0.3, 1.0, 1.0, 1.0 and 2.0 s).
 Prints one line per action, then one JSON object on the last line.
 """
 
@@ -92,6 +92,11 @@ ACTIONS = {
                           ["#lens-table .js-plotly-plot"], False),
     "switch_off_llm": ("attention", {"#heads-off textarea": lambda i: f"L{i % 30} H{i % 9}"}, "#ablate-button",
                        ["#ablate-outcome .js-plotly-plot"], False),
+    # SmolLM2's 30 x 9 heads at ~64 tokens (issue 56: <= 1.0 s), and its contribution graph at ~32 (issue 57: 2.0 s)
+    "attention_llm_64": ("attention", {"#tab-attention textarea": lambda i: text(i, 50)}, "#attention-run",
+                         ["#attention-grid .js-plotly-plot"], False),
+    "flow_llm_32": ("inside", {"#tab-inside #inside-flow textarea": lambda i: text(i, 24)}, "#inside-flow-run",
+                    ["#inside-flow-graph .js-plotly-plot"], False),
 }
 SMOLLM2 = "SmolLM2-135M-Instruct (real LLM)"
 ANIMAL = "The animal didn't cross the street because it was too tired"
@@ -109,6 +114,8 @@ START = {
     "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
     "logit_lens_llm_32": {"model": SMOLLM2, "heads_view": "lens"},
     "switch_off_llm": {"model": SMOLLM2, "text": ANIMAL, "heads_view": "ablate"},
+    "attention_llm_64": {"model": SMOLLM2, "text": ANIMAL},
+    "flow_llm_32": {"model": "smollm2-135m-instruct", "text": ANIMAL},
     "attention_e5_128": {"model": "multilingual-e5 (pre-trained multilingual encoder)", "attention": "encoder",
                          "text": ANIMAL},
 }
