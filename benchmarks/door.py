@@ -210,7 +210,7 @@ def memory(base: str, pid: int, distinct: int, unread: int, deps: list, every: i
 
 def _llm_data(base: str, api: str, prompt: str, new_tokens: int) -> list:
     """generate_llm's inputs: its defaults, SmolLM2 picked, `prompt`, sampling of `new_tokens` tokens."""
-    parameters = endpoints_info(base)["named_endpoints"][f"/{api}"]["parameters"]
+    parameters = endpoints_info(base)[api]
     data = [p.get("parameter_default") for p in parameters]
     named = {p["parameter_name"]: i for i, p in enumerate(parameters)}
     data[named["model_label"]] = next(c for c in parameters[named["model_label"]]["type"]["enum"] if "SmolLM2" in c)
@@ -244,6 +244,7 @@ def llm(base: str, pid: int, deps: list, light_clients: int, generations: int) -
     alone = hall("alone")
     index = next(i for i, d in enumerate(deps) if d.get("api_name") == "generate_llm")
     data = _llm_data(base, "generate_llm", "Tell me a long story.", 200)
+    data += [None] * (len(deps[index]["inputs"]) - len(data))  # the page's state (its language), not in the API
     session, joins, refusal = "llm-" + uuid.uuid4().hex[:8], {}, ""
     for _ in range(10):
         status, answer = post(f"{base}/gradio_api/queue/join",
