@@ -125,8 +125,9 @@ def build(lang: gr.State | None = None) -> Action:
         inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, model, lang]
         outputs = [notice_box, gallery, attention, loss, top]
         events.on(run.click, masking, inputs, outputs, api_name="masking")
-        model.input(picked, [model, layer, head], [layer, head], queue=False, api_visibility="private",
-                    show_progress="hidden")
+        # on change, not input: a link that names SmolLM2 left the sliders at the Shakespeare LM's 6 layers
+        model.change(picked, [model, layer, head], [layer, head], queue=False, api_visibility="private",
+                     show_progress="hidden")
         # a changed setting re-runs; the run itself is cached, so layer/head/position only re-slice it
         for control in (kind, causal):
             events.on(control.input, masking, inputs, outputs, api_name=False)

@@ -140,7 +140,7 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
     annotations += [dict(text=name, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
                          showarrow=False, textangle=90) for i, name in enumerate(row_titles)]
     layout = dict(
-        title=dict(text=title), annotations=annotations, height=max(260, 120 * n_row + 80),
+        title=_grid_title(title), annotations=annotations, height=max(260, 120 * n_row + 80),
         xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),
@@ -149,9 +149,16 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
     return unchecked_figure([heatmap], layout)
 
 
+def _grid_title(title: str) -> dict:
+    """A grid's title from the top down: several lines centred in the margin ran into the column names (plotly
+    anchors a title of several lines by its first line: the pad keeps that line on the figure)."""
+    return dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=30))
+
+
 def _title_room(title: str, one_line: int) -> int:
-    """The top margin for `title` over a grid's column names: `one_line` for one line, 18 px more a line."""
-    return one_line + 18 * title.count("<br>") if title else 30
+    """The top margin for `title` over a grid's column names: `one_line` for one line, 22 px more a line (a
+    Chinese line is that tall)."""
+    return one_line + 22 * title.count("<br>") if title else 30
 
 
 def _palette(levels: int) -> np.ndarray:
@@ -200,7 +207,7 @@ def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], 
     colourbar = dict(type="heatmap", z=[[0, 1]], x=[0, 0], y=[0, 0], coloraxis="coloraxis", opacity=0,
                      hoverinfo="skip", showscale=True)  # an invisible trace, only for the colour bar
     layout = dict(
-        title=dict(text=title), height=max(260, 120 * n_row + 80),
+        title=_grid_title(title), height=max(260, 120 * n_row + 80),
         xaxis=dict(tickmode="array", tickvals=[(j + 0.5) * cell_w for j in range(n_col)], ticktext=col_titles,
                    side="top", showgrid=False, zeroline=False, range=[0, width]),
         yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,

@@ -650,3 +650,13 @@ def test_every_image_the_readme_shows_is_in_the_repository():
     assert images and [i for i in images if not (root / i).is_file()] == []
     assert {f"assets/screenshots/{t}.png" for t in ("tokens", "attention", "masking", "generate", "sentiment",
                                                      "translate", "concepts")} <= set(images)
+
+
+def test_a_linked_model_sizes_the_masking_sliders():
+    """A link or lecture step naming SmolLM2 (30 layers x 9 heads) left Masking's sliders at the Shakespeare LM's
+    6 x 6: they were sized on a person's pick only (`input`), not on a set value (`change`)."""
+    from ui import masking
+
+    demo = app.build_app()
+    (sizing,) = [fn for fn in demo.fns.values() if fn.fn is masking.picked]
+    assert [event for _, event in sizing.targets] == ["change"]

@@ -79,7 +79,9 @@ def test_every_tabs_click_shows_its_result_on_the_first_screen(browser, server, 
 THEIRS = {"sentiment"}  # the Sentiment tab's steps: its own tests
 
 
-@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+# the Chinese page (its longer labels are the harder fit); the English steps are walked at the projector in
+# test_browser.py
+@pytest.mark.parametrize("lang", ["zh-CN"])
 def test_every_lecture_step_shows_what_it_is_about_on_a_phones_first_screen(browser, server, lang):  # noqa: F811
     screen = "phone"
     visit = Visit(browser, server[0], console=False, viewport=SCREENS[screen])

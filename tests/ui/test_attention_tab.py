@@ -205,3 +205,16 @@ def test_a_translation_longer_than_the_decoder_reads_is_cut_with_a_notice(model_
     notice, grid, *_ = figures(tab.attention(label_of("translate-test"), "hello", "decoder", 0, 0, 0))
     assert "has 50 tokens; the first 23 are shown" in notice  # max_len 24 = <s> + 23
     assert grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"]).shape[2:] == (24, 24)
+
+
+@pytest.mark.parametrize("n_row", [2, 40])  # the heatmap grid and the image grid (a large model's)
+def test_a_grid_title_of_three_lines_is_drawn_from_the_top_with_room_for_each_line(n_row):
+    """Gemma's grid title has three lines (sizes, shared key/value heads, sliding-window layers): centred in the
+    margin, as plotly draws a title, its last line ran into the column names."""
+    from views.attention import layer_head_grid
+
+    attn = np.full((n_row, 4, 3, 3), 1 / 3, dtype=np.float32)
+    one = layer_head_grid(attn, list("abc"), list("abc"), "sizes")
+    three = layer_head_grid(attn, list("abc"), list("abc"), "sizes<br>shared heads<br>window layers")
+    assert three.layout.margin.t - one.layout.margin.t == 44
+    assert (three.layout.title.yref, three.layout.title.yanchor, three.layout.title.y) == ("container", "top", 1)
