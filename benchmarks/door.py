@@ -25,6 +25,8 @@ d_model 2048 x 12 layers, 2.3 GiB of float32 parameters), then, over the browser
   `--generations` generations one after another, the app's RSS after every 10 against the app at rest plus the
   LLMs' stated 1.2 GB and one generation's KV cache. Targets: the light p95 within 20 % of the hall alone, RSS levels
   off under the budget.
+- llm_disconnect (issue 61): a client reads 10 updates of a 200-token SmolLM2 generation and closes its stream; the
+  app's CPU time every 0.5 s after (target: back to idle within a second).
 - mcp: every MCP tool (JSON-RPC over /gradio_api/mcp/) called with its defaults and a 5,000-character text, and with
   2 MB of text in each argument: the largest answer in bytes (target <= 64 KB) and the longest error message.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -264,6 +267,37 @@ def llm(base: str, pid: int, deps: list, light_clients: int, generations: int) -
             "budget_mb": round(rss[0] + LLM_MB), "under_budget": max(rss) < rss[0] + LLM_MB}
 
 
+def cpu_s(pid: int) -> float:
+    """The process's CPU time so far, user and system."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def llm_disconnect(base: str, pid: int, deps: list) -> dict:
+    """A client that goes away mid-generation: SmolLM2 asked for 200 tokens of a story in chat mode, its stream
+    read for 10 updates and closed; then the app's CPU time every 0.5 s (a generation costs a core while it runs)."""
+    index = next(i for i, d in enumerate(deps) if d.get("api_name") == "generate_llm")
+    data = _llm_data(base, "generate_llm", f"Tell me a long story about a cat, number {uuid.uuid4().hex[:6]}.", 200)
+    data[[p["parameter_name"] for p in endpoints_info(base)["generate_llm"]].index("chat")] = True
+    data += [None] * (len(deps[index]["inputs"]) - len(data))
+    session = uuid.uuid4().hex[:10]
+    post(f"{base}/gradio_api/queue/join", {"data": data, "fn_index": index, "session_hash": session,
+                                            "trigger_id": None})
+    updates = 0
+    with urllib.request.urlopen(f"{base}/gradio_api/queue/data?session_hash={session}", timeout=120) as stream:
+        t0 = time.time()
+        for line in stream:
+            updates += b"process_generating" in line
+            if updates >= 10 or b"process_completed" in line:
+                break
+        streamed_s = time.time() - t0
+    before, during = cpu_s(pid), []
+    for _ in range(8):
+        time.sleep(0.5)
+        during.append(round(cpu_s(pid) - before, 2))
+    return {"updates_read": updates, "streamed_s": round(streamed_s, 2), "app_cpu_s_after_close_every_half_s": during}
+
+
 def bad_checkpoint(base: str, clicks: int, oversized: str) -> dict:
     answers = []
 
@@ -424,7 +458,7 @@ def mcp(base: str) -> dict:
             "met": largest[0] <= MCP_ANSWER_BYTES and longest[0] <= MESSAGE_CHARS and not errors}
 
 
-PARTS = ("flood", "bad_checkpoint", "memory", "wrong_types", "messages", "mcp", "llm")
+PARTS = ("flood", "bad_checkpoint", "memory", "wrong_types", "messages", "mcp", "llm", "llm_disconnect")
 
 
 def main(argv=None) -> None:
@@ -441,14 +475,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     args.llm_dir = args.llm_dir or llms.default_dir()
-    if "llm" in parts and any(not (args.llm_dir / name / "config.json").exists() for name in llms.LLMS):
+    if parts & {"llm", "llm_disconnect"} and any(not (args.llm_dir / name / "config.json").exists() for name in llms.LLMS):
         parser.error(f"the llm part needs the real LLMs made in {args.llm_dir}: python -m tools.llms")
     if unknown := parts - set(PARTS):
         parser.error(f"no part named {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
         models = serving.model_dir_with_oversized(Path(tmp))
         port = serving.free_port()
-        flags = ("--llm-dir", str(args.llm_dir)) if "llm" in parts else ()
+        flags = ("--llm-dir", str(args.llm_dir)) if parts & {"llm", "llm_disconnect"} else ()
         process, startup_s = serving.start_app(port, "--model-dir", str(models), *flags, timeout_s=300)
         base = f"http://127.0.0.1:{port}"
         try:
@@ -474,6 +508,8 @@ def main(argv=None) -> None:
                 result["mcp"] = mcp(base)
             if "llm" in parts:
                 result["llm"] = llm(base, process.pid, deps, args.light_clients, args.generations)
+            if "llm_disconnect" in parts:
+                result["llm_disconnect"] = llm_disconnect(base, process.pid, deps)
             result["wall_s"] = round(time.time() - t0)
         finally:
             process.terminate()
