@@ -99,21 +99,21 @@ def flow(model: str, text: str, token: float, threshold: float, lang: str = "en"
              for layer, head, push in heads[:20]]
     top = picks[0][1] if picks else None
     return (_said(notice(run.notice, *notices), lang), views.flow_figure(run, routes, token, threshold, lang),
-            gr.Dropdown(choices=picks, value=top), *flow_head(model, text, token, top, lang))
+            gr.Dropdown(choices=picks, value=top), flow_head(model, text, token, top, lang))
 
 
 @handler
 def flow_head(model: str, text: str, token: float, head: str | None, lang: str = "en"):
     """What one head (written "layer,head") writes at the token, read through the unembedding."""
     if not head:
-        return (views.head_bars(0, 0, "", [], [], lang),)
+        return views.head_bars(0, 0, "", [], [], lang)
     try:
         layer, number = (int(part) for part in str(head).split(",", 1))
     except ValueError:
         raise gr.Error(t("inside.bad_head", lang)) from None
     run = use.flow(model, text)
     layer, number, token, promoted, suppressed = use.flow_head(run, layer, number, token)
-    return (views.head_bars(layer, number, run.labels[token], promoted, suppressed, lang),)
+    return views.head_bars(layer, number, run.labels[token], promoted, suppressed, lang)
 
 
 def _experiment(key: str):

@@ -157,3 +157,15 @@ def test_views_answered_from_the_cache_never_lock_an_address_out(page):
     session = uuid.uuid4().hex[:11]
     status, answer = fire(page, session, tokenize, ["A student's own text.", "en"])
     assert status == 200 and answer["success"], answer
+
+
+def test_the_inside_tabs_head_pick_answers_a_figure_over_the_queue(page):
+    """Picking a head of the information-flow graph failed for every client: the handler gave its one plot as a
+    1-tuple, which Gradio could not post-process (an error with no message, page and API alike)."""
+    _, deps, _ = page
+    index = next(i for i, d in enumerate(deps) if d.get("api_name") == "inside_flow_head")
+    status, answer = fire(page, uuid.uuid4().hex[:11], index,
+                          ["shakespeare-lm", "To be, or not to be: that is the question.", 5, "1,2", "en"])
+    assert status == 200 and answer["success"], answer
+    (plot,) = answer["output"]["data"]
+    assert "'" in json.loads(plot["plot"])["layout"]["title"]["text"]  # the head's bars, titled with the token
