@@ -57,9 +57,9 @@ def _click_and_wait(visit, tab: str, button: str | None, result: str) -> dict:
     return page.evaluate(BOX, result)
 
 
-# each screen in one language, the other screen in the other (~2 min each: a page per tab): the lecture steps below
-# walk a phone in both languages
-@pytest.mark.parametrize(("screen", "lang"), [("projector", "en"), ("phone", "zh-CN")])
+# the projector in English (~2 min: a page per tab); a phone is walked by the Chinese lecture steps below, which
+# show each tab's result
+@pytest.mark.parametrize(("screen", "lang"), [("projector", "en")])
 def test_every_tabs_click_shows_its_result_on_the_first_screen(browser, server, screen, lang):  # noqa: F811
     visit = Visit(browser, server[0], console=False, viewport=SCREENS[screen])
     visit.lang = lang
