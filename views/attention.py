@@ -12,7 +12,10 @@ Speed and bytes (100 students ask at once, many on phones):
   written straight as JSON (views/figure.py), no plotly.py on the way;
 - a grid too large to hover usefully (over IMAGE_CELLS weights) travels as one palette
   PNG with IMAGE_LEVELS colours, evenly spaced on the square-root colour scale; the
-  weights themselves are in the selected-head figure.
+  weights themselves are in the selected-head figure. An image of more than IMAGE_PIXELS
+  is max-pooled (each pixel the largest of k x k weights, the title says so): a 1280 x 720
+  projector shows fewer pixels than that, and attention weights compress to little (they
+  are not long runs of one colour).
 The heatmap itself, its colours, axes and the rounding of weights are views/kit.py's.
 """
 
@@ -48,6 +51,11 @@ IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG in
 # Colours of the PNG: 13 steps along the square-root scale (1.5 per colour of the scale) look like
 # the continuous scale on a 128-token grid (checked side by side); 17 cost 30% more bytes, 9 show bands.
 IMAGE_LEVELS = 13
+# The most pixels a grid image carries: the 144 heads of a 128-token text in full (2.4 M) were 380 kB of PNG, most
+# of the multilingual encoder's answer; 6 x 8 heads of 128 tokens (0.8 M) stay whole. Max-pooling keeps a
+# one-token diagonal or column visible, where averaging would fade it.
+IMAGE_PIXELS = 1_500_000
+PLOT_WIDTH_PX = 900  # about how wide a full-width figure's plot area is on a 1280-pixel projector
 
 
 def figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "en") -> tuple:
@@ -197,21 +205,38 @@ def grid_image(attn: np.ndarray, gap: int = 2, scale: int = 1) -> tuple[str, int
     return source, canvas.shape[1], canvas.shape[0]
 
 
+def max_pooled(attn: np.ndarray, k: int) -> np.ndarray:
+    """attn (rows, cols, Tq, Tk) with each k x k block of a matrix replaced by its largest weight (NaN as 0; the
+    last block of an axis may be narrower)."""
+    n_row, n_col, Tq, Tk = attn.shape
+    padded = np.zeros((n_row, n_col, -(-Tq // k) * k, -(-Tk // k) * k), dtype=np.float32)
+    padded[:, :, :Tq, :Tk] = np.nan_to_num(np.asarray(attn, dtype=np.float32))
+    return padded.reshape(n_row, n_col, padded.shape[2] // k, k, padded.shape[3] // k, k).max(axis=(3, 5))
+
+
 def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], title: str, lang: str) -> Figure:
     """The grid as one image trace: row and column titles as tick labels, no per-cell hover."""
     n_row, n_col, Tq, Tk = attn.shape
-    scale = max(1, 64 // max(Tq, Tk))
-    source, width, height = grid_image(attn, scale=scale)
+    scale, gap, pool = max(1, 64 // max(Tq, Tk)), 2, 1
+    while n_row * (-(-Tq // pool) * scale + gap) * n_col * (-(-Tk // pool) * scale + gap) > IMAGE_PIXELS:
+        pool += 1
+    if pool > 1:
+        attn = max_pooled(attn, pool)
+        title += "<br>" + t("attention.grid_pooled", lang, k=pool)
+    source, width, height = grid_image(attn, gap, scale)
     cell_w, cell_h = width / n_col, height / n_row
     image = dict(type="image", source=source, x0=0, y0=0, dx=1, dy=1, hoverinfo="skip")
     colourbar = dict(type="heatmap", z=[[0, 1]], x=[0, 0], y=[0, 0], coloraxis="coloraxis", opacity=0,
                      hoverinfo="skip", showscale=True)  # an invisible trace, only for the colour bar
     layout = dict(
-        title=_grid_title(title), height=max(260, 120 * n_row + 80),
+        # rows 120 px tall, or less where the plot is too narrow for square pixels at that height (the grid sits
+        # under its title, any room left below it)
+        title=_grid_title(title), height=max(260, min(120 * n_row, round(PLOT_WIDTH_PX * height / width)) + 80),
         xaxis=dict(tickmode="array", tickvals=[(j + 0.5) * cell_w for j in range(n_col)], ticktext=col_titles,
                    side="top", showgrid=False, zeroline=False, range=[0, width]),
         yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,
-                   showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x"),
+                   showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x",
+                   constrain="domain", constraintoward="top"),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(len=0.8, title=dict(text=t("figure.weight", lang)))),
         # wide enough for the row titles and the colour bar (99 px drawn), so plotly draws it once (views/kit.py)

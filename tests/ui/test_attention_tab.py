@@ -97,6 +97,25 @@ def test_a_grid_too_large_to_hover_is_an_image_whose_pixels_are_each_heads_weigh
     assert len(png) < len(default.getvalue())
 
 
+def test_a_grid_image_over_its_pixel_budget_keeps_each_2x2_blocks_largest_weight_and_says_so():
+    # 12 x 12 heads of 128 tokens (the multilingual encoder's grid): 2.4 M pixels whole, over IMAGE_PIXELS
+    torch.manual_seed(0)
+    attn = torch.softmax(torch.randn(12, 12, 128, 128), -1)
+    attn[5, 7] = torch.eye(128)  # a head that reads only its own token: a one-pixel diagonal
+    fig = views.layer_head_grid(attn, ["t"] * 128, ["t"] * 128)
+    pixels = np.array(Image.open(io.BytesIO(base64.b64decode(fig.data[0].source.split(",", 1)[1]))))
+    assert pixels.shape == (12 * 66 - 2, 12 * 66 - 2)
+    blocks = np.pad(pixels, ((0, 2), (0, 2))).reshape(12, 66, 12, 66)[:, :64, :, :64].transpose(0, 2, 1, 3)
+    largest = attn.reshape(12, 12, 64, 2, 64, 2).amax(dim=(3, 5)).numpy().astype(np.float64)
+    assert np.abs(blocks - np.sqrt(largest) * (views.IMAGE_LEVELS - 1)).max() <= 0.5 + 1e-6
+    assert (np.diag(blocks[5, 7]) == views.IMAGE_LEVELS - 1).all()  # the diagonal keeps its full weight
+    assert "largest of 2×2 weights" in fig.layout.title["text"]
+    # 6 x 6 heads of 128 tokens (the Shakespeare LM's) stay whole, one pixel a weight
+    whole = views.layer_head_grid(attn[:6, :6], ["t"] * 128, ["t"] * 128)
+    assert np.array(Image.open(io.BytesIO(base64.b64decode(whole.data[0].source.split(",", 1)[1])))).shape == (778, 778)
+    assert "largest" not in whole.layout.title["text"]
+
+
 def test_selected_head_has_token_labels_on_both_axes():
     attn = torch.softmax(torch.randn(2, 4), -1)
     fig = views.head_heatmap(attn, ["q0", "q1"], ["k0", "k1", "k2", "k3"], "L0 H0")
