@@ -18,8 +18,7 @@ from transformer_core import attention_of_each, attention_rollout, attention_whi
 from transformer_core.decoding.seq2seq import Codec
 
 from . import llms, models, reading, translate
-from .batching import Batcher
-from .cache import RunCache
+from .cache import Batcher, RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
 
