@@ -67,19 +67,23 @@ def text_of(n_tokens: int) -> str:
     return (line * (n_tokens // len(line) + 1))[:n_tokens - 1] + "!"
 
 
+def measure(n_tokens: int = 128, cold: bool = False) -> dict:
+    """The Attention walk of a fresh `n_tokens`-token text (see the module's note), as `walk` gives it."""
+    from ui import attention  # the tab's module, as app.py imports it: its imports are not the walk
+
+    settings = dict(model=MODEL, group="decoder", layer=0, head=0, query=8, lang="en")
+    if not cold:
+        attention.attention(text="To be, or not to be", **settings)
+    return walk(attention.attention, text=text_of(n_tokens), **settings)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=128, help="the text's length in tokens (default 128)")
     parser.add_argument("--cold", action="store_true", help="walk without loading the model and drawing first")
     args = parser.parse_args(argv)
-    from ui import attention  # the tab's module, as app.py imports it: its imports are not the walk
-
-    settings = dict(model=MODEL, group="decoder", layer=0, head=0, query=8, lang="en")
-    if not args.cold:
-        attention.attention(text="To be, or not to be", **settings)
-    result = walk(attention.attention, text=text_of(args.tokens), **settings)
+    result = measure(args.tokens, args.cold)
     print(json.dumps({"walk": "attention", "tokens": args.tokens, "cold": args.cold, **result}))
-
 
 if __name__ == "__main__":
     main()
