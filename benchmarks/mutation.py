@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The numeric core: what is mutated. One place to edit when the modules move.
 MODULES = (
-    "transformer_core/model/attention.py",
+    "transformer_core/model/layers.py",
     "transformer_core/model/masks.py",
     "transformer_core/model/trace.py",
     "transformer_core/decoding/sampling.py",

@@ -17,9 +17,8 @@ from i18n import Message
 from transformer_core import attention_of_each, attention_rollout, attention_while_generating
 from transformer_core.decoding.seq2seq import Codec
 
-from . import llms, models, reading, store, translate
-from .batching import Batcher
-from .cache import RunCache
+from . import llms, models, reading, translate
+from .cache import Batcher, RunCache
 from .models import GPT2_LABEL, resolve  # noqa: F401 -- GPT2_LABEL: the Attention picker's GPT-2
 from .policy import MAX_DRAWN_TOKENS, InputError, clamp, notice, source_text
 
@@ -120,18 +119,17 @@ def _translator_run(name: str, net, tokenizer, text: str, group: str) -> Attenti
     tgt = ["<s>"] + [tokenizer.decode([i]) for i in target]
     q, k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[group]
     attn = torch.from_numpy(run.attn[group][:, :, :len(q), :len(k)])  # (n_layer, n_head, Tq, Tk)
-    return _labelled(name, group, attn, q, k,
+    return _labelled(name, net, group, attn, q, k,
                      notice(cut, run.notice, Message("attention.translation", text=codec.text(target))))
 
 
-def _labelled(name: str, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
+def _labelled(name: str, net, group: str, attn: torch.Tensor, q: list[str], k: list[str], cut: str) -> AttentionRun:
+    """The run of checkpoint `name`, its layout read from the loaded model `net`'s own config (the one it ran)."""
     rollout = None if group == "cross" else attention_rollout(attn)[-1].numpy()
-    config = store.config(name)
-    n_head = config.get("n_head", attn.shape[1])
-    window = config.get("sliding_window")
-    local = tuple(i for i in range(attn.shape[0]) if window and (i + 1) % config["global_every"])
+    config = net.config
+    local = tuple(i for i in range(attn.shape[0]) if config.is_local(i))
     return AttentionRun(name, group, attn.numpy().astype(np.float32), q, k, cut, rollout,
-                        n_head // (config.get("n_kv_head") or n_head), local, window)
+                        config.n_head // config.n_kv_head, local, config.sliding_window)
 
 
 _runs: RunCache[AttentionRun] = RunCache(size=64)
@@ -163,7 +161,7 @@ def _compute(name: str, text: str, group: str) -> AttentionRun:
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, net.config.max_len),
                         offered=models.choices())
     attn = _traced(name, read.ids)  # shares a pass with texts asked at the same time
-    return _labelled(name, group, attn, read.labels, read.labels, read.notice)
+    return _labelled(name, net, group, attn, read.labels, read.labels, read.notice)
 
 
 def _traced_together(name: str, sequences: list[list[int]]) -> list[torch.Tensor]:

@@ -28,7 +28,7 @@ import torch
 
 from i18n import Message
 from transformer_core.decoding.seq2seq import Codec
-from transformer_core.model.attention import rotary_angles
+from transformer_core.model.layers import rotary_angles
 
 from . import models, reading, store
 from .translate import token_label

@@ -35,8 +35,7 @@ from transformer_core import EmptyTextError, explain_each
 from transformer_core.analysis.documents import MAX_SENTENCES, DocumentVerdict, read_document, split_sentences
 
 from . import models, reading, store
-from .batching import Batcher
-from .cache import RunCache
+from .cache import Batcher, RunCache
 from .policy import InputError, clamp, labelled, notice
 
 # A whole review is longer than the app's 5,000 characters (IMDb's run to about 13,000): this tab reads up to
@@ -246,7 +245,7 @@ def _explained(name: str, text: str, spans: list, sentence: int | None = None) -
 
 
 def _explain_together(name: str, read: list[tuple[str, list]]) -> list:
-    """Each (text, its tokens)'s verdict from one padded pass of classifier `name` (see lab/batching.py)."""
+    """Each (text, its tokens)'s verdict from one padded pass of classifier `name` (see lab/cache.Batcher)."""
     return explain_each(*models.load(name), [text for text, _ in read], [spans for _, spans in read])
 
 

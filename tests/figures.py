@@ -26,7 +26,7 @@ def figure(value) -> go.Figure:
     """A handler's figure output (PlotData, or a go.Figure left as it is) as a go.Figure with plain arrays."""
     if isinstance(value, go.Figure):
         return value
-    if hasattr(value, "to_json") and not hasattr(value, "plot"):  # a views.figure.Figure, not yet encoded
+    if hasattr(value, "to_json") and not hasattr(value, "plot"):  # a views.kit.Figure, not yet encoded
         return go.Figure(_unpack(json.loads(value.to_json())))
     return go.Figure(_unpack(json.loads(value.plot)))
 

@@ -38,7 +38,7 @@ from .model.masks import (
     padding_mask,
     sliding_window_mask,
 )
-from .model.attention import MultiHeadAttention, attend
+from .model.layers import MultiHeadAttention, attend
 
 # 4. a block: attention and a feed-forward layer, each behind a residual
 from .model.layers import Block, FeedForward

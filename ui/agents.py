@@ -37,7 +37,7 @@ from lab.policy import QUOTED_CHARS, quoted
 from ui import events
 from ui.handlers import MESSAGE_CHARS, handler
 from ui.i18n import translated
-from views.figure import Figure
+from views.kit import Figure
 
 ANSWER_BYTES = 64 * 1024  # the most an MCP answer holds, envelope and all
 ENVELOPE_BYTES = 1024  # of that, what MCP wraps around a tool's text (a JSON-RPC message in an event)

@@ -50,7 +50,7 @@ ENDPOINTS: dict[str, Serving] = {
     "replay_merges": Serving(4, gpu=False),
     "bpe_from_scratch": Serving(4, gpu=False),
     "bpe_step": Serving(4, gpu=False),
-    # 16 at once: requests for one model that run together share a forward pass (lab/batching.py), so more
+    # 16 at once: requests for one model that run together share a forward pass (lab/cache.Batcher), so more
     # of them in flight make larger, fewer passes; 100 own sentences cost the app 25-30% less CPU than with 4
     "attention": Serving(16),
     "attention_generate": GENERATION,

@@ -25,7 +25,7 @@ from lab import InputError, models
 from lab.policy import MAX_CHARS
 from lab.cache import RunCache
 from ui.gradio_patches import probing
-from views.figure import Figure
+from views.kit import Figure
 
 log = logging.getLogger("transformer_lab")
 

@@ -9,7 +9,7 @@ the rows a language model used while it generated, step by step.
 Speed and bytes (100 students ask at once, many on phones):
 - a grid is ONE heatmap trace, the matrices separated by blank (NaN) rows and columns,
   not one trace and two axes per matrix: plotly.js lays out one plot, and the figure is
-  written straight as JSON (views/figure.py), no plotly.py on the way;
+  written straight as JSON (views/kit.py), no plotly.py on the way;
 - a grid too large to hover usefully (over IMAGE_CELLS weights) travels as one palette
   PNG with IMAGE_LEVELS colours, evenly spaced on the square-root colour scale; the
   weights themselves are in the selected-head figure. An image of more than IMAGE_PIXELS
@@ -31,10 +31,10 @@ from plotly.colors import hex_to_rgb
 
 from i18n import render, t
 from lab.attention import AttentionRun
-from views.figure import Figure
 from views.kit import (
     COLORSCALE,
     GAMMA,
+    Figure,
     axis_text,
     head_heatmap,
     label_px,

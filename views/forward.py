@@ -25,8 +25,7 @@ import numpy as np
 from i18n import render, t
 from lab.forward import HEAD_STAGES, LAYER_STAGES, NUMBERS, Slice, Walk, picks
 from lab.markdown import literal
-from views.figure import Figure
-from views.kit import axis_text, placeholder, plain, position_labels, top_title
+from views.kit import Figure, axis_text, placeholder, plain, position_labels, top_title
 
 LEVELS = 127  # a signed byte's levels each side of 0
 SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # blue below 0, red above

@@ -10,8 +10,7 @@ import qrcode.image.svg
 
 from i18n import render, t
 from lab.questions import Result
-from views.figure import Figure
-from views.kit import plain, top_title
+from views.kit import Figure, plain, top_title
 
 HALL, REAL = "#8da0cb", "#1a9850"
 QR_PX = 360  # the code's side on the page: a phone at the back of a hall reads it off a projector at this size

@@ -19,8 +19,7 @@ import html
 
 import numpy as np
 from i18n import render, t
-from views.figure import Figure
-from views.kit import plain, position_labels, top_title, unchecked_figure
+from views.kit import Figure, plain, position_labels, top_title, unchecked_figure
 from views.tokens import visible
 
 POSITIVE_RGB, NEGATIVE_RGB, READ_RGB = "22,163,74", "220,38,38", "37,99,235"  # green, red, blue
@@ -59,7 +58,7 @@ def token_html(labels: list[str], scores, signed: bool, lang: str = "en", adds_u
 def score_bars(labels: list[str], scores, signed: bool, title: str, lang: str = "en") -> Figure:
     """One horizontal bar per token, in reading order from the top: scores (T,). Tokens sit on the y axis, one
     row each, so their labels never overlap and the chart keeps its rows on a phone's width too (a row per
-    token: the figure grows with the text). Written as plotly's JSON (see views/figure.py)."""
+    token: the figure grows with the text). Written as plotly's JSON (see views/kit.py)."""
     labels = [visible(render(t, lang)) for t in labels]
     y = position_labels(labels)
     values = np.asarray(scores, dtype=np.float32)

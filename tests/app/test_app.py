@@ -524,7 +524,7 @@ def test_a_space_gets_the_app_its_packages_and_checkpoints_and_nothing_else(tmp_
 def test_the_real_repository_uploads_every_module_the_app_imports():
     files = deploy.space_files()
     assert {"app.py", "README.md", "requirements.txt", "ui/handlers.py", "lab/store.py", "views/attention.py",
-            "transformer_core/model/attention.py", "lab/policy.py"} <= set(files)
+            "transformer_core/model/layers.py", "lab/policy.py"} <= set(files)
     # what app.py reads besides modules: the command line, the catalogue, the page's scripts and style
     assert {"cli.py", "i18n/__init__.py", "i18n/en.json", "i18n/zh-CN.json", "ui/page.js", "ui/page.css",
             "ui/gradio_patches.js", "ui/plotly/zh-cn.js"} <= set(files)

@@ -118,3 +118,15 @@ def test_no_two_modules_import_each_other_even_by_way_of_others():
                     seen.add(nxt)
                     stack.append((nxt, [*path, nxt]))
     assert circles == []
+
+
+WALK_FILES = 19  # issue 59 asks for 12: the walk may get shorter, never longer
+
+
+def test_a_sentence_typed_in_the_attention_tab_passes_through_few_files_of_ours():
+    """The Attention tab's handler on a 128-token text enters at most WALK_FILES files of this repo
+    (tools/walk.py, which lists them in order): a reader follows it top to bottom."""
+    from tools import walk
+
+    result = walk.measure()
+    assert result["n_files"] <= WALK_FILES, result["files"]

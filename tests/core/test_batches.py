@@ -1,4 +1,4 @@
-"""Texts of different lengths through one padded pass read back as if each had run alone (lab/batching.py's premise)."""
+"""Texts of different lengths through one padded pass read back as if each had run alone (lab/cache.Batcher's premise)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Attention (model/attention.py): the fast path equals the inspect path, dropout, what it records, its layer."""
+"""Attention (model/layers.py): the fast path equals the inspect path, dropout, what it records, its layer."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import transformer_core as tc
-from transformer_core.model.attention import attend
+from transformer_core.model.layers import attend
 
 
 def _all_masks(n):

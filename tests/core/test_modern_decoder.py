@@ -7,8 +7,7 @@ from core_models import modern_lm
 from random_models import GEMMA, LLAMA, depends_on_context
 
 import transformer_core as tc
-from transformer_core.model.attention import rotary_angles, rotate
-from transformer_core.model.norms import RMSNorm
+from transformer_core.model.layers import RMSNorm, rotary_angles, rotate
 
 FAMILIES = {"llama": LLAMA, "gemma": GEMMA}
 

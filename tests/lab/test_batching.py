@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import attention, models, sentiment, store
-from lab.batching import Batcher
+from lab.cache import Batcher
 from lab.cache import clear_all
 
 

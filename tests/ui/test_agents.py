@@ -11,7 +11,7 @@ from lab import store
 from transformer_core import DecoderLM, DecoderLMConfig, save_checkpoint
 from transformer_core.tokenization import TextTokenizer
 from ui import agents, events
-from views.figure import Figure
+from views.kit import Figure
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
 TEXT_5000 = ("天地玄黄，宇宙洪荒。To be, or not to be: that is the question. " * 100)[:5000]

@@ -139,11 +139,11 @@ def test_every_row_of_a_head_figure_keeps_its_room_when_long_key_labels_widen_th
 
 
 def test_a_title_stands_below_the_top_edge_and_figures_name_a_chinese_font():
-    from views import figure, kit
+    from views import kit
     import plotly.graph_objects as go
     title = kit.top_title("每个头中从“it”到“animal”的注意力权重")
     assert title["yanchor"] == "top" and title["pad"]["t"] >= 6  # Han characters stand above plotly's 0.7em
-    for font in (figure.TEMPLATE["layout"]["font"], go.Figure().to_plotly_json()["layout"]["template"]["layout"]["font"]):
+    for font in (kit.TEMPLATE["layout"]["font"], go.Figure().to_plotly_json()["layout"]["template"]["layout"]["font"]):
         assert "Noto Sans CJK SC" in font["family"]
 
 

@@ -22,7 +22,7 @@ import torch
 
 from ..device import device_of
 from ..model.models import DecoderLM
-from ..model.norms import RMSNorm
+from ..model.layers import RMSNorm
 from ..model.trace import recording
 
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from ..device import device_of
 from ..model import trace
-from ..model.attention import MultiHeadAttention
+from ..model.layers import MultiHeadAttention
 from ..model.models import DecoderLM, EncoderClassifier, EncoderDecoder
 from ..model.trace import Trace
 

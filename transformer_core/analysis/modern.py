@@ -66,7 +66,7 @@ def without_first_token(model: DecoderLM, ids: list[int]) -> tuple[torch.Tensor,
     idx = _ids(model, ids)
     before = torch.softmax(model(idx)[0, -1].float(), -1)
     edits = {f"layers.{i}.self_attn.attn": _without_first for i in range(model.config.n_layer)}
-    with editing(edits):  # an edited weight is computed on the inspect path (model/attention.py)
+    with editing(edits):  # an edited weight is computed on the inspect path (model/layers.py)
         after = torch.softmax(model(idx)[0, -1].float(), -1)
     return before.cpu(), after.cpu()
 

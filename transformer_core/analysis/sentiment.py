@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .readouts import attention_rollout, pad_batch
-from ..model.attention import MultiHeadAttention
+from ..model.layers import MultiHeadAttention
 from ..model.trace import editing, recording
 from ..tokenization import MASK, PAD, TextTokenizer
 from ..device import device_of

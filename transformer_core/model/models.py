@@ -20,9 +20,8 @@ from torch import nn
 
 from . import trace
 from .kv_cache import KVCache
-from .attention import rotary_angles
-from .layers import ACTIVATIONS, POSITIONS, Block, Embeddings, init_weights, scaled_init_residual
-from .norms import NORMS, make_norm
+from .layers import (ACTIVATIONS, NORMS, POSITIONS, Block, Embeddings, init_weights, make_norm, rotary_angles,
+                     scaled_init_residual)
 from .masks import Mask, causal_mask, no_mask, padding_mask, window_rows
 
 _HUB = dict(library_name="transformer_core", tags=["transformer-lab"])

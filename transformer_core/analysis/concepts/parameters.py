@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from ...model.attention import MultiHeadAttention
+from ...model.layers import MultiHeadAttention
 from ...model.models import TransformerConfig
 from .common import ConceptInputError
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...model.attention import attend
+from ...model.layers import attend
 from .common import ConceptInputError
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
