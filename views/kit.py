@@ -53,7 +53,11 @@ _UNREAD = ("geo", "polar", "scene", "ternary", "colorscale", "annotationdefaults
 FONT_FAMILY = ("'Open Sans', verdana, arial, 'Noto Sans CJK SC', 'Noto Sans SC', 'PingFang SC', 'Microsoft YaHei', "
                "sans-serif")
 # the figures plotly.py builds (go.Figure) get the font list too
-pio.templates["lab"] = {"layout": {"font": {"family": FONT_FAMILY}}}
+# Tick labels drawn as they are: plotly's default hides a label that would cross the figure's edge, measuring
+# every label's box after drawing it (a tenth of the drawing of a 128-token Attention view); the margins here are
+# sized to hold the labels already.
+AXIS = {"ticklabeloverflow": "allow"}
+pio.templates["lab"] = {"layout": {"font": {"family": FONT_FAMILY}, "xaxis": AXIS, "yaxis": AXIS}}
 pio.templates.default = "plotly+lab"
 
 
@@ -61,6 +65,7 @@ def _template() -> dict:
     full = pio.templates["plotly"].to_plotly_json()
     layout = {k: v for k, v in full["layout"].items() if k not in _UNREAD}
     layout["font"] = {**layout.get("font", {}), "family": FONT_FAMILY}
+    layout["xaxis"], layout["yaxis"] = {**layout["xaxis"], **AXIS}, {**layout["yaxis"], **AXIS}
     data = {kind: [{k: v for k, v in trace.items() if k not in _UNREAD} for trace in full["data"][kind]]
             for kind in ("heatmap", "bar", "scatter")}
     return {"layout": layout, "data": data}
