@@ -18,6 +18,11 @@ opens that door is ui/gradio_patches.guard_queue):
 A refused join is HTTP 429 with the reason as its `detail`, which the page shows in its error toast
 and an API client reads from the response, in the language the browser asks for.
 
+A view re-sliced from a run already computed (a slider, a stage of a walk) is answered outside the queue, in one
+round trip (`unqueued`): it is counted at its own door, by the same measures: UNQUEUED_SESSION at once per
+session, UNQUEUED_ADDRESS per client address, UNQUEUED_ALL in the whole app (each holds one of the server's
+threads while it runs); a refusal is the same message, as an error toast.
+
 Jobs are counted where they wait (each group's queue) and run (the queue's active jobs), not in
 `event_ids_to_events`, where Gradio (6.31) keeps a join answered from a cache for good (the door lets
 it go): counted there, every cached view a client was answered with would count against it forever.
@@ -25,10 +30,14 @@ it go): counted there, every cached view a client was answered with would count 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ipaddress
+import threading
 from collections import Counter
 from collections.abc import Callable
 
+import gradio as gr
 from fastapi import HTTPException
 
 from i18n import normalise, t
@@ -39,6 +48,9 @@ ADDRESS_JOBS = 128  # per client address and group: 100 students of one lecture 
 GROUP_JOBS = 256  # per group, whoever asks: beyond it, that group is full, the others are not
 ADDRESS_TOTAL = 256  # per client address in all groups: a quarter of app.QUEUE_MAX_SIZE
 TOO_MANY = 429
+UNQUEUED_SESSION = 2  # re-slices of one page in flight at once: a slider released while the last one is drawn
+UNQUEUED_ADDRESS = 64  # per client address: a lecture hall behind one NAT moves its sliders together
+UNQUEUED_ALL = 8  # in the whole app: each holds one of the server's threads while it runs
 
 
 class Admission:
@@ -94,3 +106,65 @@ def address(request) -> str:
     if behind_proxy and forwarded and (last := forwarded.split(",")[-1].strip()):
         return last
     return peer
+
+
+class _InFlight:
+    """Unqueued answers being computed, by session and by address."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.sessions: Counter = Counter()
+        self.addresses: Counter = Counter()
+
+    def enter(self, session: str | None, client: str) -> tuple[str, dict] | None:
+        """Count one in, or (message id, parameters) of why not."""
+        with self.lock:
+            if sum(self.addresses.values()) >= UNQUEUED_ALL:
+                return "door.group_full", {"n": UNQUEUED_ALL}
+            if session is not None and self.sessions[session] >= UNQUEUED_SESSION:
+                return "door.session_jobs", {"n": UNQUEUED_SESSION}
+            if self.addresses[client] >= UNQUEUED_ADDRESS:
+                return "door.address_jobs", {"n": UNQUEUED_ADDRESS}
+            self.sessions[session] += 1
+            self.addresses[client] += 1
+            return None
+
+    def leave(self, session: str | None, client: str) -> None:
+        with self.lock:
+            self.sessions[session] -= 1
+            self.addresses[client] -= 1
+            self.sessions += Counter()  # drop the zeros: a session that left is not kept
+            self.addresses += Counter()
+
+
+IN_FLIGHT = _InFlight()
+
+
+def unqueued(fn: Callable) -> Callable:
+    """`fn` for an event answered outside the queue (`queue=False`), counted at the door above: Gradio hands it
+    the request (a last parameter annotated gr.Request), and a refusal is a gr.Error in the browser's
+    language."""
+    signature = inspect.signature(fn)
+    n = len(signature.parameters)
+
+    @functools.wraps(fn)
+    def counted(*args, **kwargs):
+        request = args[n] if len(args) > n else kwargs.pop("request", None)
+        session, client = getattr(request, "session_hash", None), address(request)
+        if (refusal := IN_FLIGHT.enter(session, client)) is not None:
+            header = request.headers.get("accept-language", "") if request is not None else ""
+            lang = normalise(header.split(",")[0].split(";")[0])
+            key, params = refusal
+            raise gr.Error(t(key, lang, **params), title=t("common.error_title", lang), print_exception=False)
+        try:
+            return fn(*args[:n], **kwargs)
+        finally:
+            IN_FLIGHT.leave(session, client)
+
+    request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                annotation=gr.Request)
+    counted.__signature__ = signature.replace(parameters=[*signature.parameters.values(), request])
+    counted.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
+    if hasattr(fn, "cache"):
+        counted.cache = fn.cache
+    return counted

@@ -155,7 +155,7 @@ def build(lang: gr.State | None = None) -> Action | None:
         events.on(text.submit, attention, inputs, outputs, api_name=False)
         events.on(group.input, attention, inputs, outputs, api_name=False)
         for slider in (layer, head, query):
-            events.on(slider.release, attention_focus, inputs, [head_fig, rows_fig], api_name=False)
+            events.on(slider.release, attention_focus, inputs, [head_fig, rows_fig], api_name=False, reslice=True)
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
         events.on(model.input, group_for, [model, group], group, queue=False, api_visibility="private")
         generate_inputs = [model, text, n_new, layer, head, step, lang]
@@ -169,5 +169,6 @@ def build(lang: gr.State | None = None) -> Action | None:
         shell = dict(queue=False, api_visibility="private")
         for event in [found.then, opened.input]:
             shown = event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell)
-            events.on(shown.then, attention_focus, inputs, [head_fig, rows_fig], api_visibility="private")
+            events.on(shown.then, attention_focus, inputs, [head_fig, rows_fig], api_visibility="private",
+                      reslice=True)
     return Action(attention, inputs, outputs, "attention")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from lab import live
+from ui import admission
 from ui.gradio_patches import guard
 
 
@@ -156,9 +157,12 @@ def _endpoint_of(fn) -> str | None:
     return None
 
 
-def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):
+def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, reslice=False, **options):
     """Wire `fn` to `trigger` (`button.click`, `box.submit`, `dependency.then`, a list of those for `gr.on`,
     or None: an endpoint with no trigger) with what ENDPOINTS declares for it, and return the dependency.
+
+    `reslice`: the event re-slices a run its view has computed already (a slider, a stage of a walk): it is
+    answered outside the queue in one round trip, counted at the unqueued door (ui/admission.unqueued).
 
     A public event must be declared in ENDPOINTS (KeyError otherwise: a new endpoint must say what it
     gets); an event without an endpoint name gets the entry of the endpoint that runs the same function,
@@ -180,6 +184,8 @@ def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, **options):
         options["concurrency_id"] = serving.group or options["concurrency_id"]
     for component in _components(inputs):
         guard(component)
+    if reslice:
+        fn, options["queue"] = admission.unqueued(fn), False
     wire = trigger if callable(trigger) else functools.partial(gr.on, trigger)
     dependency = wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
     clear_on_failure(dependency, outputs)

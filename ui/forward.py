@@ -172,16 +172,17 @@ def build(lang: gr.State | None = None) -> Action | None:
         events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage")
         events.on(text.submit, forward_stage, inputs, outputs, api_name=False)
         for control in (stage, stack, cross):
-            events.on(control.input, forward_stage, inputs, outputs, api_name=False)
+            events.on(control.input, forward_stage, inputs, outputs, api_name=False, reslice=True)
         for slider in (layer, head, follow):
-            events.on(slider.release, forward_stage, inputs, outputs, api_name=False)
+            events.on(slider.release, forward_stage, inputs, outputs, api_name=False, reslice=True)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")
         # the next step is the model's (a translator's encoder, then its decoder, then its cross-attention):
         # found and drawn in one round trip
         for button, by in ((back, -1), (ahead, +1)):
-            events.on(button.click, _stepper(by), inputs, [stage, stack, cross, *outputs], api_visibility="private")
+            events.on(button.click, _stepper(by), inputs, [stage, stack, cross, *outputs], api_visibility="private",
+                      reslice=True)
         followed = clicked.click(None, follow, follow, js=CLICKED_ROW, **shell)  # a row clicked on the heatmap
-        events.on(followed.then, forward_stage, inputs, outputs, api_visibility="private")
+        events.on(followed.then, forward_stage, inputs, outputs, api_visibility="private", reslice=True)
         # the stage list narrows to the model's own stages when a model is picked, and when the tab opens (it is
         # built with every stage a link or the API may name)
         for opened in (model.change, forward_tab.select):

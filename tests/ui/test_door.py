@@ -164,6 +164,7 @@ def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong()
 # ---------------------------------------------------------------- fair admission (ui/admission.py)
 
 import asyncio  # noqa: E402
+import inspect  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 from fastapi import HTTPException  # noqa: E402
@@ -267,6 +268,62 @@ def test_a_running_job_counts_as_one_that_waits():
 def test_behind_a_spaces_proxy_the_address_is_the_hop_the_proxy_saw():
     assert admission.address(_request("10.1.2.3", forwarded="1.2.3.4, 93.184.216.34")) == "93.184.216.34"
     assert admission.address(_request("151.101.1.69", forwarded="1.2.3.4")) == "151.101.1.69"  # not a proxy
+
+
+def _reslice_request(session: str, host: str, lang: str = "en"):
+    return SimpleNamespace(session_hash=session, **vars(_request(host, lang=lang)))
+
+
+def test_an_unqueued_reslice_is_counted_per_session_per_address_and_in_all(monkeypatch):
+    # a re-slice answered outside the queue (ui/events.on(..., reslice=True)) passes its own door
+    entered, release = threading.Semaphore(0), threading.Event()
+
+    def slow(text: str, lang: str = "en"):
+        entered.release()
+        release.wait(10)
+        return text
+
+    counted = admission.unqueued(slow)
+    assert list(inspect.signature(counted).parameters) == ["text", "lang", "request"]
+    assert inspect.signature(counted).parameters["request"].annotation is gr.Request  # Gradio hands it over
+    answers = []
+
+    def ask(session, host, lang="en"):
+        try:
+            answers.append(counted("a", "en", _reslice_request(session, host, lang)))
+        except gr.Error as refused:
+            answers.append(refused.message)
+
+    busy = [threading.Thread(target=ask, args=("page", "151.101.1.69")) for _ in range(admission.UNQUEUED_SESSION)]
+    for thread in busy:
+        thread.start()
+        entered.acquire(timeout=10)
+    ask("page", "151.101.1.69", "zh-CN,zh;q=0.9")  # a third re-slice of the same page, while two run
+    assert answers == [admission.t("door.session_jobs", "zh-CN", n=admission.UNQUEUED_SESSION)]
+    monkeypatch.setattr(admission, "UNQUEUED_ADDRESS", admission.UNQUEUED_SESSION)
+    ask("neighbour", "151.101.1.69")  # another page behind the same address, now at its share
+    assert answers[-1] == admission.t("door.address_jobs", "en", n=admission.UNQUEUED_SESSION)
+    monkeypatch.setattr(admission, "UNQUEUED_ALL", admission.UNQUEUED_SESSION)
+    ask("elsewhere", "93.184.216.34")  # the whole app is at its share
+    assert answers[-1] == admission.t("door.group_full", "en", n=admission.UNQUEUED_SESSION)
+    release.set()
+    for thread in busy:
+        thread.join(10)
+    assert answers[-2:] == ["a", "a"] and not admission.IN_FLIGHT.sessions and not admission.IN_FLIGHT.addresses
+    assert counted("b", "en", _reslice_request("page", "151.101.1.69")) == "b"  # counted out again: admitted
+
+
+def test_the_reslices_of_attention_and_the_forward_pass_are_answered_outside_the_queue_and_counted():
+    import app
+
+    demo = app.build_app()
+    unqueued = [fn for fn in demo.fns.values() if fn.queue is False and fn.fn is not None
+                and getattr(fn.fn, "__wrapped__", None) is not None
+                and "request" in inspect.signature(fn.fn).parameters]
+    names = {fn.fn.__wrapped__.__name__ for fn in unqueued}
+    assert {"attention_focus", "forward_stage", "forward_step"} <= names
+    # the views' main buttons, which compute, stay queued
+    assert all(fn.queue is not False for fn in demo.fns.values() if fn.api_name in ("attention", "forward_stage"))
 
 
 # ---------------------------------------------------------------- state only for open sessions (ui/sessions.py)
