@@ -19,9 +19,10 @@ A refused join is HTTP 429 with the reason as its `detail`, which the page shows
 and an API client reads from the response, in the language the browser asks for.
 
 A view re-sliced from a run already computed (a slider, a stage of a walk) is answered outside the queue, in one
-round trip (`unqueued`): it is counted at its own door, by the same measures: UNQUEUED_SESSION at once per
-session, UNQUEUED_ADDRESS per client address, UNQUEUED_ALL in the whole app (each holds one of the server's
-threads while it runs); a refusal is the same message, as an error toast.
+round trip (`unqueued`), at a door of its own with the same measures: a session holds UNQUEUED_SESSION such
+answers at once, a client address UNQUEUED_ADDRESS, the app UNQUEUED_WAITING (beyond: the same messages, as an
+error toast); UNQUEUED_RUNNING of them run at once and the rest wait their turn without holding a thread (a
+lecture hall moving its sliders together is served in turn, as the queue would serve it).
 
 Jobs are counted where they wait (each group's queue) and run (the queue's active jobs), not in
 `event_ids_to_events`, where Gradio (6.31) keeps a join answered from a cache for good (the door lets
@@ -37,6 +38,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+import anyio
 import gradio as gr
 from fastapi import HTTPException
 
@@ -48,9 +50,9 @@ ADDRESS_JOBS = 128  # per client address and group: 100 students of one lecture 
 GROUP_JOBS = 256  # per group, whoever asks: beyond it, that group is full, the others are not
 ADDRESS_TOTAL = 256  # per client address in all groups: a quarter of app.QUEUE_MAX_SIZE
 TOO_MANY = 429
-UNQUEUED_SESSION = 2  # re-slices of one page in flight at once: a slider released while the last one is drawn
-UNQUEUED_ADDRESS = 64  # per client address: a lecture hall behind one NAT moves its sliders together
-UNQUEUED_ALL = 8  # in the whole app: each holds one of the server's threads while it runs
+# re-slices answered outside the queue (`unqueued`), waiting or running: as the queue's caps for one kind
+UNQUEUED_SESSION, UNQUEUED_ADDRESS, UNQUEUED_WAITING = SESSION_JOBS, ADDRESS_JOBS, GROUP_JOBS
+UNQUEUED_RUNNING = 4  # of them at once, each on a server thread (a re-slice is 10-50 ms of one core)
 
 
 class Admission:
@@ -109,18 +111,19 @@ def address(request) -> str:
 
 
 class _InFlight:
-    """Unqueued answers being computed, by session and by address."""
+    """Unqueued answers waiting or being computed, by session and by address."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.sessions: Counter = Counter()
         self.addresses: Counter = Counter()
+        self.running: anyio.CapacityLimiter | None = None  # made in the server's event loop, on first use
 
     def enter(self, session: str | None, client: str) -> tuple[str, dict] | None:
         """Count one in, or (message id, parameters) of why not."""
         with self.lock:
-            if sum(self.addresses.values()) >= UNQUEUED_ALL:
-                return "door.group_full", {"n": UNQUEUED_ALL}
+            if sum(self.addresses.values()) >= UNQUEUED_WAITING:
+                return "door.group_full", {"n": UNQUEUED_WAITING}
             if session is not None and self.sessions[session] >= UNQUEUED_SESSION:
                 return "door.session_jobs", {"n": UNQUEUED_SESSION}
             if self.addresses[client] >= UNQUEUED_ADDRESS:
@@ -136,19 +139,24 @@ class _InFlight:
             self.sessions += Counter()  # drop the zeros: a session that left is not kept
             self.addresses += Counter()
 
+    def threads(self) -> anyio.CapacityLimiter:
+        if self.running is None:
+            self.running = anyio.CapacityLimiter(UNQUEUED_RUNNING)
+        return self.running
+
 
 IN_FLIGHT = _InFlight()
 
 
 def unqueued(fn: Callable) -> Callable:
-    """`fn` for an event answered outside the queue (`queue=False`), counted at the door above: Gradio hands it
-    the request (a last parameter annotated gr.Request), and a refusal is a gr.Error in the browser's
-    language."""
+    """`fn` for an event answered outside the queue (`queue=False`), counted at the door above. Gradio hands it
+    the request (a last parameter annotated gr.Request); it waits its turn in the server's event loop, holding no
+    thread, then runs `fn` on one; a refusal is a gr.Error in the browser's language."""
     signature = inspect.signature(fn)
     n = len(signature.parameters)
 
     @functools.wraps(fn)
-    def counted(*args, **kwargs):
+    async def counted(*args, **kwargs):
         request = args[n] if len(args) > n else kwargs.pop("request", None)
         session, client = getattr(request, "session_hash", None), address(request)
         if (refusal := IN_FLIGHT.enter(session, client)) is not None:
@@ -157,7 +165,8 @@ def unqueued(fn: Callable) -> Callable:
             key, params = refusal
             raise gr.Error(t(key, lang, **params), title=t("common.error_title", lang), print_exception=False)
         try:
-            return fn(*args[:n], **kwargs)
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args[:n], **kwargs),
+                                                  limiter=IN_FLIGHT.threads())
         finally:
             IN_FLIGHT.leave(session, client)
 

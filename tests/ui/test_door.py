@@ -165,6 +165,7 @@ def test_a_refusal_quoting_an_integer_of_5000_digits_still_says_what_was_wrong()
 
 import asyncio  # noqa: E402
 import inspect  # noqa: E402
+import time  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 from fastapi import HTTPException  # noqa: E402
@@ -275,42 +276,66 @@ def _reslice_request(session: str, host: str, lang: str = "en"):
 
 
 def test_an_unqueued_reslice_is_counted_per_session_per_address_and_in_all(monkeypatch):
-    # a re-slice answered outside the queue (ui/events.on(..., reslice=True)) passes its own door
-    entered, release = threading.Semaphore(0), threading.Event()
+    # a re-slice answered outside the queue (ui/events.on(..., reslice=True)) passes a door of its own
+    monkeypatch.setattr(admission, "IN_FLIGHT", admission._InFlight())
+    release = threading.Event()
 
     def slow(text: str, lang: str = "en"):
-        entered.release()
         release.wait(10)
         return text
 
     counted = admission.unqueued(slow)
+    assert inspect.iscoroutinefunction(counted)  # it waits in the event loop, not on a thread
     assert list(inspect.signature(counted).parameters) == ["text", "lang", "request"]
     assert inspect.signature(counted).parameters["request"].annotation is gr.Request  # Gradio hands it over
-    answers = []
 
-    def ask(session, host, lang="en"):
+    async def ask(session, host, lang="en"):
         try:
-            answers.append(counted("a", "en", _reslice_request(session, host, lang)))
+            return await counted("a", "en", _reslice_request(session, host, lang))
         except gr.Error as refused:
-            answers.append(refused.message)
+            return refused.message
 
-    busy = [threading.Thread(target=ask, args=("page", "151.101.1.69")) for _ in range(admission.UNQUEUED_SESSION)]
-    for thread in busy:
-        thread.start()
-        entered.acquire(timeout=10)
-    ask("page", "151.101.1.69", "zh-CN,zh;q=0.9")  # a third re-slice of the same page, while two run
-    assert answers == [admission.t("door.session_jobs", "zh-CN", n=admission.UNQUEUED_SESSION)]
-    monkeypatch.setattr(admission, "UNQUEUED_ADDRESS", admission.UNQUEUED_SESSION)
-    ask("neighbour", "151.101.1.69")  # another page behind the same address, now at its share
-    assert answers[-1] == admission.t("door.address_jobs", "en", n=admission.UNQUEUED_SESSION)
-    monkeypatch.setattr(admission, "UNQUEUED_ALL", admission.UNQUEUED_SESSION)
-    ask("elsewhere", "93.184.216.34")  # the whole app is at its share
-    assert answers[-1] == admission.t("door.group_full", "en", n=admission.UNQUEUED_SESSION)
-    release.set()
-    for thread in busy:
-        thread.join(10)
-    assert answers[-2:] == ["a", "a"] and not admission.IN_FLIGHT.sessions and not admission.IN_FLIGHT.addresses
-    assert counted("b", "en", _reslice_request("page", "151.101.1.69")) == "b"  # counted out again: admitted
+    async def scenario():
+        busy = [asyncio.create_task(ask("page", "151.101.1.69")) for _ in range(admission.UNQUEUED_SESSION)]
+        await asyncio.sleep(0.2)
+        said = [await ask("page", "151.101.1.69", "zh-CN,zh;q=0.9")]  # one more of the same page, while those run
+        monkeypatch.setattr(admission, "UNQUEUED_ADDRESS", admission.UNQUEUED_SESSION)
+        said.append(await ask("neighbour", "151.101.1.69"))  # another page behind the same address, at its share
+        monkeypatch.setattr(admission, "UNQUEUED_WAITING", admission.UNQUEUED_SESSION)
+        said.append(await ask("elsewhere", "93.184.216.34"))  # the whole app at its share
+        release.set()
+        return said, await asyncio.gather(*busy)
+
+    said, answered = asyncio.run(scenario())
+    assert said == [admission.t("door.session_jobs", "zh-CN", n=admission.UNQUEUED_SESSION),
+                    admission.t("door.address_jobs", "en", n=admission.UNQUEUED_SESSION),
+                    admission.t("door.group_full", "en", n=admission.UNQUEUED_SESSION)]
+    assert answered == ["a"] * admission.UNQUEUED_SESSION
+    assert not admission.IN_FLIGHT.sessions and not admission.IN_FLIGHT.addresses  # counted out again
+
+
+def test_unqueued_reslices_beyond_those_running_wait_their_turn_and_are_all_answered(monkeypatch):
+    # a lecture hall moving its sliders together: UNQUEUED_RUNNING at once, the others served in turn, none refused
+    monkeypatch.setattr(admission, "IN_FLIGHT", admission._InFlight())
+    monkeypatch.setattr(admission, "UNQUEUED_RUNNING", 2)
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def reslice(text: str):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return text
+
+    counted = admission.unqueued(reslice)
+
+    async def hall():
+        return await asyncio.gather(*(counted(f"s{i}", _reslice_request(f"s{i}", "151.101.1.69")) for i in range(20)))
+
+    assert asyncio.run(hall()) == [f"s{i}" for i in range(20)] and most[0] == 2
 
 
 def test_the_reslices_of_attention_and_the_forward_pass_are_answered_outside_the_queue_and_counted():
