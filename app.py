@@ -9,6 +9,7 @@ and lecture mode, whose views the browser draws by pressing a tab's hidden redra
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from ui import about, admission, agents, attention, concepts, events, forward, g
 from ui import inside, questions
 from ui import sentiment, sessions, tokens, translate
 from ui.links import LECTURE_PRESETS, RESULTS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
-from ui.links import redraw_id
+from ui.links import redraw_id, relang_id
 from ui import i18n
 from ui.i18n import text as _
 from ui.wire import app_kwargs
@@ -163,6 +164,7 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
     for tab_item, action in zip(tab_items, actions):
         # pressed by the browser only (links, lecture steps, the switch)
         redraw = gr.Button(visible="hidden", elem_id=redraw_id(str(tab_item.id)))
+        pressed = [redraw]
         if action is not None:
             drawn = redraw.click(events.on_gpu(action.fn), in_page_language(action.inputs), action.outputs,
                                  api_visibility="private",
@@ -173,11 +175,20 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
             for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
                 opened[0].then(fn, inputs, outputs, api_visibility="private")
                 redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")
+            light = events.ENDPOINTS.get(action.api_name, events.DEFAULT).group is None  # not an LLM's, not training
+            if light and not any(inspect.isgeneratorfunction(fn) for fn, _, _ in ((action.fn, 0, 0), *action.also)):
+                # the switch redraws the view on screen from the runs it was drawn from: outside the queue
+                relang = gr.Button(visible="hidden", elem_id=relang_id(str(tab_item.id)))
+                for fn, inputs, outputs in ((action.fn, action.inputs, action.outputs), *action.also):
+                    events.on(relang.click, fn, in_page_language(inputs), outputs, api_visibility="private",
+                              reslice=True)
+                pressed.append(relang)
         # a tab's examples tables are put in the page's language when it is shown: on a switch only the shown
         # tab's (after its view was asked for), so the page updates a few tables, not every tab's
         tables = [b for b in i18n.relabelled(tab_item) if isinstance(b, gr.Dataset)]
         if tables:
-            redraw.click(functools.partial(i18n.relabel, tables), switch, tables, **instant)
+            for button in pressed:
+                button.click(functools.partial(i18n.relabel, tables), switch, tables, **instant)
             tab_item.select(functools.partial(i18n.relabel, tables), lang, tables, **instant)
     shell.make_link.click(links.link_box, [current_tab, lang, *links.components], shell.link_box, **instant).then(
         None, shell.link_box, shell.link_box, js=FULL_LINK, **instant)

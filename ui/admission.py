@@ -148,16 +148,19 @@ class _InFlight:
 IN_FLIGHT = _InFlight()
 
 
-def unqueued(fn: Callable) -> Callable:
-    """`fn` for an event answered outside the queue (`queue=False`), counted at the door above. Gradio hands it
-    the request (a last parameter annotated gr.Request); it waits its turn in the server's event loop, holding no
-    thread, then runs `fn` on one; a refusal is a gr.Error in the browser's language."""
-    signature = inspect.signature(fn)
-    n = len(signature.parameters)
+def unqueued(fn: Callable, n_inputs: int) -> Callable:
+    """`fn` of `n_inputs` inputs for an event answered outside the queue (`queue=False`), counted at the door
+    above. Gradio hands it the request after the inputs (a parameter annotated gr.Request; passed on to `fn` when
+    it reads one itself); it waits its turn in the server's event loop, holding no thread, then runs `fn` on one;
+    a refusal is a gr.Error in the browser's language."""
+    try:
+        own = "request" in inspect.signature(fn).parameters
+    except ValueError:  # a builtin
+        own = False
 
     @functools.wraps(fn)
-    async def counted(*args, **kwargs):
-        request = args[n] if len(args) > n else kwargs.pop("request", None)
+    async def counted(*args):
+        *values, request = args
         session, client = getattr(request, "session_hash", None), address(request)
         if (refusal := IN_FLIGHT.enter(session, client)) is not None:
             header = request.headers.get("accept-language", "") if request is not None else ""
@@ -165,15 +168,15 @@ def unqueued(fn: Callable) -> Callable:
             key, params = refusal
             raise gr.Error(t(key, lang, **params), title=t("common.error_title", lang), print_exception=False)
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args[:n], **kwargs),
-                                                  limiter=IN_FLIGHT.threads())
+            call = functools.partial(fn, *values, **({"request": request} if own else {}))
+            return await anyio.to_thread.run_sync(call, limiter=IN_FLIGHT.threads())
         finally:
             IN_FLIGHT.leave(session, client)
 
-    request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                                annotation=gr.Request)
-    counted.__signature__ = signature.replace(parameters=[*signature.parameters.values(), request])
-    counted.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    counted.__signature__ = inspect.Signature([*(inspect.Parameter(f"input{i}", positional) for i in range(n_inputs)),
+                                               inspect.Parameter("request", positional, annotation=gr.Request)])
+    counted.__annotations__ = {"request": gr.Request}
     if hasattr(fn, "cache"):
         counted.cache = fn.cache
     return counted

@@ -185,7 +185,7 @@ def on(trigger, fn, inputs=None, outputs=None, *, api_name=None, reslice=False, 
     for component in _components(inputs):
         guard(component)
     if reslice:
-        fn, options["queue"] = admission.unqueued(fn), False
+        fn, options["queue"] = admission.unqueued(fn, len(_components(inputs))), False
     wire = trigger if callable(trigger) else functools.partial(gr.on, trigger)
     dependency = wire(on_gpu(fn) if serving.gpu else fn, inputs, outputs, api_name=api_name, **options)
     clear_on_failure(dependency, outputs)

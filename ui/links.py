@@ -184,14 +184,23 @@ def redraw_id(tab_id: str) -> str:
 REDRAW_LINKED = "(tab) => { const redraw = tab && document.getElementById('%s' + tab); if (redraw) redraw.click(); }" % (
     redraw_id(""))
 
-# The language switch: the shown tab's view is asked for again at once, through its redraw button (the tab's panel
-# is "tab-<id>"), in the new language (plotly's toolbar too, ui/page.js); the labels change in the browser meanwhile.
+
+def relang_id(tab_id: str) -> str:
+    """The elem_id of a tab's hidden button for the language switch: its view drawn again outside the queue."""
+    return f"relang-{tab_id}"
+
+
+# The language switch: the shown tab's view is asked for again at once, through its switch button (a tab whose view
+# streams has none: its redraw button), in the new language (plotly's toolbar too, ui/page.js); the tab's panel is
+# "tab-<id>"; the labels change in the browser meanwhile.
 SWITCH_JS = f"""async (lang) => {{
   window.labLang = lang;
   document.documentElement.lang = lang;  // what the page's CSS reads (a tab's examples in its language)
   if (window.labPlotLocale) window.labPlotLocale();
   const tab = document.querySelector('[role=tab][aria-selected=true]');
-  const redraw = tab && document.getElementById('{redraw_id("")}' + tab.getAttribute('aria-controls').replace(/^tab-/, ''));
+  const id = tab && tab.getAttribute('aria-controls').replace(/^tab-/, '');
+  const button = (prefix) => document.getElementById(prefix + id);
+  const redraw = id && (button('{relang_id("")}') || button('{redraw_id("")}'));
   if (redraw) redraw.click();
   const core = await window.labCore;
   if (core) core.changeLocale(lang);

@@ -1,7 +1,7 @@
 """The app's answers compressed on the wire, for a classroom's Wi-Fi and students' phones.
 
 Gradio compresses its static files but sends every answer (the event streams of its queue
-and of its HTTP API) as it is. An attention view is mostly numbers and token labels that
+and of its HTTP API, and the answers outside the queue) as it is. An attention view is mostly numbers and token labels that
 repeat, so gzip makes it several times smaller: 128 tokens of attention went from 0.3 MB to
 about 0.1 MB. Each event is flushed as it is written (Starlette's GZip does a sync flush
 per chunk), so streamed tokens still arrive one by one; a client that does not ask for
@@ -16,7 +16,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ui.sessions import PageTracker
 
-STREAMS = ("/gradio_api/queue/data", "/gradio_api/call/")  # the queue's event stream, and the HTTP API's
+# the queue's event stream, the HTTP API's, and the answers outside the queue (a re-slice, the language switch)
+STREAMS = ("/gradio_api/queue/data", "/gradio_api/call/", "/gradio_api/run/")
 LEVEL = 6  # zlib's default: level 9 costs twice the CPU for 2% fewer bytes
 
 

@@ -284,9 +284,9 @@ def test_an_unqueued_reslice_is_counted_per_session_per_address_and_in_all(monke
         release.wait(10)
         return text
 
-    counted = admission.unqueued(slow)
+    counted = admission.unqueued(slow, 2)
     assert inspect.iscoroutinefunction(counted)  # it waits in the event loop, not on a thread
-    assert list(inspect.signature(counted).parameters) == ["text", "lang", "request"]
+    assert list(inspect.signature(counted).parameters) == ["input0", "input1", "request"]
     assert inspect.signature(counted).parameters["request"].annotation is gr.Request  # Gradio hands it over
 
     async def ask(session, host, lang="en"):
@@ -330,7 +330,7 @@ def test_unqueued_reslices_beyond_those_running_wait_their_turn_and_are_all_answ
             running[0] -= 1
         return text
 
-    counted = admission.unqueued(reslice)
+    counted = admission.unqueued(reslice, 1)
 
     async def hall():
         return await asyncio.gather(*(counted(f"s{i}", _reslice_request(f"s{i}", "151.101.1.69")) for i in range(20)))
@@ -347,6 +347,8 @@ def test_the_reslices_of_attention_and_the_forward_pass_are_answered_outside_the
                 and "request" in inspect.signature(fn.fn).parameters]
     names = {fn.fn.__wrapped__.__name__ for fn in unqueued}
     assert {"attention_focus", "forward_stage", "forward_step"} <= names
+    # the language switch redraws the view on screen outside the queue too (a streamed view keeps its queue)
+    assert {"attention", "masking", "classify"} <= names and "generate" not in names
     # the views' main buttons, which compute, stay queued
     assert all(fn.queue is not False for fn in demo.fns.values() if fn.api_name in ("attention", "forward_stage"))
 
@@ -435,3 +437,21 @@ def test_the_real_app_admits_through_the_door_and_gives_every_group_its_threads(
     assert getattr(demo._queue.push.refused, "__self__", None).__class__ is admission.Admission
     assert events.admits("training") == 2 and events.admits("generation") is None
     assert events.threads_needed(demo) > 40  # Gradio's default, shared by every group
+
+
+def test_answers_outside_the_queue_are_gzipped_as_the_queues_stream_is():
+    # a language switch's redraw (0.3 MB of a 128-token attention view) went out uncompressed once it left the queue
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from ui.wire import CompressedStreams
+
+    answer = {"data": ["0.123"] * 2000}
+    routes = [Route(path, lambda request: JSONResponse(answer), methods=["POST"])
+              for path in ("/gradio_api/run/reslice", "/gradio_api/info")]
+    client = TestClient(CompressedStreams(Starlette(routes=routes)))
+    compressed = client.post("/gradio_api/run/reslice", headers={"accept-encoding": "gzip"})
+    assert compressed.headers.get("content-encoding") == "gzip" and compressed.json() == answer
+    assert "content-encoding" not in client.post("/gradio_api/info", headers={"accept-encoding": "gzip"}).headers
