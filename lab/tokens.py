@@ -72,6 +72,17 @@ def _read_shipped() -> tuple[list[tuple[str, TextTokenizer, str]], list[str]]:
         problems
 
 
+def page_tokenizers() -> list[tuple[Message, dict]]:
+    """(label, `TextTokenizer.merge_ids` table) of the shown tokenizers a page can run as a person types: byte-level
+    BPEs whose models read a text as typed (a page has no converter to simplified characters). The real LLMs'
+    are not among them: SmolLM2's splits digits first, Gemma's is not byte-level."""
+    found = []
+    for label, tokenizer, reader in shipped_tokenizers()[0]:
+        if tokenizer.is_byte_level and models.reads_as_typed(reader) and (table := tokenizer.merge_ids()):
+            found.append((label, table))
+    return found
+
+
 def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
     """(the text as read, one Tokenized per shipped tokenizer, notices) for the Tokens tab."""
     text, notice = truncate(text, MAX_CHARS)
