@@ -157,6 +157,17 @@ class TextTokenizer:
         return {"bytes": [vocab[char] for _, char in sorted(_bytes_to_unicode().items())],
                 "merges": [vocab[piece] for pair in pairs for piece in pair], "first": made[0]}
 
+    def character_ids(self) -> dict | None:
+        """This character tokenizer as numbers, for the same page: {"chars": {character: id}, "unknown": the id
+        of [UNK]}. None for any other tokenizer, or one that reads a text otherwise than a character at a time."""
+        pre = json.loads(self._tokenizer.pre_tokenizer.__getstate__()) if self._tokenizer.pre_tokenizer else {}
+        if (self.kind != "characters" or self._tokenizer.normalizer is not None or self._tokenizer.post_processor
+                or pre != {"type": "Split", "pattern": {"Regex": r"[\s\S]"}, "behavior": "Isolated", "invert": False}
+                or self.token_to_id(UNKNOWN) is None):
+            return None
+        chars = {t: i for t, i in self._tokenizer.get_vocab(with_added_tokens=False).items() if len(t) == 1}
+        return {"chars": chars, "unknown": self.token_to_id(UNKNOWN)}
+
     # -- files
 
     @classmethod

@@ -1,8 +1,8 @@
 // The Tokens tab's chips drawn as a person types (app.py serves this in the page's head, once). Our byte-level
-// BPEs run here, on merge tables fetched once from /lab/tokenizers.json (ui/tokens.py), and each draws its panel
-// as views/tokens.py does, character for character (tests/app/test_browser_tokens_page.py compares them). The
-// server's answer, every tokenizer's panel, then replaces the page's; panels the page cannot draw (characters,
-// WordPiece, the real LLMs') are dimmed (.pending) until it comes. Tokenizing stays the server's too: the API
+// BPEs and character tokenizers run here, on tables fetched once from /lab/tokenizers.json (ui/tokens.py), and
+// each draws its panel as views/tokens.py does, character for character (tests/app/test_browser_tokens_page.py
+// compares them). The server's answer, every tokenizer's panel, then replaces the page's; panels the page cannot
+// draw (WordPiece, unigram, a model that reads simplified characters) are dimmed (.pending) until it comes. Tokenizing stays the server's too: the API
 // and the agents' tools read the same `tokenize` endpoint.
 (() => {
   const TABLES = 'lab/tokenizers.json';  // relative: the app may be served under a path
@@ -17,8 +17,10 @@
     'gu');
   const utf8 = new TextEncoder();
 
-  // a tokenizer's table: the id of each byte, and each merge's rank by its pair of ids
+  // a tokenizer's table: a character tokenizer's ids by character; a BPE's id of each byte, and each merge's
+  // rank by its pair of ids
   const ready = (table) => {
+    if (table.chars) return {...table, chars: new Map(Object.entries(table.chars))};
     const rank = new Map();
     for (let r = 0; r < table.merges.length / 2; r++) rank.set(table.merges[2 * r] * 2 ** 21 + table.merges[2 * r + 1], r);
     return {...table, rank};
@@ -74,10 +76,14 @@
   };
 
   // TextTokenizer.tokens: [{id, text, start, end, byteStart, byteEnd}], start:end in characters (code points)
-  const tokens = (tok, chars) => {
+  const tokens = (tok, chars, unknown) => {
     const text = chars.join(''), bytes = utf8.encode(text);
     const byteStarts = [0];
     for (const c of chars) byteStarts.push(byteStarts[byteStarts.length - 1] + utf8.encode(c).length);
+    if (tok.chars) {  // a token a character, [UNK] for one the vocabulary lacks
+      return chars.map((c, i) => ({id: tok.chars.has(c) ? tok.chars.get(c) : tok.unknown,
+        text: tok.chars.has(c) ? c : unknown, start: i, end: i + 1, byteStart: byteStarts[i], byteEnd: byteStarts[i + 1]}));
+    }
     const spans = [];
     let position = 0, char = 0;
     for (const [word] of text.matchAll(WORDS)) {
@@ -138,7 +144,7 @@
 
   // views.tokenizer_panel for a text (its characters) under one of the tables' tokenizers
   const panel = (data, tok, chars, lang) => {
-    const spans = tokens(tok, chars);
+    const spans = tokens(tok, chars, data.unknown);
     const bytesOf = (start, end) => utf8.encode(chars.slice(start, end).join('')).length;
     let fragments = 0;
     const chips = spans.map((span, k) => {
@@ -159,8 +165,10 @@
       bytes: plural(data, lang, n.bytes, 'byte'), tokens: plural(data, lang, n.tokens, 'token'),
       per_token: n.chars / n.tokens});
     const cost = t(data, lang, 'tokens.cost', {per_char: n.tokens / n.chars, per_token: n.bytes / n.tokens, fragments});
-    return `<div class="panel"><h4>${escape(tok.label[lang])}</h4><div class="counts">${line}<br>${cost}</div>`
-      + `<div class="chips">${chips}</div>${cut}</div>`;
+    const unread = tok.chars ? spans.filter((s) => s.id === tok.unknown).length : 0;
+    const body = unread / spans.length > data.unreadable ? hint(t(data, lang, 'tokens.cannot_represent',
+      {n_unknown: unread, n: spans.length, unknown: data.unknown, vocab: tok.vocab})) : `<div class="chips">${chips}</div>${cut}`;
+    return `<div class="panel"><h4>${escape(tok.label[lang])}</h4><div class="counts">${line}<br>${cost}</div>${body}</div>`;
   };
 
   // lab/policy.truncate: lone surrogates repaired, then the first max_chars characters

@@ -72,8 +72,9 @@ TABLES_PATH = "/lab/tokenizers.json"
 
 def page_tables() -> dict:
     """What ui/tokens.js needs to draw a panel exactly as `tokenize` does, for each tokenizer it can run
-    (lab/tokens.page_tokenizers): its label and merge table, the panel's messages in every language, the cuts."""
-    return {"max_chars": MAX_CHARS, "chips_shown": views.CHIPS_SHOWN,
+    (lab/tokens.page_tokenizers): its label and table, the panel's messages in every language, the cuts, and
+    when a panel says its tokenizer cannot read the text."""
+    return {"max_chars": MAX_CHARS, "chips_shown": views.CHIPS_SHOWN, "unknown": use.UNKNOWN, "unreadable": use.UNREADABLE,
             "messages": {lang: {key: catalogue(lang)[key] for key in views.PANEL_MESSAGES} for lang in LANGUAGES},
             "tokenizers": [{"label": {lang: render(label, lang) for lang in LANGUAGES}, **table}
                            for label, table in use.page_tokenizers()]}

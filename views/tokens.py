@@ -84,6 +84,7 @@ def _chip(label: str, token_id: int | None, key: int, title: str, fragment: bool
 # The messages a panel is written in: a page that draws the panels of our BPEs itself as a person types
 # (ui/tokens.js) is sent these, in every language, beside the merge tables
 PANEL_MESSAGES = ("tokens.chip_title", "tokens.fragment_title", "tokens.chips_cut", "tokens.counts", "tokens.cost",
+                  "tokens.cannot_represent",
                   *(f"count.{noun}.{n}" for noun in ("character", "byte", "token") for n in ("one", "other")))
 
 

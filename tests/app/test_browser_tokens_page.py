@@ -69,11 +69,12 @@ def server_panels(text: str, lang: str) -> dict[str, str]:
     return {part.split("</h4>", 1)[0]: '<div class="panel"><h4>' + part for part in parts}
 
 
-def test_the_page_runs_our_byte_level_bpes_and_not_the_others():
+def test_the_page_runs_our_byte_level_bpes_and_character_tokenizers_and_not_the_others():
     names = " ".join(LABELS["en"])
-    assert "shakespeare-bpe" in names and "chinese-bpe" in names and "sentiment ·" in names
-    # sentiment-zh's models read traditional characters converted (OpenCC), which the page has not
-    assert "sentiment-zh" not in names and "characters" not in names and "WordPiece" not in names
+    assert all(name in names for name in ("shakespeare-bpe", "chinese-bpe", "sentiment ·", "shakespeare-char",
+                                          "translate-copy", "translate-pig-latin"))
+    # sentiment-zh's and the Tang poems' models read traditional characters converted (OpenCC), which the page has not
+    assert all(name not in names for name in ("sentiment-zh", "tang-poems-char", "WordPiece", "unigram"))
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -81,7 +82,7 @@ def test_the_page_runs_our_byte_level_bpes_and_not_the_others():
 def test_the_page_draws_the_servers_panel_to_the_character(page, name, lang):
     text = HOSTILE[name]
     drawn, panels = server_panels(text, lang), page_panels(page, text, lang)
-    assert len(panels) == len(LABELS[lang]) == 3
+    assert len(panels) == len(LABELS[lang]) == 6
     for label, html in zip(LABELS[lang], panels):
         heading = html.split("</h4>", 1)[0].removeprefix('<div class="panel"><h4>')
         assert html == drawn[heading], f"{name}, {label}: the page's panel differs from the server's"
@@ -91,7 +92,8 @@ def test_the_page_draws_the_servers_panel_to_the_character(page, name, lang):
 def test_the_page_gives_the_servers_ids(page, name):
     text, _ = truncate(HOSTILE[name])
     ids = page.evaluate("""(text) => { const chars = labTokens.read(tables, JSON.parse(text));
-        return tables.tokenizers.map((tok) => labTokens.tokens(tok, chars).map((s) => s.id)); }""", json.dumps(text))
+        return tables.tokenizers.map((tok) => labTokens.tokens(tok, chars, tables.unknown).map((s) => s.id)); }""",
+                       json.dumps(text))
     for label, page_ids in zip(LABELS["en"], ids):
         assert page_ids == [s.id for s in _tokenizer(label).tokens(text)], f"{name}, {label}"
 
@@ -128,7 +130,7 @@ def test_typing_draws_our_bpes_before_the_server_answers_and_its_answer_stands(v
     for label in LABELS["en"]:
         assert page.locator("#tokens-chips .panel:not(.pending)", has_text=label).count() == 1
     drafted = bpe.evaluate("(el) => el.outerHTML")
-    assert page.locator("#tokens-chips .panel.pending").count() == 7  # characters, WordPiece, unigram, sentiment-zh
+    assert page.locator("#tokens-chips .panel.pending").count() == 4  # unigram, WordPiece, Tang poems, sentiment-zh
     for route in held:
         route.continue_()
     page.unroute("**/gradio_api/queue/join*", hold)
