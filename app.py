@@ -42,9 +42,10 @@ HERE = Path(__file__).parent
 PAGE_SCRIPT = HERE / "ui" / "page.js"
 CSS = (HERE / "ui" / "page.css").read_text(encoding="utf-8") + "".join(getattr(tab, "CSS", "") for tab in TABS)
 
-# The page's scripts, read once: the app's own (ui/page.js), then what it changes in Gradio's page
-# (ui/gradio_patches.js), after the data they read: a toast's title by its kind in each language, and plotly.js's
-# own zh-CN locale (MIT, from the plotly.js-locales package), waiting in window.PlotlyLocales for plotly.js to load
+# The page's scripts, read once: the app's own (ui/page.js) and the Tokens tab's (ui/tokens.js), then what it
+# changes in Gradio's page (ui/gradio_patches.js), after the data they read: a toast's title by its kind in each
+# language, and plotly.js's own zh-CN locale (MIT, from the plotly.js-locales package), waiting in
+# window.PlotlyLocales for plotly.js to load
 TOAST_TITLES = {lang: {kind: catalogue.t(f"common.{kind}_title", lang)
                        for kind in ("error", "warning", "info", "success")} for lang in catalogue.LANGUAGES}
 PLOTLY_ZH_CN = (HERE / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8").split(
@@ -52,7 +53,8 @@ PLOTLY_ZH_CN = (HERE / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8")
 HEAD = "".join([
     f"<script>window.labToastTitles = {json.dumps(TOAST_TITLES, ensure_ascii=False)};\n"
     f"window.PlotlyLocales = [{PLOTLY_ZH_CN}];\nwindow.labResults = {json.dumps(RESULTS)};</script>\n",
-    *(f"<script>\n{path.read_text(encoding='utf-8')}</script>\n" for path in (PAGE_SCRIPT, gradio_patches.PAGE_SCRIPT)),
+    *(f"<script>\n{path.read_text(encoding='utf-8')}</script>\n"
+      for path in (PAGE_SCRIPT, tokens.PAGE_SCRIPT, gradio_patches.PAGE_SCRIPT)),
 ])
 
 TOGGLE_LECTURE = "(on) => { document.body.classList.toggle('lecture-mode', on); }"

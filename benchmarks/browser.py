@@ -19,6 +19,8 @@ already has. `forward_stage_128` is a click on the Forward pass tab's "Next stag
 Shakespeare LM, its walk already run): until the next stage is drawn, and its bytes (targets: 0.3 s, 60 KB).
 `forward_stage_llm_64`, `logit_lens_llm_32`, `switch_off_llm`, `attention_llm_64` and `flow_llm_32` are the same
 waits on SmolLM2 (`--llm-dir`, e.g. ~/.cache/transformer_lab/checkpoints; targets 0.3, 1.0, 1.0, 1.0 and 2.0 s).
+`tokenize` is drawn once the page has drawn our byte-level BPEs' chips for the typed text (ui/tokens.js, the
+other panels dimmed); `tokenize_answered` once the server's answer has replaced every panel (issue 58).
 Prints one line per action, then one JSON object on the last line.
 """
 
@@ -69,6 +71,9 @@ ACTIONS = {
     "masking_128": ("masking", {"#tab-masking textarea": lambda i: text(i, 110)}, "#masking-run",
                     ["#masking-gallery .js-plotly-plot"], False),
     "tokenize": ("tokens", {"#tab-tokens textarea": lambda i: text(i, 40)}, None, ["#tokens-chips .tok"], False),
+    # the same typing, until the server's answer has replaced every panel the page drew or dimmed (ANSWERED)
+    "tokenize_answered": ("tokens", {"#tab-tokens textarea": lambda i: text(i, 40)}, None, ["#tokens-chips .tok"],
+                          False),
     "generate_80": ("generate", {"#tab-generate textarea": lambda i: f"ROMEO {i}:"}, "#generate-run",
                     ["#generated-text .token"], True),
     "classify": ("sentiment", {"#tab-sentiment textarea": lambda i: f"A moving film, {i} stars."},
@@ -208,6 +213,9 @@ CLOCK = """([trigger, kind, tab, needs, arg]) => {
   }, {capture: true, once: true});
 }"""
 STREAMED = "(tokens) => document.querySelectorAll('#generated-text .token').length >= tokens"
+# The Tokens tab draws our BPEs' panels in the page as the text is typed (ui/tokens.js): `tokenize` is drawn
+# then; the rest wait dimmed for the server's answer, which `tokenize_answered` waits for too
+ANSWERED = "() => !document.querySelector('#tokens-chips .panel.pending')"
 
 
 def arm(page, trigger: str, kind: str, tab: str, needs: list[str], more: str = "() => true", arg=None) -> None:
@@ -248,7 +256,8 @@ def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "e
     page.wait_for_timeout(500)
     # armed before the text is typed: the Tokens tab runs on the typing itself
     typed = list(inputs)[0]
-    arm(page, button or typed, "click" if button else "input", tab, needs, *((STREAMED, 80) if streamed else ()))
+    more = (STREAMED, 80) if streamed else (ANSWERED,) if name == "tokenize_answered" else ()
+    arm(page, button or typed, "click" if button else "input", tab, needs, *more)
     for selector, value in inputs.items():
         page.locator(selector).first.fill(value(i))
     network.bytes = 0
@@ -261,7 +270,8 @@ def measure(browser, url: str, network: Relay, name: str, i: int, lang: str = "e
         page.locator(typed).first.press("End")
     page.wait_for_timeout(50)
     while time.monotonic() < deadline:
-        if drawn(page, tab, needs) and (not streamed or page.locator("#generated-text .token").count() >= 80):
+        if drawn(page, tab, needs) and (not streamed or page.locator("#generated-text .token").count() >= 80) \
+                and (name != "tokenize_answered" or page.evaluate(ANSWERED)):
             break
         page.wait_for_timeout(20)
     polled = time.perf_counter() - started

@@ -139,10 +139,15 @@ def route(arch: str, text: str | None, among: list[str] | None = None) -> str | 
     return ranked[0].name if ranked else None
 
 
+def reads_as_typed(name: str) -> bool:
+    """Whether checkpoint `name` reads a text as it was typed (`read_as` converts none of it)."""
+    return checkpoint(name).script != "simplified"
+
+
 def read_as(name: str, text: str) -> tuple[str, str]:
     """(text as checkpoint `name` reads it, a notice or ""): a model trained on simplified Chinese gets
     traditional characters converted to simplified ones (same length, so every offset holds), and says so."""
-    if checkpoint(name).script != "simplified":
+    if reads_as_typed(name):
         return text, ""
     simplified = to_simplified(text)
     changed = sum(a != b for a, b in zip(text, simplified))

@@ -72,6 +72,18 @@ def _read_shipped() -> tuple[list[tuple[str, TextTokenizer, str]], list[str]]:
         problems
 
 
+def page_tokenizers() -> list[tuple[Message, dict]]:
+    """(label, table) of the shown tokenizers a page can run as a person types, in the order they are shown:
+    byte-level BPEs (`TextTokenizer.merge_ids`) and character tokenizers (`character_ids`, with the vocabulary
+    size the unreadable notice names) whose models read a text as typed (a page has no converter to simplified
+    characters). The real LLMs' are not among them: SmolLM2's splits digits first, Gemma's is not byte-level."""
+    found = []
+    for label, tokenizer, reader in shipped_tokenizers()[0]:
+        if models.reads_as_typed(reader) and (table := tokenizer.merge_ids() or tokenizer.character_ids()):
+            found.append((label, {**table, "vocab": tokenizer.vocab_size}))
+    return found
+
+
 def tokenize(text: str | None) -> tuple[str, list[Tokenized], str]:
     """(the text as read, one Tokenized per shipped tokenizer, notices) for the Tokens tab."""
     text, notice = truncate(text, MAX_CHARS)

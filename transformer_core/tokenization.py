@@ -133,6 +133,41 @@ class TextTokenizer:
         merges = json.loads(self._tokenizer.model.__getstate__()).get("merges", [])
         return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
 
+    def merge_ids(self) -> dict | None:
+        """This byte-level BPE as numbers, for a page that tokenizes as a person types (ui/tokens.js):
+        {"bytes": the id of each byte 0..255, "merges": [left id, right id, ...] in rank order, "first": the id
+        the first merge makes (each next merge's is one more)}. None for a tokenizer that page cannot replay
+        exactly: another model, a normalizer, a pre-tokenizer other than GPT-2's byte-level split, BPE options
+        it lacks (dropout, suffixes), added tokens that are not special (`encode` reads the special ones as
+        text), or merged tokens whose ids are not in rank order."""
+        pre = json.loads(self._tokenizer.pre_tokenizer.__getstate__()) if self._tokenizer.pre_tokenizer else {}
+        if (pre != {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+                or self._tokenizer.normalizer is not None or not isinstance(self._tokenizer.model, models.BPE)
+                or not all(t.special for t in self._tokenizer.get_added_tokens_decoder().values())):
+            return None
+        model = json.loads(self._tokenizer.model.__getstate__())
+        if any(model.get(option) for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix",
+                                                "byte_fallback", "ignore_merges")):
+            return None
+        vocab = model["vocab"]
+        pairs = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
+        made = [vocab[left + right] for left, right in pairs]
+        if not made or made != list(range(made[0], made[0] + len(made))):
+            return None
+        return {"bytes": [vocab[char] for _, char in sorted(_bytes_to_unicode().items())],
+                "merges": [vocab[piece] for pair in pairs for piece in pair], "first": made[0]}
+
+    def character_ids(self) -> dict | None:
+        """This character tokenizer as numbers, for the same page: {"chars": {character: id}, "unknown": the id
+        of [UNK]}. None for any other tokenizer, or one that reads a text otherwise than a character at a time."""
+        pre = json.loads(self._tokenizer.pre_tokenizer.__getstate__()) if self._tokenizer.pre_tokenizer else {}
+        if (self.kind != "characters" or self._tokenizer.normalizer is not None or self._tokenizer.post_processor
+                or pre != {"type": "Split", "pattern": {"Regex": r"[\s\S]"}, "behavior": "Isolated", "invert": False}
+                or self.token_to_id(UNKNOWN) is None):
+            return None
+        chars = {t: i for t, i in self._tokenizer.get_vocab(with_added_tokens=False).items() if len(t) == 1}
+        return {"chars": chars, "unknown": self.token_to_id(UNKNOWN)}
+
     # -- files
 
     @classmethod

@@ -9,10 +9,20 @@ real BPE's merge list can be replayed one merge at a time.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
 import gradio as gr
 import pandas as pd
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from i18n import plural, render, t
+from i18n import LANGUAGES, catalogue, plural, render, t
+from lab import store
 from lab import tokens as use
 from lab.policy import MAX_CHARS
 from ui import events
@@ -52,6 +62,50 @@ def tokenize(text: str | None, lang: str = "en") -> tuple[str, str]:
     return render(notice, lang), views.panels([
         views.tokenizer_panel(render(k.label, lang), k.text, k.spans, render(k.problem, lang), lang)
         for k in tokenized])
+
+
+# The page's half (app.py serves it in the head): our byte-level BPEs' chips drawn as the person types, from
+# the merge tables at TABLES_PATH, fetched once and revalidated (a 304) on each later visit
+PAGE_SCRIPT = Path(__file__).with_name("tokens.js")
+TABLES_PATH = "/lab/tokenizers.json"
+
+
+def page_tables() -> dict:
+    """What ui/tokens.js needs to draw a panel exactly as `tokenize` does, for each tokenizer it can run
+    (lab/tokens.page_tokenizers): its label and table, the panel's messages in every language, the cuts, and
+    when a panel says its tokenizer cannot read the text."""
+    return {"max_chars": MAX_CHARS, "chips_shown": views.CHIPS_SHOWN, "unknown": use.UNKNOWN, "unreadable": use.UNREADABLE,
+            "messages": {lang: {key: catalogue(lang)[key] for key in views.PANEL_MESSAGES} for lang in LANGUAGES},
+            "tokenizers": [{"label": {lang: render(label, lang) for lang in LANGUAGES}, **table}
+                           for label, table in use.page_tokenizers()]}
+
+
+_tables: dict = {}  # the last tables sent, with the model folder signature they were built at
+
+
+def _tables_sent() -> tuple[bytes, bytes, str]:
+    """(JSON, gzip'd JSON, its ETag) of `page_tables`, built again only when the model folder changes."""
+    signature = store.folder_signature()
+    if _tables.get("signature") != signature:
+        body = json.dumps(page_tables(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        _tables.update(signature=signature, sent=(body, gzip.compress(body, 6),
+                                                  f'"{hashlib.sha256(body).hexdigest()[:32]}"'))
+    return _tables["sent"]
+
+
+async def serve_tables(request: Request) -> Response:
+    """TABLES_PATH: the tables, gzip'd when the browser takes it; "no-cache" makes a later visit ask whether
+    they changed (a model trained since) and get a 304 with no body when they did not."""
+    body, zipped, etag = await run_in_threadpool(_tables_sent)
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(zipped, media_type="application/json", headers={**headers, "Content-Encoding": "gzip"})
+    return Response(body, media_type="application/json", headers=headers)
+
+
+ROUTES = [Route(TABLES_PATH, serve_tables)]
 
 
 @cached
@@ -125,7 +179,9 @@ def build(lang: gr.State | None = None) -> Action:
         with gr.Accordion(_("common.what"), open=False):
             gr.Markdown(_("tokens.explainer"))
         # drawn on load by app.py, once the page's language is known (a load trigger here would draw it in English)
-        events.on(text.change, tokenize, [text, lang], [notice, chips], api_name="tokenize")
+        # no progress overlay: the page draws our BPEs' panels at once and dims the others until this answer
+        # replaces them all (ui/tokens.js)
+        events.on(text.change, tokenize, [text, lang], [notice, chips], api_name="tokenize", show_progress="hidden")
         with gr.Accordion(_("tokens.cost_box"), open=True, elem_id="tokens-cost"):
             cost = gr.HTML(css_template=views.CHIP_CSS)
         # like the chips, it follows the reader's language

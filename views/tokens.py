@@ -23,10 +23,12 @@ from i18n import plural, t
 from transformer_core.tokenization import MergeStep, TokenSpan, is_fragment, sanitize
 
 # Scoped by gr.HTML(css_template=...); chips isolate their text so a
-# right-to-left token cannot reorder its neighbours.
+# right-to-left token cannot reorder its neighbours. A panel of an earlier text is dimmed (`pending`) while the
+# page has drawn the text's tokens under our BPEs and waits for the server's panels (ui/tokens.js).
 CHIP_CSS = """
 .panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 12px; }
 .panel { border: 1px solid #ddd; border-radius: 8px; padding: 8px; direction: ltr; }
+.panel.pending { opacity: 0.45; }
 .panel h4 { margin: 0 0 4px 0; }
 .counts { font-size: 0.85em; color: #555; margin-bottom: 6px; }
 .chips { line-height: 2.1; word-break: break-all; max-height: 22em; overflow-y: auto; }
@@ -77,6 +79,13 @@ def _chip(label: str, token_id: int | None, key: int, title: str, fragment: bool
     kind = "tok fragment" if fragment else "tok"
     return (f'<span class="{kind}"{data_id} style="background:{colour(key)}" title="{html.escape(title, quote=True)}">'
             f"{_escape(label)}{sub}</span>")
+
+
+# The messages a panel is written in: a page that draws the panels of our BPEs itself as a person types
+# (ui/tokens.js) is sent these, in every language, beside the merge tables
+PANEL_MESSAGES = ("tokens.chip_title", "tokens.fragment_title", "tokens.chips_cut", "tokens.counts", "tokens.cost",
+                  "tokens.cannot_represent",
+                  *(f"count.{noun}.{n}" for noun in ("character", "byte", "token") for n in ("one", "other")))
 
 
 # Chips drawn per panel: about three screens of its scrolling box. Each chip is ~170 bytes of HTML, and a
