@@ -18,6 +18,7 @@ from views.kit import COLORSCALE, array32, axis_text, matrix_figure, placeholder
 BARS = 15  # heads listed in a ranking's bar list
 DAMAGE_SCALE = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # red: the model does worse without the head
 ROLE_MARKS = {"previous-token": "P", "first-token": "F", "duplicate-token": "D", "induction": "I"}
+WRITTEN_COLUMNS = 40  # the lens table writes its guesses in the cells up to this many positions (more: hover only)
 
 def _head_axes(n_layer: int, n_head: int, groups: list[str] | None = None):
     x = np.array([f"H{h}" for h in range(n_head)], dtype=object)
@@ -148,14 +149,22 @@ def _lens_rows(n_rows: int, lang: str = DEFAULT) -> np.ndarray:
 
 
 def lens_table(run, lang: str = DEFAULT) -> go.Figure:
-    """Rows: the embedding and each layer; columns: positions; cell: the top guess, coloured by its probability."""
+    """Rows: the embedding and each layer; columns: positions; cell: the top guess, coloured by its probability.
+    Up to WRITTEN_COLUMNS positions a guess is written where it first appears down its column (a blank cell: as
+    above), and every cell names its guess on hover: plotly draws each written cell on its own, which made the
+    whole table of a 30-layer LLM slow to draw, and the changes are what the lesson reads."""
     probs = array32(run.top_probs)
     x, rows = position_labels(run.labels, lang), _lens_rows(probs.shape[0], lang)
-    text = np.array([[plain(repr(g)[1:-1]) for g in row] for row in run.guesses], dtype=object)
+    guesses = np.array([[plain(repr(g)[1:-1]) for g in row] for row in run.guesses], dtype=object)
+    written = probs.shape[1] <= WRITTEN_COLUMNS
     fig = matrix_figure(probs, x, rows, axis_text(run.labels, lang), rows, "", t("heads.lens_rows", lang),
-                        t("heads.lens_title", lang), t("heads.lens_hover", lang),
-                        height=max(300, 40 * probs.shape[0] + 180))
-    fig.data[0].update(text=text, texttemplate="%{text}" if probs.shape[1] <= 40 else "", textfont=dict(size=10))
+                        t("heads.lens_title_written" if written else "heads.lens_title", lang),
+                        t("heads.lens_hover", lang), height=max(300, 40 * probs.shape[0] + 180))
+    fig.data[0].update(customdata=guesses)  # the hover names every cell's guess
+    if written:
+        first = np.ones(guesses.shape, dtype=bool)  # where a guess first appears down its column
+        first[1:] = guesses[1:] != guesses[:-1]
+        fig.data[0].update(text=np.where(first, guesses, ""), texttemplate="%{text}", textfont=dict(size=10))
     return fig
 
 
@@ -170,9 +179,11 @@ def rank_lines(run, lang: str = DEFAULT) -> go.Figure:
         names += [f"{pos}:{plain(render(run.labels[pos], lang))}"] * len(rows) + [None]
     layout = dict(title=top_title(t("heads.rank_title", lang)), height=340, showlegend=False,
                   yaxis=dict(type="log", title=dict(text=t("heads.rank", lang)), autorange="reversed"),
-                  xaxis=dict(type="category"), margin=dict(l=60, r=20, t=60, b=40))
-    return unchecked_figure([dict(type="scatter", mode="lines+markers", x=x, y=y, text=names, opacity=0.5,
-                                  line=dict(width=1, color="#2b6cb0"), marker=dict(size=4),
+                  xaxis=dict(type="category"), margin=dict(l=70, r=60, t=60, b=60))
+    # lines without markers: plotly draws each marker on its own, a 30-layer LLM's ~1000 of them slowly; the last
+    # layer's tilted label then sits at the right edge; the margins hold the labels (a push draws the figure twice)
+    return unchecked_figure([dict(type="scatter", mode="lines", x=x, y=y, text=names, opacity=0.5,
+                                  line=dict(width=1, color="#2b6cb0"),
                                   hovertemplate=t("heads.rank_hover", lang))], layout)
 
 

@@ -151,6 +151,29 @@ def test_logit_lens_last_layer_is_the_models_output():
     assert torch.allclose(lens.top_probs[1], expected.max(-1).values, atol=1e-6)
 
 
+@pytest.mark.parametrize("chunk", [2**24, 30])  # the whole vocabulary at once, and two tokens per slice
+@pytest.mark.parametrize("family", [{}, random_models.GEMMA])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])  # float16: as SmolLM2 and Gemma are kept
+def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk, family, dtype):
+    """The lens reads the unembedding a slice of the vocabulary at a time, summing the softmax as it goes:
+    every layer's top guess, its probability, and the rank and probability of the model's prediction must
+    equal those of that layer's full logits, read by hand (in float32, as the lens reads a float16 model)."""
+    monkeypatch.setattr("transformer_core.analysis.heads.LENS_CHUNK", chunk)
+    model = random_models.modern_lm(family, n_layer=3, vocab_size=61).to(dtype)
+    logits, run = model.run_with_trace(TEXT)
+    lens = logit_lens(model, run)
+    final = logits[0].float().argmax(-1)  # the model's own prediction
+    assert torch.equal(lens.top_ids[-1], final) and (lens.final_rank[-1] == 0).all()
+    for layer, h in enumerate(run.hidden["decoder"][:-1]):
+        by_hand = model.norm(h[0].to(dtype)).float() @ model.head.weight.float().T  # (T, vocab)
+        probs = torch.softmax(by_hand, -1)
+        assert torch.equal(lens.top_ids[layer], by_hand.argmax(-1))
+        assert torch.allclose(lens.top_probs[layer], probs.max(-1).values, atol=1e-6)
+        assert torch.allclose(lens.final_probs[layer], probs.gather(-1, final[:, None])[:, 0], atol=1e-6)
+        assert torch.equal(lens.final_rank[layer].long(), (by_hand > by_hand.gather(-1, final[:, None])).sum(-1))
+    assert (lens.final_rank[:-1] > 0).any()  # the earlier layers do not all guess the answer already
+
+
 def test_logit_lens_refuses_models_without_an_unembedding():
     model = random_models.classifier()
     _, run = model.run_with_trace(TEXT)

@@ -55,6 +55,20 @@ def test_the_lens_table_shows_each_layers_guess_escaped():
     assert table.text[0][0] == "&lt;s&gt;" and list(table.y) == ["embedding", "layer 0"]
 
 
+def test_the_lens_table_writes_a_guess_where_it_changes_and_names_every_one_on_hover():
+    guesses = [["x", "y"], ["x", "z"], ["w", "z"]]  # the embedding, then two layers
+    run = use.LensRun("m", ["a", "b"], guesses, np.full((3, 2), 0.5), np.zeros((3, 2)), np.zeros((3, 2)), "")
+    drawn = figure(views.lens_table(run))
+    table = drawn.data[0]
+    assert [list(row) for row in table.text] == [["x", "y"], ["", "z"], ["w", ""]]  # blank: as the layer above
+    assert [list(row) for row in table.customdata] == guesses and "%{customdata}" in table.hovertemplate
+    assert "a blank cell: the same guess as the layer above" in drawn.layout.title.text
+    many = use.LensRun("m", ["a"] * 41, [["x"] * 41] * 2, np.full((2, 41), 0.5), np.zeros((2, 41)),
+                       np.zeros((2, 41)), "")
+    wide = figure(views.lens_table(many))  # too many columns to write in: hover only, and no word of blanks
+    assert not wide.data[0].texttemplate and "blank" not in wide.layout.title.text
+
+
 def test_the_role_grid_marks_only_heads_at_the_threshold():
     zeros = np.zeros((2, 3))
     scores = {role: {"decoder": zeros.copy()} for role in use.ROLES}

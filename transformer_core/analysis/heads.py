@@ -330,28 +330,48 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     streams, so no new pass through the blocks. Its last row is the model's output."""
     if not isinstance(model, DecoderLM):
         raise HeadError(f"the logit lens reads a decoder language model, not a {type(model).__name__}")
-    if "decoder" not in run.hidden:
-        raise HeadError("the run has no residual streams: trace it with run_with_trace")
-    device = device_of(model)
-    stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device)  # (n_layer + 1, T, d_model)
-    L, T, vocab = stream.shape[0], stream.shape[1], model.config.vocab_size
-    final = model.head(model.norm(stream[-1])).float().argmax(-1, keepdim=True)  # (T, 1): the model's prediction
-    # layers read through the unembedding a few at a time: one matrix product per chunk reads the (large) output
-    # matrix once, and a chunk's logits stay under LENS_CHUNK numbers (Gemma's 262k-token vocabulary made all
-    # layers' at once gigabytes; one layer at a time read its 600 MB matrix 19 times)
-    per = max(1, LENS_CHUNK // (T * vocab))
-    top_ids, top_probs, final_rank, final_probs = [], [], [], []
-    for start in range(0, L, per):
-        logits = model.head(model.norm(stream[start:start + per])).float()  # (chunk, T, vocab)
-        logp = torch.log_softmax(logits, -1)
-        top_logp, top_id = logp.max(-1)
-        picked = final.expand(len(logits), -1, -1)  # (chunk, T, 1)
-        top_ids.append(top_id)
-        top_probs.append(top_logp.exp())
-        final_rank.append((logits > logits.gather(-1, picked)).sum(-1))
-        final_probs.append(logp.gather(-1, picked)[..., 0].exp())
-    top_ids, top_probs, final_rank, final_probs = (torch.cat(x) for x in (top_ids, top_probs, final_rank, final_probs))
-    return LogitLens(top_ids.cpu(), top_probs.cpu(), final_rank.cpu(), final_probs.cpu())
+    if "decoder" not in run.hidden or run.logits is None:
+        raise HeadError("the run has no residual streams or logits: trace it with run_with_trace")
+    device, unembed = device_of(model), model.head.weight  # (vocab, d_model)
+    # (n_layer + 1, T, d_model), back in the model's dtype (a trace keeps float32): the norm reads what the model's did
+    stream = torch.stack([h[row] for h in run.hidden["decoder"]]).to(device, unembed.dtype)
+    L, T, d_model = stream.shape
+    logits = run.logits[row].to(device)  # (T, vocab): the model's output, read from the last stream
+    final = logits.argmax(-1)  # (T,) the model's prediction
+    # the embedding and every block but the last at every position, one row each, read in one go
+    x = model.norm(stream[:-1]).float().reshape((L - 1) * T, d_model)
+    answer = final.repeat(L - 1)
+    layers = _read_out(_vocab_slices(x, unembed), answer, (x * unembed[answer].float()).sum(-1))
+    output = _read_out([(0, logits)], final, logits.gather(-1, final[:, None])[:, 0])
+    return LogitLens(*(torch.cat([a.reshape(L - 1, T), b[None]]).cpu() for a, b in zip(layers, output)))
+
+
+def _vocab_slices(x: torch.Tensor, unembed: torch.Tensor):
+    """Rows x (N, d_model) read through the unembedding (vocab, d_model) a slice of the vocabulary at a time:
+    yields (the slice's first id, its logits (N, slice)). The (N, vocab) logits are never all held (Gemma's
+    262k tokens), the matrix is read once, and in float32: a CPU multiplies float16 several times slower."""
+    per = max(1, LENS_CHUNK // len(x))
+    for start in range(0, unembed.shape[0], per):
+        yield start, x @ unembed[start:start + per].float().T
+
+
+def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Each row's top token and its probability, and the rank (0 = top) and probability of the row's answer
+    (N,) whose logit is `answer_logit` (N,), from the rows' logits given a slice of the vocabulary at a time
+    (first id, (N, slice)); no slice is kept."""
+    top = torch.full(answer.shape, -torch.inf, device=answer.device)
+    log_total = top.clone()  # the log of the softmax's normaliser, summed slice by slice
+    top_id, rank = torch.zeros_like(answer), torch.zeros_like(answer, dtype=torch.int32)
+    for start, logits in slices:
+        best, best_id = logits.max(-1)
+        top_id, top = torch.where(best > top, best_id + start, top_id), torch.maximum(top, best)
+        log_total = torch.logaddexp(log_total, torch.logsumexp(logits, -1))
+        rank += (logits > answer_logit[:, None]).sum(-1, dtype=torch.int32)  # int32: counting int64 is slower
+        # the answer never outranks itself (its logit in the slice may differ from answer_logit in the last bit)
+        here = answer - start
+        inside = (here >= 0) & (here < logits.shape[1])
+        rank -= (inside & (logits.gather(-1, here.clamp(0, logits.shape[1] - 1)[:, None])[:, 0] > answer_logit)).int()
+    return top_id, torch.exp(top - log_total), rank, torch.exp(answer_logit - log_total)
 
 
 # --- head roles --------------------------------------------------------------------------
