@@ -238,7 +238,11 @@
   };
   document.addEventListener('input', (event) => {
     if (!event.target.closest || !event.target.closest('#tokens_text')) return;
-    if (data) soon(draw); else load();
+    if (!data) { load(); return; }
+    // every text typed is drafted, not only those a frame drew: a late answer for one a frame skipped (fast
+    // typing) is then known as overtaken, where it stood until the last answer came
+    draftOf(box().value);
+    soon(draw);
   }, true);
   document.addEventListener('focusin', (event) => {
     if (event.target.closest && event.target.closest('#tokens_text')) load();
