@@ -136,3 +136,27 @@ def test_typing_draws_our_bpes_before_the_server_answers_and_its_answer_stands(v
     page.unroute("**/gradio_api/queue/join*", hold)
     page.wait_for_function("() => !document.querySelector('#tokens-chips .panel.pending')")
     assert bpe.evaluate("(el) => el.outerHTML") == drafted
+
+
+def test_a_late_answer_for_a_text_typed_past_within_one_frame_is_drawn_over(visit):  # noqa: F811
+    # fast typing: two texts within one frame, so no frame draws the first; its late answer must not stand
+    visit.open("?tab=tokens")
+    page = visit.page
+    page.locator("#tokens-chips .tok").first.wait_for()
+    page.wait_for_function("() => labTokens.loaded()")
+    hold = lambda route: None  # noqa: E731 (the server's own answers never come: the late one is played below)
+    page.route("**/gradio_api/queue/join*", hold)
+    first, typed = "Held back", "Held back, then typed on"
+    label = LABELS["en"][0]
+    ids = [s.id for s in _tokenizer(label).tokens(typed)]
+    shows_typed = """([label, ids]) => Array.from(document.querySelectorAll('#tokens-chips .panel')).some(
+        (p) => p.querySelector('h4').textContent === label && Array.from(p.querySelectorAll('.tok'),
+        (c) => +c.dataset.id).join() === ids.join())"""
+    page.evaluate("""([first, typed]) => { const box = document.querySelector('#tokens_text textarea');
+        for (const text of [first, typed]) { box.value = text; box.dispatchEvent(new Event('input', {bubbles: true})); }
+    }""", [first, typed])
+    page.wait_for_function(shows_typed, arg=[label, ids], timeout=10_000)
+    _, late = tab.tokenize(first, "en")  # the server's answer for the first text, arriving now
+    page.evaluate("(html) => { document.querySelector('#tokens-chips .panels').outerHTML = html; }", late)
+    page.wait_for_function(shows_typed, arg=[label, ids], timeout=5_000)
+    page.unroute("**/gradio_api/queue/join*", hold)
