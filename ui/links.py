@@ -163,12 +163,18 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   // long Chinese label had left it below the first screen
   const bring = () => window.labBring && window.labBring(result && document.querySelector(result));
   go();
-  let scrolled = 0; const until = Date.now() + 20000;
+  // it ends once the result is drawn and has stood still for a round (on a slow server a figure above it may
+  // still grow after its own spinner is gone), and says so in window.labStepSettled (the browser tests wait on it)
+  let scrolled = 0, last = null; const until = Date.now() + 20000;
   const again = () => { if (window.labScrollStep !== step) return;
                         const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
                         if (tall) { if (focus) go(); bring(); scrolled += 1; }
-                        const running = window.labBusy && window.labBusy(result && document.querySelector(result));
-                        if ((scrolled < 4 || running) && Date.now() < until) setTimeout(again, tall ? 600 : 250); };
+                        const shown = result && document.querySelector(result);
+                        const running = window.labBusy && window.labBusy(shown);
+                        const at = shown ? Math.round(shown.getBoundingClientRect().top) : null;
+                        const moved = at !== last; last = at;
+                        if ((scrolled < 4 || running || moved) && Date.now() < until) setTimeout(again, tall ? 600 : 250);
+                        else window.labStepSettled = step; };
   setTimeout(again, 300); }"""
 SCROLL_TO_STEP = SCROLL_TO_STEP % (
     json.dumps({name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset}),

@@ -97,7 +97,9 @@ def test_every_lecture_step_shows_what_it_is_about_on_a_phones_first_screen(brow
         tab = preset["tab"]
         page.locator(f"#tab-{tab}").wait_for()
         wait_drawn(visit, tab, [], settle_s=0.3)
-        page.wait_for_timeout(700)  # the step's scrolling settles (ui/links.SCROLL_TO_STEP re-scrolls as it grows)
+        # the step's scrolling has settled (ui/links.SCROLL_TO_STEP re-scrolls until its result stands still): a
+        # fixed wait failed in CI on a slow machine, where the figure above the logit lens grew after it
+        page.wait_for_function("() => (window.labStepSettled || 0) >= (window.labScrollStep || 0)", timeout=30_000)
         if tab in THEIRS:
             continue
         box = page.evaluate(BOX, step_result(name))
