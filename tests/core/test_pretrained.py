@@ -100,3 +100,19 @@ def test_training_command_refuses_bad_settings_with_a_message(tmp_path, flags, m
     with pytest.raises(SystemExit):
         train_pretrained.main(["--out", str(tmp_path / "out"), *flags])
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_float32():
+    """Decoding (one row) multiplies in float16, half the bytes to read; a prompt's rows multiply in float32,
+    where a CPU's float16 product is several times slower: the rows' outputs are then float32's, to the bit."""
+    from transformer_core.weights.float16 import HALF_ROWS, HalfLinear
+
+    g = torch.Generator().manual_seed(0)
+    weight, bias = torch.randn(24, 16, generator=g), torch.randn(24, generator=g)
+    linear = HalfLinear(weight, bias)
+    x = torch.randn(HALF_ROWS + 3, 16, generator=g) * 1.001  # inputs float16 rounds
+    full = torch.nn.functional.linear(x, linear.weight.float(), linear.bias.float())
+    assert torch.equal(linear(x), full)
+    one = linear(x[:1])
+    assert torch.equal(one, torch.nn.functional.linear(x[:1].half(), linear.weight, linear.bias).float())
+    assert not torch.equal(one, full[:1]) and torch.allclose(one, full[:1], atol=0.05)

@@ -5,9 +5,10 @@ On 20 texts (benchmarks/llm.py), against the float32 import, the top choice move
 with bfloat16 weights, 3 with bfloat16 inputs too (what oneDNN's fast bfloat16 and the int4 "tinygemm" kernels
 read), 6 with int8 weights and a scale per row, and 46 with fbgemm's int8 kernel, which also rounds each input
 to int8; with float16 (11 bits of each weight and each input) at none or 1 in 400 (benchmarks/RESULTS.md).
-So the matrices (embeddings, projections, a tied output layer once) are stored and kept float16; each linear
-layer reads its input as float16 and gives float32 back, so the residual stream, the norms and attention stay
-float32 (Gemma's residual stream outgrows float16's range).
+So the matrices (embeddings, projections, a tied output layer once) are stored and kept float16; a linear layer
+reads one or two tokens' input as float16 (decoding) and a prompt's rows as float32 (`HalfLinear`), and gives
+float32 back, so the residual stream, the norms and attention stay float32 (Gemma's residual stream outgrows
+float16's range).
 
 `load_model` reads such a folder (config.json says `"weights": "float16"`); on a GPU the model is float32.
 """
@@ -39,9 +40,16 @@ def save_float16(model: nn.Module, folder: str | Path, tokenizer=None, card: str
     return folder
 
 
+# Rows above which W is read as float32 and x kept float32: a CPU's float16 matrix product is fast for a token
+# or two (decoding, where reading the weights is the cost, and half the bytes is half the time) but several times
+# slower than float32 for a prompt's rows (where the arithmetic is the cost); x is then not rounded at all.
+HALF_ROWS = 2
+
+
 class HalfLinear(nn.Module):
-    """x W^T (+ b) with W kept float16: the input is read as float16, the output given as float32. An input that
-    outgrows float16's range (rare: Gemma's gated hidden units) is multiplied in float32 instead."""
+    """x W^T (+ b) with W kept float16, the output given as float32. Up to HALF_ROWS rows the input is read as
+    float16 (float16 arithmetic); more rows are multiplied in float32, as is an input that outgrows float16's
+    range (rare: Gemma's gated hidden units)."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
         super().__init__()
@@ -49,9 +57,10 @@ class HalfLinear(nn.Module):
         self.bias = None if bias is None else nn.Parameter(bias.to(torch.float16), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.linear(x.to(torch.float16), self.weight, self.bias).float()
-        if torch.isfinite(out).all():
-            return out
+        if x.numel() <= HALF_ROWS * x.shape[-1]:
+            out = F.linear(x.to(torch.float16), self.weight, self.bias).float()
+            if torch.isfinite(out).all():
+                return out
         return F.linear(x.float(), self.weight.float(), None if self.bias is None else self.bias.float())
 
 
