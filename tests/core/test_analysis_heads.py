@@ -174,6 +174,35 @@ def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk
     assert (lens.final_rank[:-1] > 0).any()  # the earlier layers do not all guess the answer already
 
 
+@pytest.mark.parametrize("family", [{}, random_models.GEMMA])
+def test_a_large_lens_multiplied_in_bfloat16_states_float32s_top_guess_and_near_ranks(monkeypatch, family):
+    """A large lens multiplies in bfloat16 and reads each row's best candidates again in float32: the top guess
+    is float32's, its probability within 1 %, the answer's rank exact among the candidates and, beyond them,
+    off by no more than the tokens within twice the product's error bound of the answer's logit."""
+    from transformer_core.analysis import heads
+
+    keep = 8
+    monkeypatch.setattr(heads, "_lens_dtype", lambda x, unembed: torch.bfloat16)
+    monkeypatch.setattr(heads, "LENS_EXACT", keep)
+    monkeypatch.setattr(heads, "LENS_CHUNK", 3000)  # a few slices of the vocabulary
+    model = random_models.modern_lm(family, n_layer=3, vocab_size=700).to(torch.float16)
+    logits, run = model.run_with_trace(TEXT)
+    lens = logit_lens(model, run)
+    final = logits[0].float().argmax(-1)
+    for layer, h in enumerate(run.hidden["decoder"][:-1]):
+        x = model.norm(h[0].to(torch.float16)).float()
+        by_hand = x @ model.head.weight.float().T  # (T, vocab) float32
+        probs, answer = torch.softmax(by_hand, -1), by_hand.gather(-1, final[:, None])
+        rank = (by_hand > answer).sum(-1)
+        assert torch.equal(lens.top_ids[layer], by_hand.argmax(-1))
+        assert torch.allclose(lens.top_probs[layer], probs.max(-1).values, rtol=0.01)
+        near = rank < keep
+        assert torch.equal(lens.final_rank[layer][near].long(), rank[near])
+        band = ((by_hand - answer).abs() <= 2 * heads._bf16_error(x, model.head.weight, answer[:, 0])[:, None]).sum(-1)
+        assert ((lens.final_rank[layer].long() - rank).abs() <= band).all()
+        assert (~near).any() or layer > 0  # the embedding's row reads ranks beyond the candidates
+
+
 def test_logit_lens_refuses_models_without_an_unembedding():
     model = random_models.classifier()
     _, run = model.run_with_trace(TEXT)
