@@ -203,6 +203,19 @@ def test_a_large_lens_multiplied_in_bfloat16_states_float32s_top_guess_and_near_
         assert (~near).any() or layer > 0  # the embedding's row reads ranks beyond the candidates
 
 
+def test_the_lens_reads_a_float32_stream_beyond_float16s_range_under_float16_matrices():
+    """The real LLMs keep their matrices float16 and their residual stream float32; Gemma's stream at the first
+    token outgrows float16 (over 65,504): the lens reads it as the model's final norm does, in float32."""
+    from transformer_core.weights.float16 import HalfLinear
+
+    model = random_models.modern_lm(random_models.GEMMA, n_layer=3, vocab_size=61)
+    model.head = HalfLinear(model.head.weight.detach())
+    _, run = model.run_with_trace(TEXT)
+    run.hidden["decoder"][1][0, 0] *= 1e6  # block 0's stream at the first token, far past float16's range
+    lens = logit_lens(model, run)
+    assert torch.isfinite(lens.top_probs).all() and torch.isfinite(lens.final_probs).all()
+
+
 def test_logit_lens_refuses_models_without_an_unembedding():
     model = random_models.classifier()
     _, run = model.run_with_trace(TEXT)
