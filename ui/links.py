@@ -163,19 +163,30 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
   // long Chinese label had left it below the first screen
   const bring = () => window.labBring && window.labBring(result && document.querySelector(result));
   go();
-  // it ends once the result is drawn and has stood still for a round (on a slow server a figure above it may
-  // still grow after its own spinner is gone), and says so in window.labStepSettled (the browser tests wait on it)
-  let scrolled = 0, last = null; const until = Date.now() + 20000;
+  // it ends once the result is drawn, in sight and has stood still for a round, or after a minute (as a click's
+  // result is followed, ui/page.js): in CI a slow answer drawn after the 20 s this waited before left the logit
+  // lens table 87 px on a phone's screen; it says so in window.labStepSettled (the browser tests wait on it)
+  let scrolled = 0, last = null; const until = Date.now() + 60000;
   const again = () => { if (window.labScrollStep !== step) return;
                         const el = document.querySelector(focus || result), tall = el && el.offsetHeight > 0;
                         if (tall) { if (focus) go(); bring(); scrolled += 1; }
                         const shown = result && document.querySelector(result);
                         const running = window.labBusy && window.labBusy(shown);
+                        const placed = !shown || !window.labPlaced || window.labPlaced(shown);
                         const at = shown ? Math.round(shown.getBoundingClientRect().top) : null;
                         const moved = at !== last; last = at;
-                        if ((scrolled < 4 || running || moved) && Date.now() < until) setTimeout(again, tall ? 600 : 250);
-                        else window.labStepSettled = step; };
-  setTimeout(again, 300); }"""
+                        if ((scrolled < 4 || running || moved || !placed) && Date.now() < until) {
+                          setTimeout(again, tall ? 600 : 250);
+                        } else window.labStepSettled = step; };
+  setTimeout(again, 300);
+  // and whenever the page's height changes later, within the minute, until the person scrolls or steps on: an
+  // answer that comes late (one computed outside the queue shows no spinner) grows what is above the result
+  let moving = false; const stop = () => { moving = true; };
+  ['wheel', 'touchmove', 'keydown'].forEach((kind) => addEventListener(kind, stop, {once: true, passive: true}));
+  const follow = new ResizeObserver(() => {
+    if (window.labScrollStep !== step || moving || Date.now() > until) { follow.disconnect(); return; }
+    if (document.querySelector(focus || result)) { if (focus) go(); bring(); } });
+  follow.observe(document.body); }"""
 SCROLL_TO_STEP = SCROLL_TO_STEP % (
     json.dumps({name: preset["focus"] for name, preset in LECTURE_PRESETS.items() if "focus" in preset}),
     json.dumps({name: step_result(name) for name in LECTURE_PRESETS}))

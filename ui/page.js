@@ -83,6 +83,7 @@
     window.scrollBy(0, r.top - (innerHeight - Math.min(r.height, 0.45 * innerHeight)) + 8);
   };
   window.labBring = bring;
+  window.labPlaced = (el) => visible(el) && inSight(el);
   const resultOf = (button) => {
     const named = (window.labResults || {})[button.id];
     if (named) return document.querySelector(named);
