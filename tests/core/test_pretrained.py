@@ -102,9 +102,10 @@ def test_training_command_refuses_bad_settings_with_a_message(tmp_path, flags, m
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
-def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_float32():
+def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_float32(monkeypatch):
     """Decoding (one row) multiplies in float16, half the bytes to read; a prompt's rows multiply in float32,
     where a CPU's float16 product is several times slower: the rows' outputs are then float32's, to the bit."""
+    from transformer_core.weights import float16
     from transformer_core.weights.float16 import HALF_ROWS, HalfLinear
 
     g = torch.Generator().manual_seed(0)
@@ -113,6 +114,8 @@ def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_flo
     x = torch.randn(HALF_ROWS + 3, 16, generator=g) * 1.001  # inputs float16 rounds
     full = torch.nn.functional.linear(x, linear.weight.float(), linear.bias.float())
     assert torch.equal(linear(x), full)
+    monkeypatch.setattr(float16, "FLOAT32_CHUNK", 5 * 16)  # the weights read as float32 five rows at a time
+    assert torch.allclose(linear(x), full, atol=1e-6) and linear(x).shape == full.shape
     one = linear(x[:1])
     assert torch.equal(one, torch.nn.functional.linear(x[:1].half(), linear.weight, linear.bias).float())
     assert not torch.equal(one, full[:1]) and torch.allclose(one, full[:1], atol=0.05)

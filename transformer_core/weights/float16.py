@@ -44,6 +44,8 @@ def save_float16(model: nn.Module, folder: str | Path, tokenizer=None, card: str
 # or two (decoding, where reading the weights is the cost, and half the bytes is half the time) but several times
 # slower than float32 for a prompt's rows (where the arithmetic is the cost); x is then not rounded at all.
 HALF_ROWS = 2
+# Weights read as float32 at once (16 MB): Gemma's tied output layer whole would be a 671 MB float32 copy per prompt
+FLOAT32_CHUNK = 2**22
 
 
 class HalfLinear(nn.Module):
@@ -61,7 +63,10 @@ class HalfLinear(nn.Module):
             out = F.linear(x.to(torch.float16), self.weight, self.bias).float()
             if torch.isfinite(out).all():
                 return out
-        return F.linear(x.float(), self.weight.float(), None if self.bias is None else self.bias.float())
+        x, per = x.float(), max(1, FLOAT32_CHUNK // self.weight.shape[1])
+        bias = None if self.bias is None else self.bias.float()
+        return torch.cat([F.linear(x, self.weight[i:i + per].float(), None if bias is None else bias[i:i + per])
+                          for i in range(0, len(self.weight), per)], dim=-1)
 
 
 class HalfEmbedding(nn.Module):
