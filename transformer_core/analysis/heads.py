@@ -379,8 +379,8 @@ def _vocab_slices(x: torch.Tensor, unembed: torch.Tensor, dtype: torch.dtype = t
 def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor, keep: int = 0) -> tuple[torch.Tensor, ...]:
     """Each row's top token and its probability, and the rank (0 = top) and probability of the row's answer
     (N,) whose logit is `answer_logit` (N,), from the rows' logits given a slice of the vocabulary at a time
-    (first id, (N, slice)), each overwritten once read. With `keep`, also each row's `keep` best logits and their ids, and
-    the log of the softmax's normaliser: what _read_out_bf16 corrects."""
+    (first id, (N, slice)), each overwritten once read. With `keep`, also each row's `keep` best logits and their
+    ids, and the log of the softmax's normaliser: what _read_out_bf16 corrects."""
     top = torch.full(answer.shape, -torch.inf, device=answer.device)
     log_total = top.clone()  # the log of the softmax's normaliser, summed slice by slice
     top_id, rank = torch.zeros_like(answer), torch.zeros_like(answer, dtype=torch.int32)
@@ -423,7 +423,7 @@ def _read_out_bf16(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor,
     top: such a row is read in float32 whole), and so are the answer's logit and the candidates' share of the
     normaliser. The rest of the normaliser and a rank beyond the candidates are bfloat16's: a probability within
     about 1 % of float32's, a rank off by at most the tokens whose logit lies within the error bound of the
-    answer's (on SmolLM2's and Gemma's lens of three texts: probabilities within 0.0024, ranks beyond the
+    answer's (on SmolLM2's and Gemma's lens of three texts: probabilities within 0.004, ranks beyond the
     candidates within 20 %, on a log axis)."""
     top_id, top, rank, log_total, best_k, best_k_id = _read_out(
         _vocab_slices(x, unembed, torch.bfloat16), answer, answer_logit, keep=LENS_EXACT)
