@@ -50,6 +50,16 @@
     });
     camera.after(svg, data);
   };
+  // A table too wide for a phone: a figure that names the width its writing needs (layout.meta.min_width: the
+  // logit lens's guesses written in 29 columns crossed each other in 300 px) is drawn that wide on a phone's screen
+  // and scrolls sideways, as a phone shows any wide table, its title at the left edge where the screen shows it
+  const PHONE = matchMedia('(max-width: 640px)');
+  const widen = (gd) => {
+    const least = gd.layout && gd.layout.meta && gd.layout.meta.min_width;
+    if (!least || !PHONE.matches || !gd._fullLayout || gd._fullLayout.width >= least || !window.Plotly) return;
+    gd.parentElement.style.overflowX = 'auto';
+    window.Plotly.relayout(gd, {width: least, 'title.x': 0, 'title.xanchor': 'left', 'title.pad.l': 10});
+  };
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -57,6 +67,7 @@
     requestAnimationFrame(() => {
       pending = false;
       document.querySelectorAll('.modebar').forEach(addButtons);
+      document.querySelectorAll('.js-plotly-plot').forEach(widen);
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 

@@ -12,13 +12,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import DEFAULT, render, t
-from views.kit import COLORSCALE, array32, axis_text, matrix_figure, placeholder, plain, position_labels, top_title, \
-    unchecked_figure
+from views.kit import COLORSCALE, array32, axis_text, label_px, matrix_figure, placeholder, plain, position_labels, \
+    top_title, unchecked_figure
 
 BARS = 15  # heads listed in a ranking's bar list
 DAMAGE_SCALE = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]]  # red: the model does worse without the head
 ROLE_MARKS = {"previous-token": "P", "first-token": "F", "duplicate-token": "D", "induction": "I"}
 WRITTEN_COLUMNS = 40  # the lens table writes its guesses in the cells up to this many positions (more: hover only)
+GUESS_FONT = 10  # px, a written guess; label_px measures the tick labels' 12 px
+COLUMN_PX = (24, 64)  # a written column's least and most width: a guess wider than 64 px may cross its neighbour
 
 def _head_axes(n_layer: int, n_head: int, groups: list[str] | None = None):
     x = np.array([f"H{h}" for h in range(n_head)], dtype=object)
@@ -164,13 +166,19 @@ def lens_table(run, lang: str = DEFAULT) -> go.Figure:
     if written:
         first = np.ones(guesses.shape, dtype=bool)  # where a guess first appears down its column
         first[1:] = guesses[1:] != guesses[:-1]
-        fig.data[0].update(text=np.where(first, guesses, ""), texttemplate="%{text}", textfont=dict(size=10))
+        fig.data[0].update(text=np.where(first, guesses, ""), texttemplate="%{text}", textfont=dict(size=GUESS_FONT))
+        # the width at which written guesses stop crossing each other: a narrower screen (a phone) draws the table
+        # this wide and scrolls it sideways (ui/page.js), as a phone shows any wide table
+        widest = max((label_px(g) for g in guesses[first]), default=0.0) * GUESS_FONT / 12 + 6
+        margin = fig.layout.margin
+        fig.layout["meta"] = dict(min_width=round(margin.l + margin.r + probs.shape[1] * min(max(widest, COLUMN_PX[0]),
+                                                                                           COLUMN_PX[1])))
     return fig
 
 
 def rank_lines(run, lang: str = DEFAULT) -> go.Figure:
     """One line per position: the rank of the model's final prediction in each layer's guess."""
-    rank = array32(run.final_rank) + 1  # (n_layer + 1, T); log scale needs >= 1
+    rank = array32(run.final_rank) + 1  # (n_layer + 1, T), counted from 1: the top guess is 1 (a log axis needs >= 1)
     rows = list(_lens_rows(rank.shape[0], lang))
     x, y, names = [], [], []
     for pos in range(rank.shape[1]):  # one trace, lines split by None: 128 traces would draw slowly

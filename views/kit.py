@@ -157,10 +157,15 @@ NARROW_PX, WIDE_PX = 6.5, 13.0  # a Latin letter or digit (on average); a Han ch
 # Below the figure's top edge by this much: plotly places a title's top by a Latin letter's height (dy 0.7em),
 # and Han characters stand taller, so a PNG or SVG of a Chinese title lost its top
 TITLE_PAD_PX = 6
+# plotly.js lowers a one-line title by 0.7em but places a title of several lines by its first line's baseline, so
+# that line stood above the figure's top edge, its upper half cut (measured: 12 px higher than one line, at plotly's
+# 17 px title type); such a title is lowered by that much
+TITLE_LINES_PX = 12
 
 
 def top_title(text: str) -> dict:
-    return dict(text=text, x=0.5, xanchor="center", y=1, yref="container", yanchor="top", pad=dict(t=TITLE_PAD_PX))
+    pad = TITLE_PAD_PX + (TITLE_LINES_PX if "<br>" in text else 0)
+    return dict(text=text, x=0.5, xanchor="center", y=1, yref="container", yanchor="top", pad=dict(t=pad))
 
 
 def unchecked_figure(data: list[dict], layout: dict) -> Figure:

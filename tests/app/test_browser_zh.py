@@ -157,6 +157,15 @@ def test_a_chinese_title_stands_inside_its_figure_and_the_svg_names_a_chinese_fo
     assert visit.page.evaluate(SVG_FONT)
 
 
+def test_a_title_of_several_lines_stands_inside_its_figure(visit):
+    visit.open(HEAD_LINKS["lens"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["lens"][1]), "attention")
+    lines = visit.page.evaluate("() => document.querySelector('#lens-table .gtitle').querySelectorAll('.line').length")
+    assert lines >= 3  # the lens table's title: two lines and a note
+    tops = visit.page.evaluate(TITLES)
+    assert tops and min(tops) >= 0, tops  # plotly placed such a title by its first baseline: half a line was cut
+
+
 # --- the phone (issue 48, row 14) ------------------------------------------------------------------------------
 
 PHONE = {"width": 390, "height": 844}
@@ -225,6 +234,36 @@ def _every_example_of_a_set_is_on_one_page_with_no_english_page_numbers(visit) -
 # what else a tab's page shows in Chinese at the projector
 AT_THE_PROJECTOR = {"masking": _examples_show_no_raw_true_or_false,
                     "attention": _every_example_of_a_set_is_on_one_page_with_no_english_page_numbers}
+
+
+# The lens table as drawn: its width, the width its written guesses need, whether its block scrolls sideways, and
+# each written guess's box
+LENS_DRAWN = """() => { const gd = document.querySelector('#lens-table .js-plotly-plot');
+  const guesses = Array.from(gd.querySelectorAll('.heatmaplayer text')).filter((e) => e.textContent.trim());
+  return {width: gd._fullLayout.width, least: gd.layout.meta.min_width,
+          scrolls: gd.parentElement.scrollWidth > gd.parentElement.clientWidth + 1,
+          boxes: guesses.map((e) => { const b = e.getBoundingClientRect();
+                                      return [Math.round(b.top), b.left, b.right, e.textContent]; })}; }"""
+
+
+def test_on_a_phone_the_lens_table_is_drawn_as_wide_as_its_guesses_need_and_scrolls_sideways(visit):
+    visit.page.set_viewport_size(PHONE)
+    visit.page.goto(visit.base_url + "/" + HEAD_LINKS["lens"][0] + "&lang=zh-CN")  # a phone folds the tab names
+    visit.page.locator("#tab-attention").wait_for()
+    assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["lens"][1]), "attention")
+    for _ in range(100):  # widened a moment after it is drawn
+        seen = visit.page.evaluate(LENS_DRAWN)
+        if seen["width"] >= seen["least"]:
+            break
+        visit.page.wait_for_timeout(200)
+    visit.page.locator("#lens-table").scroll_into_view_if_needed()
+    shot(visit, "phone-lens")
+    assert seen["width"] >= seen["least"] > PHONE["width"] and seen["scrolls"], seen
+    rows: dict[int, list] = {}
+    for top, left, right, text in seen["boxes"]:
+        rows.setdefault(top, []).append((left, right, text))
+    crossed = [(a[2], b[2]) for row in rows.values() for a, b in zip(sorted(row), sorted(row)[1:]) if b[0] < a[1] - 1]
+    assert len(seen["boxes"]) >= 10 and crossed == [], crossed  # at phone width they crossed in every row
 
 
 # One page per tab (a page of a tab costs seconds to open and draw), opened at phone width as a phone opens it, with

@@ -69,6 +69,20 @@ def test_the_lens_table_writes_a_guess_where_it_changes_and_names_every_one_on_h
     assert not wide.data[0].texttemplate and "blank" not in wide.layout.title.text
 
 
+
+def test_the_lens_table_names_the_width_its_written_guesses_need_and_the_ranks_count_from_one():
+    def table(guess: str, columns: int):
+        probs = np.full((2, columns), 0.5)
+        return use.LensRun("m", ["a"] * columns, [[guess] * columns] * 2, probs,
+                           np.array([[3] * columns, [0] * columns]), np.zeros((2, columns)), "")
+    short, long = figure(views.lens_table(table("x", 10))), figure(views.lens_table(table(" capital", 10)))
+    margins = short.layout.margin.l + short.layout.margin.r
+    assert short.layout.meta["min_width"] == margins + 10 * views.COLUMN_PX[0]  # a one-letter guess: the least
+    assert margins + 10 * 40 < long.layout.meta["min_width"] <= margins + 10 * views.COLUMN_PX[1]
+    assert figure(views.lens_table(table("x", 41))).layout.meta is None  # hover only: any width reads
+    ranks = figure(views.rank_lines(table("x", 2))).data[0].y
+    assert list(ranks[:2]) == [4, 1] and "1 = the top guess" in figure(views.rank_lines(table("x", 2))).layout.title.text
+
 def test_the_role_grid_marks_only_heads_at_the_threshold():
     zeros = np.zeros((2, 3))
     scores = {role: {"decoder": zeros.copy()} for role in use.ROLES}
