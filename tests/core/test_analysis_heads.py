@@ -159,6 +159,7 @@ def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk
     every layer's top guess, its probability, and the rank and probability of the model's prediction must
     equal those of that layer's full logits, read by hand (in float32, as the lens reads a float16 model)."""
     monkeypatch.setattr("transformer_core.analysis.heads.LENS_CHUNK", chunk)
+    monkeypatch.setattr("transformer_core.analysis.heads.COUNT_ROWS", 3)  # the ranks counted in parts of rows
     model = random_models.modern_lm(family, n_layer=3, vocab_size=61).to(dtype)
     logits, run = model.run_with_trace(TEXT)
     lens = logit_lens(model, run)

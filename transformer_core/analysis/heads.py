@@ -42,6 +42,7 @@ ROLES = ("previous-token", "first-token", "duplicate-token", "induction")
 # key, averaged over the queries the role is defined for. Uniform attention over the
 # ~100 keys of a repeated sequence puts ~0.02 there, so 0.4 means the head singles it out.
 ROLE_THRESHOLD = 0.4
+COUNT_ROWS = 32  # rows of a slice whose logits are compared with the answer's at once (see _read_out)
 LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 # From this many logits (rows x vocabulary) the lens multiplies in bfloat16 where the CPU has it (see _lens_dtype),
 # then reads in float32 each row's LENS_EXACT best candidates and the answer
@@ -402,7 +403,11 @@ def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor, keep: in
         top_id, top = torch.where(best > top, best_id + start, top_id), torch.maximum(top, best)
         # compared in the slice's own dtype (a bfloat16 slice read as float32 would be copied whole)
         bar = answer_logit.to(logits.dtype)
-        rank += (logits > bar[:, None]).sum(-1, dtype=torch.int32)  # int32: counting int64 is slower
+        # counted in int32 (int64 is slower), a few rows at a time: the count copies its rows to int32, and a
+        # whole slice's copy is 64 MB of fresh memory each time
+        for rows in range(0, len(logits), COUNT_ROWS):
+            part = slice(rows, rows + COUNT_ROWS)
+            rank[part] += (logits[part] > bar[part, None]).sum(-1, dtype=torch.int32)
         # the answer never outranks itself (its logit in the slice may differ from answer_logit in the last bit)
         here = answer - start
         inside = (here >= 0) & (here < logits.shape[1])
