@@ -119,3 +119,15 @@ def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_flo
     one = linear(x[:1])
     assert torch.equal(one, torch.nn.functional.linear(x[:1].half(), linear.weight, linear.bias).float())
     assert not torch.equal(one, full[:1]) and torch.allclose(one, full[:1], atol=0.05)
+
+
+def test_a_half_linear_whose_float16_product_overflows_multiplies_in_float32_instead():
+    """Gemma's gated hidden units can make a token's product pass float16's largest value (65,504): that output
+    is float32's, finite, not inf."""
+    from transformer_core.weights.float16 import HalfLinear
+
+    weight = torch.tensor([[1.0, 2.0], [30000.0, 30000.0], [-1.0, 0.5]])
+    linear = HalfLinear(weight)
+    x = torch.tensor([[1.5, 1.0]])  # row 2 gives 75,000
+    assert torch.equal(linear(x), torch.tensor([[3.5, 75000.0, -1.0]]))
+    assert torch.equal(linear(torch.tensor([[1.0, 1.0]])), torch.tensor([[3.0, 60000.0, -0.5]]))  # float16's own

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from pathlib import Path
 
@@ -61,7 +62,9 @@ class HalfLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.numel() <= HALF_ROWS * x.shape[-1]:
             out = F.linear(x.to(torch.float16), self.weight, self.bias).float()
-            if torch.isfinite(out).all():
+            # finite exactly when every entry is (float16's largest values cannot overflow a float32 sum); one
+            # sum is a quarter of isfinite().all()'s cost, paid by each of a decoding step's ~200 products
+            if math.isfinite(out.sum()):
                 return out
         x, per = x.float(), max(1, FLOAT32_CHUNK // self.weight.shape[1])
         bias = None if self.bias is None else self.bias.float()
