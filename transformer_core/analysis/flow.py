@@ -50,9 +50,14 @@ class FlowGraph:
         return self.attention.shape[:3]
 
 
+def _closeness(terms: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """terms (..., n, d) of sums total (..., d) -> (..., n): max(0, |y|_1 - |y - c|_1), not yet normalised."""
+    return (total.abs().sum(-1)[..., None] - (total[..., None, :] - terms).abs().sum(-1)).clamp_min(0)
+
+
 def _proximity(terms: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
     """terms (..., n, d) of sums total (..., d) -> (..., n): each term's share, max(0, |y|_1 - |y - c|_1) / sum."""
-    raw = (total.abs().sum(-1)[..., None] - (total[..., None, :] - terms).abs().sum(-1)).clamp_min(0)
+    raw = _closeness(terms, total)
     return raw / raw.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
@@ -82,16 +87,19 @@ def information_flow(model: DecoderLM, ids: list[int]) -> FlowGraph:
         v = trace[f"{point}.self_attn.v"][0].repeat_interleave(group, dim=0)  # (H, T, d_head)
         w_o = layer.self_attn.w_o.weight.float().cpu().view(c.d_model, c.n_head, c.d_head)  # (d, H, d_head)
         moved = torch.einsum("htk,dhk->htd", v, w_o)  # (H, T, d): each source token's value through W_o
-        scale = _after_norm(layer.norm_self_out, trace[f"{point}.self_attn.out"][0])[None, :, None]  # (1, T, 1, d)
-        terms = weights[..., None] * moved[:, None] * scale  # (H, Tq, Tk, d)
+        scale = _after_norm(layer.norm_self_out, trace[f"{point}.self_attn.out"][0])  # (T, d)
         before, mid = stream[l][0], trace[f"{point}.resid_mid"][0]
-        T = before.shape[0]
-        # every term of token i's sum: its own stream, then each (head, source token); the bias is in the total
-        each = torch.cat([before[:, None], terms.permute(1, 0, 2, 3).reshape(T, -1, c.d_model)], dim=1)
-        share = _proximity(each, mid)  # (T, 1 + H*T)
-        through_attention.append(share[:, 0])
-        attention.append(share[:, 1:].reshape(T, c.n_head, T).permute(1, 0, 2))
-        head_out.append(terms.sum(2).half())
+        # every term of token i's sum: its own stream, then each (head h, source token j), a_hij (v_j W_o^h) scaled;
+        # the bias is in the total. A head's (Tq, Tk, d) terms are made one head at a time: all heads' at once (21 MB
+        # a layer for SmolLM2 at 32 tokens, and as much again for each step of the arithmetic) took most of the
+        # graph's time in fresh memory
+        own = _closeness(before[:, None], mid)[:, 0]  # (T,)
+        heads = torch.stack([_closeness(weights[h][..., None] * (moved[h][None] * scale[:, None]), mid)
+                             for h in range(c.n_head)])  # (H, Tq, Tk)
+        total = (own + heads.sum((0, 2))).clamp_min(1e-12)
+        through_attention.append(own / total)
+        attention.append(heads / total[:, None])
+        head_out.append((torch.bmm(weights, moved) * scale).half())  # (H, T, d): each head's output, summed over j
         ff = trace[f"{point}.ff.out"][0] * _after_norm(layer.norm_ff_out, trace[f"{point}.ff.out"][0])
         share = _proximity(torch.stack([mid, ff], dim=1), stream[l + 1][0])  # (T, 2)
         through_ffn.append(share[:, 0])
