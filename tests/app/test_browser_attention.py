@@ -171,27 +171,36 @@ ANIMAL = "The animal didn't cross the street because it was too tired"
 CLICK_WAIT_MS = 30_000  # a click's answer re-slices a cached run; a broken wiring fails in this, not in 90 s
 
 
+CELL = """([sel, row, col]) => { const gd = document.querySelector(sel);
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+    return {x: box.left + xa._offset + xa.c2p(col), y: box.top + ya._offset + ya.c2p(row)}; }"""
+
+
 def _cell(visit, selector: str, row: int, col: int) -> dict:
     """The window pixel of heatmap cell (row, col) of plot `selector`, scrolled to the middle of the screen (a
     figure may be taller than the window)."""
-    where = """([sel, row, col]) => { const gd = document.querySelector(sel);
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
-        return {x: box.left + xa._offset + xa.c2p(col), y: box.top + ya._offset + ya.c2p(row)}; }"""
-    point = visit.page.evaluate(where, [selector, row, col])
+    point = visit.page.evaluate(CELL, [selector, row, col])
     visit.page.evaluate("(y) => window.scrollBy(0, y - window.innerHeight / 2)", point["y"])
-    return visit.page.evaluate(where, [selector, row, col])
+    return visit.page.evaluate(CELL, [selector, row, col])
 
 
 def _click_cell(visit, selector: str, row: int, col: int) -> str:
-    """Hover cell (row, col) as a person does, then click it; return the hover label it showed."""
-    point = _cell(visit, selector, row, col)
-    visit.page.mouse.move(point["x"] - 4, point["y"] - 4)
-    visit.page.mouse.move(point["x"], point["y"], steps=3)
-    label = visit.page.locator(f"{selector} .hoverlayer .hovertext").first
-    label.wait_for()
-    shown = label.text_content()
-    visit.page.mouse.click(point["x"], point["y"])
-    return shown
+    """Hover cell (row, col) as a person does, then click it; return the hover label it showed. The click waits
+    until the cell stands still under the pointer: for a moment after a click the page brings its result into
+    sight (ui/page.js), and a cell scrolled away under a waiting pointer was a click on another cell."""
+    for _ in range(5):
+        point = _cell(visit, selector, row, col)
+        visit.page.mouse.move(point["x"] - 4, point["y"] - 4)
+        visit.page.mouse.move(point["x"], point["y"], steps=3)
+        label = visit.page.locator(f"{selector} .hoverlayer .hovertext").first
+        label.wait_for()
+        shown = label.text_content()
+        still = visit.page.evaluate(CELL, [selector, row, col])
+        if abs(still["x"] - point["x"]) < 1 and abs(still["y"] - point["y"]) < 1:
+            visit.page.mouse.click(point["x"], point["y"])
+            return shown
+        visit.page.wait_for_timeout(300)
+    raise AssertionError(f"cell ({row}, {col}) of {selector} never stood still under the pointer")
 
 
 def _ranked(visit, run, query: int, key: int) -> None:
