@@ -14,7 +14,8 @@ import time
 import pytest
 
 import i18n
-from test_browser import PROJECTOR, Visit, browser, server, wait_drawn  # noqa: F401 -- the shared fixtures
+# the shared fixtures, and the lecture's Next step as the projector's walk clicks it
+from test_browser import PROJECTOR, Visit, browser, server, step_by_button, wait_drawn  # noqa: F401
 from ui.links import LECTURE_PRESETS, step_result
 
 PHONE = {"width": 390, "height": 844}
@@ -94,9 +95,8 @@ def test_every_lecture_step_shows_what_it_is_about_on_a_phones_first_screen(brow
     missed, changes = {}, page.evaluate("() => window.labScrollStep || 0")
     for i, (name, preset) in enumerate(LECTURE_PRESETS.items()):
         if i:
-            page.locator("#lecture-next").click()
             changes += 1
-            page.wait_for_function("(n) => window.labScrollStep >= n", arg=changes)
+            step_by_button(visit, "#lecture-next", changes, i18n.t(f"lecture.{list(LECTURE_PRESETS)[i - 1]}", lang))
         tab = preset["tab"]
         page.locator(f"#tab-{tab}").wait_for()
         wait_drawn(visit, tab, [], settle_s=0.3)
