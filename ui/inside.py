@@ -106,7 +106,7 @@ def flow(model: str, text: str, token: float, threshold: float, lang: str = "en"
 def flow_head(model: str, text: str, token: float, head: str | None, lang: str = "en"):
     """What one head (written "layer,head") writes at the token, read through the unembedding."""
     if not head:
-        return views.head_bars(0, 0, "", [], [], lang)
+        return views.no_head(lang)
     try:
         layer, number = (int(part) for part in str(head).split(",", 1))
     except ValueError:

@@ -7,7 +7,7 @@ import numpy as np
 
 from i18n import DEFAULT, t
 from views.attention import heatmap_grid
-from views.kit import plain, top_title, unchecked_figure
+from views.kit import placeholder, plain, top_title, unchecked_figure
 
 COLOURS = {"rotary": "#2b6cb0", "learned": "#c05621", "shared": "#2b6cb0", "unshared": "#a0aec0",
            "local": "#319795", "global": "#805ad5"}
@@ -142,6 +142,12 @@ def flow_figure(run, routes, token: int, threshold: float, lang: str = DEFAULT):
                              showgrid=True, gridcolor="#edf2f7", zeroline=False),
                   margin=dict(l=60, r=20, t=60, b=110))
     return unchecked_figure(traces, layout)
+
+
+def no_head(lang: str = DEFAULT):
+    """What the head panel says when no head's edge reaches the token at the threshold (a small model's short text
+    at 0.05 often has none): not an empty plot named after a head nobody picked."""
+    return placeholder(t("inside.no_head", lang), height=160, width_px=300)  # beside the graph, or a phone's width
 
 
 def head_bars(layer: int, head: int, token_label: str, promoted, suppressed, lang: str = DEFAULT):

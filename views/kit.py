@@ -273,10 +273,12 @@ def grid_axes(n_row: int, n_col: int, i: int, j: int, gap: float = 0.012) -> tup
 
 
 
-def placeholder(message: str, height: int = 200) -> go.Figure:
-    """An empty figure that says why there is nothing to draw, or what to do to fill it."""
+def placeholder(message: str, height: int = 200, width_px: float | None = None) -> go.Figure:
+    """An empty figure that says why there is nothing to draw, or what to do to fill it; with `width_px`, the
+    message broken into lines that fit a figure that narrow (one line would run past both edges)."""
     fig = go.Figure()
-    fig.add_annotation(text=html.escape(message, quote=False), x=0.5, y=0.5, xref="paper", yref="paper",
+    text = html.escape(message, quote=False)
+    fig.add_annotation(text=wrapped(text, width_px) if width_px else text, x=0.5, y=0.5, xref="paper", yref="paper",
                        showarrow=False)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)

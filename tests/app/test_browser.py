@@ -359,6 +359,30 @@ def test_a_link_draws_its_view_with_no_click(visit, tab):
     visit.page.screenshot(path=str(ARTIFACTS / f"link-{tab}.png"))
 
 
+def test_a_link_to_the_inside_tab_draws_the_servers_information_flow_and_its_top_heads_words(visit):
+    """The contribution graph of the Shakespeare LM (every decoder we ship has one): the routes into the last
+    token at the slider's threshold, as many edges as the server finds, and beside it the top head's words, or
+    (this text has no head's edge at 0.05) why there is no head to show."""
+    from lab import inside
+
+    text = "Shall I compare thee to a summer's day"
+    visit.open(f"?tab=inside&model=shakespeare-lm&text={text.replace(' ', '+')}")
+    figures = ["#inside-flow-graph .js-plotly-plot", "#inside-head-bars .js-plotly-plot"]
+    assert_drawn(wait_drawn(visit, "inside", figures), "inside")
+    run = inside.flow("shakespeare-lm", text)
+    token, _, routes, heads = inside.flow_routes(run, inside.LAST, 0.05)
+    graph = visit.page.evaluate("""() => { const gd = document.querySelector('#inside-flow-graph .js-plotly-plot');
+        return {title: gd._fullLayout.title.text, points: gd.data.reduce((n, d) => n + d.x.length, 0)}; }""")
+    assert f"(position {token}): {len(routes)} edges of at least 0.050" in graph["title"], graph["title"]
+    assert routes and graph["points"] >= len(routes) * 3  # each edge a segment of two points and a gap
+    bars = visit.page.evaluate("""() => { const l = document.querySelector('#inside-head-bars .js-plotly-plot')
+        ._fullLayout; return [(l.title || {}).text || '', (l.annotations || []).map((a) => a.text).join(' ')]; }""")
+    if heads:  # the head that pushes the prediction most, opened
+        assert bars[0].startswith(f"L{heads[0][0]} H{heads[0][1]} at"), bars
+    else:  # this text at 0.05: no head's edge reaches its last token, and the panel says so (not an empty plot)
+        assert bars[1].replace("<br>", " ").startswith("No head to show: at this threshold"), bars
+
+
 def _box(visit, selector: str) -> dict:
     return visit.page.locator(selector).first.bounding_box()
 
