@@ -35,8 +35,9 @@ def model_dir(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def shipped(model_dir):
+def shipped(model_dir, monkeypatch):
     store.set_model_dir(model_dir)
+    monkeypatch.setattr(tab, "STREAM_EVERY_S", 0)  # every token sent (the interval: its own test)
     yield
     store.set_model_dir(store.DEFAULT_MODEL_DIR)
 
@@ -49,6 +50,31 @@ def run(prompt="ROMEO:", model=tab.SHIPPED, **overrides):
 
 def text_of(highlighted) -> str:
     return "".join(piece for piece, _ in highlighted)
+
+
+class Clock:
+    """A monotonic clock that moves `step` seconds each time it is read."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def monotonic(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_stream_sends_its_first_token_at_once_then_at_most_one_update_per_interval_then_the_whole_text(
+        monkeypatch):
+    monkeypatch.setattr(tab, "STREAM_EVERY_S", 0.1)
+    monkeypatch.setattr(tab, "time", Clock(0.03))  # a read between tokens: ~30 tokens a second
+    updates = run("JULIET:", max_new_tokens=12)
+    streamed = [len(u[1]) for u in updates[:-1]]
+    assert streamed[0] == 2  # the prompt and the first token, sent at once
+    assert streamed == sorted(set(streamed)) and 2 < len(streamed) < 12  # fewer updates than tokens, each longer
+    assert 2 <= min(b - a for a, b in zip(streamed, streamed[1:]))  # each update brings a few tokens
+    session, tokenizer = updates[-1][6], store.tokenizer("shakespeare-lm")
+    assert len(session.ids) == len(tokenizer.encode("JULIET:")) + 12  # the whole text at the end
+    assert text_of(updates[-1][1]) == tokenizer.decode(session.ids)
 
 
 def test_generation_streams_one_update_per_token_and_ends_with_the_core_result():
