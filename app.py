@@ -18,9 +18,9 @@ import gradio as gr
 
 import cli
 import i18n as catalogue
-from lab import store
+from lab import llms, store
 from ui import about, admission, agents, attention, concepts, events, forward, generate, gradio_patches, masking
-from ui import inside, questions
+from ui import handlers, inside, questions
 from ui import sentiment, sessions, tokens, translate
 from ui.links import LECTURE_PRESETS, RESULTS, Links, REDRAW_LINKED, SCROLL_TO_STEP, SWITCH_JS, next_step, previous_step
 from ui.links import redraw_id, relang_id
@@ -87,6 +87,7 @@ class Shell:
 def build_app() -> gr.Blocks:
     gradio_patches.pass_skips()  # a skipped output costs nothing (a streamed token skips four)
     gradio_patches.make_sessions_lazy()  # a visitor's session renders no block configs until asked
+    llms.yield_to(lambda: handlers.running() > llms.generating())  # a real LLM's next token waits for the others
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:
         shell = _shell()

@@ -138,10 +138,43 @@ _background = ThreadPoolExecutor(1, thread_name_prefix="llm", initializer=_lowes
 _END = object()
 
 
+# While the server answers anyone else, a generation waits before its next token, up to YIELD_S a token: a
+# decoding step holds Python's interpreter lock for its module calls (~10 ms a SmolLM2 token), which no CPU
+# priority gives back, and a lecture hall beside one generation waited 10-36 % longer (p95; benchmarks/load.py
+# --beside-llm). The server says who else is working (`yield_to`); alone, a generation never waits.
+YIELD_S = 0.25
+YIELD_POLL_S = 0.005
+_others_working: list[Callable[[], bool]] = [lambda: False]
+_generating = [0]  # generations inside `behind` now
+_generating_lock = threading.Lock()
+
+
+def yield_to(working: Callable[[], bool]) -> None:
+    """Let `working()` say whether the server is answering anything besides the generations (`generating()`)."""
+    _others_working[0] = working
+
+
+def generating() -> int:
+    """How many generations are computing their tokens in the LLMs' thread now (`behind`)."""
+    return _generating[0]
+
+
 def behind(steps: Iterator[T]) -> Iterator[T]:
-    """The items of `steps`, each computed in the LLMs' low-priority thread (the caller's thread waits)."""
-    while (item := _background.submit(next, steps, _END).result()) is not _END:
-        yield item
+    """The items of `steps`, each computed in the LLMs' low-priority thread (the caller's thread waits), each
+    after the rest of the server's work, up to YIELD_S."""
+    with _generating_lock:
+        _generating[0] += 1
+    try:
+        while True:
+            deadline = time.monotonic() + YIELD_S
+            while _others_working[0]() and time.monotonic() < deadline:
+                time.sleep(YIELD_POLL_S)
+            if (item := _background.submit(next, steps, _END).result()) is _END:
+                return
+            yield item
+    finally:
+        with _generating_lock:
+            _generating[0] -= 1
 
 
 def done_behind(compute: Callable[[], T]) -> T:

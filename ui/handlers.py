@@ -6,11 +6,13 @@ each deterministic view's outputs (computed once for everyone, kept encoded as G
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import html
 import inspect
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -148,6 +150,26 @@ def cached(fn):
     return call
 
 
+_running = [0]  # handler calls in progress, in every session (a streamed one until its last update)
+_running_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _counted():
+    with _running_lock:
+        _running[0] += 1
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running[0] -= 1
+
+
+def running() -> int:
+    """How many handler calls are in progress now (a real LLM's generation gives way to them: lab/llms.py)."""
+    return _running[0]
+
+
 # what a handler raises that Gradio itself reads: a message already made, and a cache probe's miss (`cached`)
 PASSED_ON = (gr.Error, caching.CacheMissError)
 
@@ -166,7 +188,8 @@ def handler(fn):
         @functools.wraps(fn)
         def stream(*args, **kwargs):
             try:
-                yield from fn(*args, **kwargs)
+                with _counted():
+                    yield from fn(*args, **kwargs)
             except InputError as e:
                 raise user_error(e, lang_of(args, kwargs)) from None
             except PASSED_ON:
@@ -178,7 +201,8 @@ def handler(fn):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with _counted():
+                return fn(*args, **kwargs)
         except InputError as e:
             raise user_error(e, lang_of(args, kwargs)) from None
         except PASSED_ON:

@@ -143,6 +143,26 @@ def test_an_llm_generation_is_computed_at_a_lower_cpu_priority_than_the_app(llm_
     assert seen and all(theirs >= nice() + llms.LLM_NICE for theirs in seen)
 
 
+def test_a_generation_waits_before_each_token_while_the_server_answers_others_at_most_yield_s(monkeypatch):
+    import time
+
+    asked = []
+    monkeypatch.setattr(llms, "YIELD_S", 0.05)
+    busy = [True]
+    llms.yield_to(lambda: asked.append(llms.generating()) or busy[0])
+    try:
+        started = time.monotonic()
+        tokens = llms.behind(iter("ab"))
+        assert next(tokens) == "a"
+        waited = time.monotonic() - started
+        assert 0.05 <= waited < 1 and len(asked) > 2 and set(asked) == {1}  # asked again and again, up to YIELD_S
+        busy[0], asked[:] = False, []
+        assert list(tokens) == ["b"] and len(asked) == 2  # nobody else at work: asked once a step (b, the end)
+        assert llms.generating() == 0
+    finally:
+        llms.yield_to(lambda: False)
+
+
 def test_the_real_llm_lecture_steps_run_on_an_llm_once_made_before_on_a_shipped_model(llm_dir):
     """Issue 57's steps "A real LLM answers", "Where does Paris appear?" and "一个真正的大模型续写" run on SmolLM2
     and Gemma once made (as Generate's and Attention's pickers name them), before on the shipped model that reads

@@ -144,6 +144,37 @@ def test_a_handler_failing_where_no_refusal_foresaw_says_so_rather_than_nothing(
         probed()
 
 
+def test_a_handler_call_counts_as_running_until_it_returns_fails_or_its_stream_ends():
+    # what a real LLM's generation gives way to (lab/llms.yield_to in app.py)
+    from ui.handlers import handler, running
+
+    seen = []
+
+    @handler
+    def answer(lang="en"):
+        seen.append(running())
+        return "ok"
+
+    @handler
+    def fails(lang="en"):
+        seen.append(running())
+        raise ValueError("boom")
+
+    @handler
+    def streams(lang="en"):
+        yield running()
+        yield running()
+
+    before = running()
+    assert answer() == "ok" and running() == before
+    with pytest.raises(gr.Error):
+        fails()
+    stream = streams()
+    assert [next(stream), running()] == [before + 1, before + 1]  # a stream runs until its last update
+    assert list(stream) == [before + 1] and running() == before
+    assert seen == [before + 1, before + 1]
+
+
 def test_a_refusal_is_never_longer_than_300_characters():
     from lab.policy import InputError
     from ui.handlers import MESSAGE_CHARS, user_error
