@@ -27,9 +27,19 @@ and max seconds from request to answer, the errors, and the app's peak memory.
 
 --own-sentences is the step after: "now type your own sentence". Every student sends a
 text of their own (about 12 tokens, no two alike, so no cache answers) at the same moment:
-attention on the Shakespeare LM, then classify with the pre-trained classifier (the app is
-started on a copy of the model folder without the from-scratch classifier, which the
-Sentiment tab would otherwise pick first; a browser picks it with the tab's radio).
+attention on the Shakespeare LM, then classify with the classifier the app picks for an English text
+(the reader of English that measured best on its test set: `sentiment-crosslingual`, a 12-layer
+multilingual-e5, since 2026-11-29; the pre-trained MiniLM-sized one before). The app is started on a
+copy of the model folder without the from-scratch classifier, as it was when that choice was the
+Sentiment tab's first.
+
+--beside-llm DIR (with --own-sentences) asks whether a real LLM slows the hall (issue 56): the app also reads
+the LLMs of DIR (`python -m tools.llms` makes them); once SmolLM2 has answered one short call, the hall sends its
+sentences alone, then other sentences of its own while one visitor samples up to 200 tokens from SmolLM2 (asked
+in its chat for a long story, it answers at length; the LLMs run in a queue group of one). Reported beside the
+hall's figures: `beside_llm` (the same figures in that run, with whether the generation was still running when
+the hall ended) and `p95_ratio` per endpoint (target: at most 1.2). One hall's p95 varies by a third from hall to
+hall, so `--rounds N` sends N halls alone and N beside the LLM in turn and compares their medians.
 
 --questions is "predict, then reveal": a lecturer's page (chromium) opens a question; 100 students
 answer it within 10 s (each at a random moment, as light HTTP clients posting to the unqueued answer
@@ -270,9 +280,10 @@ def _payload(info: dict, name: str, request: dict) -> list:
     return [request.get(p["parameter_name"], p.get("parameter_default")) for p in info[f"/{name}"]["parameters"]]
 
 
-async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False) -> tuple[dict, list[str]]:
+async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False, first: int = 0
+                ) -> tuple[dict, list[str]]:
     info = endpoints(url)
-    sessions = [f"student-{i}" for i in range(n)]
+    sessions = [f"student-{i}" for i in range(first, first + n)]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
     # idle connections dropped before uvicorn's 5 s keep-alive ends (reusing a closing one failed a request)
@@ -281,7 +292,7 @@ async def _hall(url: str, n: int, requests: dict, httpx_client: bool = False) ->
         call = functools.partial(_call, http) if httpx_client else _call_socket
         for name, request in requests.items():
             answers = await asyncio.gather(*(call(url, name, _payload(info, name, request(i)), s)
-                                             for i, s in enumerate(sessions)), return_exceptions=True)
+                                             for i, s in enumerate(sessions, first)), return_exceptions=True)
             latencies[name] = [a for a in answers if isinstance(a, float)]
             errors += [f"{name}: {type(a).__name__}: {str(a)[:200]}" for a in answers if not isinstance(a, float)]
     return latencies, errors
@@ -330,13 +341,55 @@ async def _cached_hit(url: str, hits: int) -> dict:
             "busy_while_measured": busy_while_measured, "target_ms": 100}
 
 
-def lecture_hall(url: str, n: int, requests: dict, httpx_client: bool = False) -> tuple[dict, list[str]]:
-    """`n` light students, each one session, sending their requests at once, endpoint by endpoint:
-    {endpoint: [seconds]}, errors."""
-    return asyncio.run(_hall(url, n, requests, httpx_client))
+def lecture_hall(url: str, n: int, requests: dict, httpx_client: bool = False, first: int = 0
+                 ) -> tuple[dict, list[str]]:
+    """`n` light students (numbered from `first`: their texts and sessions), each one session, sending their
+    requests at once, endpoint by endpoint: {endpoint: [seconds]}, errors."""
+    return asyncio.run(_hall(url, n, requests, httpx_client, first))
+
+
+LLM_TOKENS = 200  # the most the app generates at once (lab.generate.MAX_NEW_TOKENS)
+
+
+def _llm_request(url: str, prompt: str, new_tokens: int, seed: int = 0) -> list:
+    """generate_llm's data: its defaults, SmolLM2 picked, `prompt` asked in its chat, `new_tokens` sampled with
+    `seed` (a request asked before is answered from the app's cache)."""
+    info = endpoints(url)["/generate_llm"]["parameters"]
+    smollm2 = next(c for c in info[[p["parameter_name"] for p in info].index("model_label")]["type"]["enum"]
+                   if "SmolLM2" in c)
+    return _payload({"/generate_llm": {"parameters": info}}, "generate_llm", {
+        "model_label": smollm2, "prompt": prompt, "max_new_tokens": new_tokens, "mode": "sample", "chat": True,
+        "seed": seed})
+
+
+def _figures(latencies: dict) -> dict:
+    return {"p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
+            "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
+            "max_s": {name: round(max(v), 2) for name, v in latencies.items() if v}}
+
+
+def beside_llm(args, url: str, requests: dict, first: int) -> dict:
+    """The hall again (other students, other sentences, numbered from `first`) while one visitor samples up to 200
+    tokens from SmolLM2."""
+    generation: dict = {}
+
+    def visitor() -> None:
+        generation["s"] = asyncio.run(_call_socket(url, "generate_llm", _llm_request(
+            url, "Tell me a long story about a lighthouse keeper.", LLM_TOKENS, first), "llm-visitor"))
+
+    thread = threading.Thread(target=visitor, daemon=True)
+    thread.start()
+    time.sleep(1.0)  # the generation has started streaming
+    latencies, errors = lecture_hall(url, args.clients, requests, args.httpx, first=first)
+    running = thread.is_alive()
+    thread.join()
+    return {**_figures(latencies), "errors": len(errors), "generation_running_at_the_end": running,
+            "generation_s": round(generation.get("s", float("nan")), 2)}
 
 
 def same_link(args, url: str, process, startup_s: float) -> dict:
+    if args.beside_llm:  # SmolLM2 loaded and warm: the hall then meets it as a class would
+        asyncio.run(_call_socket(url, "generate_llm", _llm_request(url, "Hello", 2), "llm-warm"))
     time.sleep(args.settle)
     app_cpu, own_cpu = cpu_s(process.pid), cpu_s()
     requests = OWN_SENTENCES if args.own_sentences else SAME_LINK
@@ -352,13 +405,23 @@ def same_link(args, url: str, process, startup_s: float) -> dict:
     result = {
         "mode": "own-sentences" if args.own_sentences else "same-link", "clients": args.clients, "settle_s": args.settle,
         "client": "gradio_client" if args.gradio_client else "httpx" if args.httpx else "socket",
-        "startup_s": round(startup_s, 2), "errors": len(errors),
-        "p50_s": {name: round(statistics.median(v), 2) for name, v in latencies.items() if v},
-        "p95_s": {name: round(percentile(v, 0.95), 2) for name, v in latencies.items() if v},
-        "max_s": {name: round(max(v), 2) for name, v in latencies.items() if v},
+        "startup_s": round(startup_s, 2), "errors": len(errors), **_figures(latencies),
         "peak_rss_mb": round(rss),
         "app_cpu_s": round(app_cpu, 2), "clients_cpu_s": round(own_cpu, 2),
     }
+    if args.beside_llm:  # alone and beside an LLM in turn, `--rounds` times (a hall's p95 varies from hall to hall)
+        alone, beside = [result["p95_s"]], []
+        for k in range(args.rounds):
+            if k:
+                alone.append(_figures(lecture_hall(url, args.clients, requests, args.httpx, 2 * k * args.clients)[0])
+                             ["p95_s"])
+            beside.append(beside_llm(args, url, requests, (2 * k + 1) * args.clients))
+        result["beside_llm"] = beside[0] if args.rounds == 1 else beside
+        if args.rounds > 1:
+            result["p95_s_by_round"] = alone
+        median = {name: statistics.median(a[name] for a in alone) for name in alone[0]}
+        result["p95_ratio"] = {name: round(statistics.median(b["p95_s"][name] for b in beside) / median[name], 2)
+                               for name in median}
     for e in errors[:10]:
         print("error:", e)
     print(json.dumps(result))
@@ -480,6 +543,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="--same-link with one gradio_client.Client per student instead of light HTTP clients")
     parser.add_argument("--httpx", action="store_true",
                         help="--same-link with the light clients speaking through httpx (earlier runs' client)")
+    parser.add_argument("--beside-llm", type=Path, default=None, metavar="DIR",
+                        help="--own-sentences, then again while one visitor generates with SmolLM2 from DIR")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--beside-llm: halls alone and beside the LLM in turn, this many of each")
     parser.add_argument("--questions", action="store_true",
                         help="predict, then reveal: 100 students answer one question within 10 s; answer -> count")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
@@ -490,6 +557,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="checkpoint folder for the app (default: assets/, with random stand-ins for any "
                              "checkpoint still missing there, listed as stand_ins in the result)")
     args = parser.parse_args(argv)
+    if args.beside_llm and not args.own_sentences:
+        parser.error("--beside-llm measures the hall of --own-sentences")
     args.same_link = args.same_link or args.own_sentences
     args.clients = args.clients or (100 if args.same_link or args.questions else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
@@ -506,7 +575,8 @@ def main(argv=None) -> dict:
     if args.own_sentences:
         models = without(Path(models), "sentiment")
     port = free_port()
-    process, startup_s = start_app(port, "--model-dir", str(models))
+    llms = ("--llm-dir", str(args.beside_llm)) if args.beside_llm else ()
+    process, startup_s = start_app(port, "--model-dir", str(models), *llms)
     url = f"http://127.0.0.1:{port}/"
     if args.cached_hit:
         try:
