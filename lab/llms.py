@@ -139,9 +139,10 @@ _END = object()
 
 
 # While the server answers anyone else, a generation waits before its next token, up to YIELD_S a token: a
-# decoding step holds Python's interpreter lock for its module calls (~10 ms a SmolLM2 token), which no CPU
-# priority gives back, and a lecture hall beside one generation waited 10-36 % longer (p95; benchmarks/load.py
-# --beside-llm). The server says who else is working (`yield_to`); alone, a generation never waits.
+# decoding step holds Python's interpreter lock for its module calls, which no CPU priority gives back, and a
+# lecture hall's answers waited behind it (benchmarks/load.py --beside-llm). The bound keeps a lone LLM visitor
+# writing under a class's steady traffic. The server says who else is working (`yield_to`); alone, a generation
+# never waits.
 YIELD_S = 0.25
 YIELD_POLL_S = 0.005
 _others_working: list[Callable[[], bool]] = [lambda: False]

@@ -24,8 +24,8 @@ from views import generate as figures
 from views.kit import placeholder
 
 # A streamed text is sent at most this often (the first token at once, the whole text at the end): each update
-# costs the server's event loop ~9 ms, the loop every visitor's request goes through, and a real LLM makes 15-30
-# tokens a second (the hall's p95 rose 10-50 % beside one); ten updates a second still read as streaming
+# costs the server's event loop, which every visitor's request goes through, and a real LLM writes tokens faster
+# than a reader needs them drawn; ten updates a second still read as streaming
 STREAM_EVERY_S = 0.1
 CONTRAST_TEMPERATURES = (0.2, 0.8, 1.5)
 CONTRAST_NEW_TOKENS = 60

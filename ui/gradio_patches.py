@@ -367,7 +367,7 @@ POSTPROCESS = Blocks.postprocess_data
 def pass_skips() -> None:
     """Answer gr.skip() as the no-change it is (idempotent). Gradio 6.31 reads it as an update of no properties
     (blocks.py, `postprocess_data`): it builds the component anew from its constructor's arguments and renders
-    its config and API schema again (pydantic, ~3 ms), for a result the page reads as "no change". A streamed
-    generation skips four outputs a token (0.8 s of a core per 200 SmolLM2 tokens, at the priority of a lecture
-    hall's requests beside it), and a link skips every input of the tabs it does not set (~80)."""
+    its config and API schema again (pydantic), for a result the page reads as "no change". A streamed
+    generation skips four outputs a token, at the priority of the lecture hall's requests beside it, and a link
+    skips every input of the tabs it does not set."""
     Blocks.postprocess_data = _postprocess_passing_skips
