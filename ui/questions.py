@@ -64,7 +64,7 @@ def ask(question_id: str, held=None, lang: str = "en", request: gr.Request = Non
         return None, _failed(e, lang), gr.skip(), "", gr.Timer(active=False), gr.skip(), "", gr.skip()
     url = f"{page_url(request)}?tab=questions&code={opened.code}"
     return ((opened.code, opened.secret), _prompt(opened.question, lang), views.hall_link(url, opened.code, lang),
-            t("questions.answered", lang, n=0), gr.Timer(active=True), None, "", gr.Group(visible=False))
+            t("questions.answered", lang, n=0), gr.Timer(active=True), _result(None), "", gr.Group(visible=False))
 
 
 def count(held, lang: str = "en"):
@@ -86,7 +86,7 @@ def reveal(held, lang: str = "en"):
         return _failed(e, lang), gr.skip(), gr.Timer(active=False)
     real = plain(views.shown(result.real, result.choices, lang))
     figure = views.histogram(result, None, lang)
-    return t("questions.revealed", lang, n=result.n, real=real), figure, gr.Timer(active=False)
+    return t("questions.revealed", lang, n=result.n, real=real), _result(figure), gr.Timer(active=False)
 
 
 def close(held, lang: str = "en"):
@@ -116,7 +116,8 @@ def join(code: str, lang: str = "en", request: gr.Request = None):
 
 
 def _result(figure):
-    """The hall's answers on a student's page: hidden until the reveal, so no empty plot waits on the screen."""
+    """The hall's answers, on a student's page and the lecturer's: hidden until the reveal, so no empty plot waits
+    on the screen."""
     return gr.Plot(figure, visible=figure is not None)
 
 
@@ -180,7 +181,7 @@ def build(lang: gr.State | None = None) -> Action:
             link = gr.HTML(elem_id="question-link")
             counted = gr.Markdown(elem_id="question-count")
             verdict = gr.Markdown(elem_id="question-verdict")  # apart from the count: a tick in flight may land after
-            hall = gr.Plot(show_label=False, elem_id="question-hall")
+            hall = gr.Plot(show_label=False, elem_id="question-hall", visible=False)  # shown by the reveal
             lecturer_timer = gr.Timer(LECTURER_EVERY_S, active=False)
         private = dict(api_visibility="private", **light)
         open_button.click(ask, [asked, held, lang], [held, shown, link, counted, lecturer_timer, hall, verdict,

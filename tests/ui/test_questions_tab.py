@@ -25,3 +25,12 @@ def test_behind_a_proxy_the_link_is_the_address_students_reach():
         {"host": "internal:7860", "x-forwarded-host": "user-lab.hf.space", "x-forwarded-proto": "https"}))
     assert f"https://user-lab.hf.space/?tab=questions&amp;code={held[0]}" in link and "扫描二维码" in link
     tab.close(held)
+
+
+def test_the_lecturers_answer_chart_is_hidden_until_the_reveal_shows_it():
+    """No empty plot (Gradio's placeholder icon) waits on the projector while the hall answers."""
+    held, *_, hall, _verdict, _student_box = tab.ask("token_count", None, "en", request({"host": "lab"}))
+    assert hall.visible is False
+    verdict, hall, _timer = tab.reveal(held)
+    assert hall.visible is True and hall.value is not None, verdict
+    tab.close(held)
