@@ -322,3 +322,25 @@ def test_every_head_reads_back_from_the_name_it_prints(groups):
 def test_a_name_that_is_no_head_is_a_head_error(text):
     with pytest.raises(HeadError, match="not a head's name"):
         Head.parse(text, "decoder")
+
+
+def test_the_lens_keeps_one_bfloat16_copy_of_a_small_float16_unembedding_while_it_lives(monkeypatch):
+    """SmolLM2's unembedding is converted to bfloat16 once, not for every lens; a matrix over LENS_BF16_KEEP
+    weights (Gemma's) or one that is not float16 (it may be trained in place) is never copied."""
+    import gc
+
+    from transformer_core.analysis import heads
+
+    unembed = torch.randn(700, 16).half()
+    copy = heads._bf16_copy(unembed)
+    assert copy.dtype == torch.bfloat16 and torch.equal(copy, unembed.to(torch.bfloat16))
+    assert heads._bf16_copy(unembed) is copy
+    key = id(unembed)
+    del unembed, copy
+    gc.collect()
+    assert key not in heads._BF16_COPIES  # dropped with its matrix
+    trained = torch.randn(700, 16)
+    assert heads._bf16_copy(trained) is trained
+    monkeypatch.setattr(heads, "LENS_BF16_KEEP", 700 * 16 - 1)
+    large = torch.randn(700, 16).half()
+    assert heads._bf16_copy(large) is large

@@ -48,6 +48,7 @@ LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 # then reads in float32 each row's LENS_EXACT best candidates and the answer
 LENS_BF16_FROM = 2**22
 LENS_EXACT = 16
+LENS_BF16_KEEP = 2**25  # weights of an unembedding the lens keeps a bfloat16 copy of (64 MB; see _bf16_copy)
 
 
 class HeadError(ValueError):
@@ -431,7 +432,7 @@ def _read_out_bf16(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor,
     answer's (on SmolLM2's and Gemma's lens of three texts: probabilities within 0.004, ranks beyond the
     candidates within 20 %, on a log axis)."""
     top_id, top, rank, log_total, best_k, best_k_id = _read_out(
-        _vocab_slices(x, unembed, torch.bfloat16), answer, answer_logit, keep=LENS_EXACT)
+        _vocab_slices(x, _bf16_copy(unembed), torch.bfloat16), answer, answer_logit, keep=LENS_EXACT)
     ids, where = torch.unique(best_k_id, return_inverse=True)  # the rows share most candidates
     exact = (x @ unembed[ids].float().T).gather(-1, where)  # (N, keep) the candidates' float32 logits
     exact_top, at = exact.max(-1)
@@ -461,6 +462,21 @@ def _bf16_error(x: torch.Tensor, unembed: torch.Tensor, logit: torch.Tensor) -> 
 
 
 _LARGEST_ROWS: dict[int, torch.Tensor] = {}  # by the matrix's id, dropped with the matrix
+_BF16_COPIES: dict[int, torch.Tensor] = {}  # likewise
+
+
+def _bf16_copy(unembed: torch.Tensor) -> torch.Tensor:
+    """A float16 unembedding (a real LLM's, never trained in place) in bfloat16, kept while the matrix lives when it
+    holds at most LENS_BF16_KEEP weights (SmolLM2's tied 49,152 x 576: 57 MB; Gemma's 262,144 x 640 would be
+    336 MB, so it is converted a slice at a time instead): converting the matrix again for every lens cost a
+    tenth of the lens. Any other matrix is given back as it is (a float32 one may be trained between two lenses)."""
+    if unembed.dtype != torch.float16 or unembed.numel() > LENS_BF16_KEEP:
+        return unembed
+    key = id(unembed)
+    if key not in _BF16_COPIES:
+        _BF16_COPIES[key] = unembed.to(torch.bfloat16)
+        weakref.finalize(unembed, _BF16_COPIES.pop, key, None)
+    return _BF16_COPIES[key]
 
 
 def _largest_row(unembed: torch.Tensor) -> torch.Tensor:
