@@ -15,7 +15,7 @@ import pytest
 
 import i18n
 # the shared fixtures, and the lecture's Next step as the projector's walk clicks it
-from test_browser import PROJECTOR, Visit, browser, server, step_by_button, wait_drawn  # noqa: F401
+from test_browser import PROJECTOR, Visit, assert_drawn, browser, server, step_by_button, wait_drawn  # noqa: F401
 from ui.links import LECTURE_PRESETS, step_result
 
 PHONE = {"width": 390, "height": 844}
@@ -56,7 +56,9 @@ def _click_and_wait(visit, tab: str, button: str | None, result: str) -> dict:
         page.locator(button).first.scroll_into_view_if_needed()
         page.locator(button).first.click()
     page.locator(result).first.wait_for()
-    wait_drawn(visit, tab, [], settle_s=0.3)
+    # the whole view is drawn: Ask the hall's empty answer chart (Gradio's placeholder) once waited out the
+    # deadline here unnoticed
+    assert_drawn(wait_drawn(visit, tab, [], settle_s=0.3), tab)
     page.wait_for_timeout(300)  # the page's last scroll, once drawn (ui/page.js)
     return page.evaluate(BOX, result)
 
