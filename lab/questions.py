@@ -35,6 +35,7 @@ OPEN_FOR_S = 2 * 60 * 60  # a question its lecturer left open closes itself afte
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I to misread from a projector
 CODE_LENGTH = 5
 MAX_BINS = 12  # a number question's histogram: the most common values, the rest together
+OTHER_VALUES = "others"  # the label of that rest (views names it in the reader's language)
 
 
 class QuestionError(InputError):
@@ -395,9 +396,11 @@ def _result(found: _Open, answers: list) -> Result:
     if found.question.kind == "number":
         counts = Counter(f"{a:g}" for a in answers)
         top = dict(counts.most_common(MAX_BINS))
+        # the model's answer keeps its own place on the axis, given by nobody or by too few for the top bins
+        top.setdefault(f"{real:g}", counts[f"{real:g}"])
         others = sum(counts.values()) - sum(top.values())
         histogram = {**dict(sorted(top.items(), key=lambda kv: float(kv[0]))),
-                     **({str(Message("questions.other_values")): others} if others else {})}
+                     **({OTHER_VALUES: others} if others else {})}
         return Result(found.question, [], histogram, f"{real:g}", len(answers))
     counts = Counter(answers)
     histogram = {_label(found, i): counts.get(i, 0) for i in range(len(found.choices))}

@@ -9,7 +9,7 @@ import qrcode
 import qrcode.image.svg
 
 from i18n import render, t
-from lab.questions import Result
+from lab.questions import OTHER_VALUES, Result
 from views.kit import Figure, plain, top_title
 
 HALL, REAL = "#8da0cb", "#1a9850"
@@ -46,7 +46,10 @@ def histogram(result: Result, own: str | None = None, lang: str = "en") -> Figur
 
 
 def shown(label: str, choices: list, lang: str) -> str:
-    """An answer label "i: choice" with the choice in the reader's language (a Message choice is translated)."""
+    """An answer label "i: choice" with the choice in the reader's language (a Message choice is translated), or
+    the number questions' bin of other values named in it."""
+    if label == OTHER_VALUES:
+        return t("questions.other_values", lang)
     index, sep, _ = label.partition(": ")
     if sep and index.isdigit() and int(index) < len(choices):
         return f"{index}: {render(choices[int(index)], lang)}"

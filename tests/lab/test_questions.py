@@ -92,7 +92,7 @@ def test_answers_after_the_reveal_are_refused_and_earlier_ones_kept(hall):
         hall.answer(opened.code, "ann", "5")
     with pytest.raises(QuestionError, match="answers are closed"):
         hall.answer(opened.code, "late", "5")
-    assert hall.reveal(opened.code, opened.secret).histogram == {"4": 1}
+    assert hall.reveal(opened.code, opened.secret).histogram == {"4": 1, "5": 0}  # 5: the model's answer
 
 
 def test_a_student_who_changes_their_answer_counts_once_with_the_last_answer(hall):
@@ -127,7 +127,7 @@ def test_a_full_question_refuses_newcomers_but_keeps_every_answer_and_lets_them_
     with pytest.raises(QuestionError, match="the most it keeps"):
         hall.answer(opened.code, "d", "1")
     hall.answer(opened.code, "a", "2")
-    assert hall.reveal(opened.code, opened.secret).histogram == {"1": 2, "2": 1}
+    assert hall.reveal(opened.code, opened.secret).histogram == {"1": 2, "2": 1, "5": 0}
 
 
 @pytest.mark.parametrize("text", ["five", "", "1e400", "nan", "inf", "5 tokens", "٥x", "1" * 41])
@@ -176,5 +176,7 @@ def test_a_number_histogram_keeps_the_most_common_values_and_counts_the_rest(hal
         hall.answer(opened.code, f"s{i}", str(i))
     hall.answer(opened.code, "extra", "3")
     histogram = hall.reveal(opened.code, opened.secret).histogram
-    assert len(histogram) == questions.MAX_BINS + 1 and histogram["3"] == 2
+    # the top values, the model's answer (4096, given by nobody) and the rest together, named in each language
+    assert len(histogram) == questions.MAX_BINS + 2 and histogram["3"] == 2 and histogram["4096"] == 0
+    assert list(histogram)[-2:] == ["4096", questions.OTHER_VALUES]
     assert sum(histogram.values()) == questions.MAX_BINS + 6

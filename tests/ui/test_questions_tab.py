@@ -34,3 +34,20 @@ def test_the_lecturers_answer_chart_is_hidden_until_the_reveal_shows_it():
     verdict, hall, _timer = tab.reveal(held)
     assert hall.visible is True and hall.value is not None, verdict
     tab.close(held)
+
+
+def test_the_revealed_chart_places_the_models_answer_and_names_the_other_values_in_the_pages_language():
+    """A number question nobody answered right still shows the model's answer on the axis (green), and the bin of
+    values beyond the most common ones is named in Chinese on a Chinese page."""
+    import json
+
+    from lab import questions
+
+    held, *_ = tab.ask("causal_sees", None, "zh-CN", request({"host": "lab"}))
+    for i in range(questions.MAX_BINS + 2):  # more distinct values than bins, none of them the model's 5
+        questions.HALL.answer(held[0], f"s{i}", str(100 + i))
+    _, hall, _ = tab.reveal(held, "zh-CN")
+    data = json.loads(hall.value["plot"])["data"][0]
+    assert "5" in data["x"] and data["x"][-1] == "其他数值", data["x"]
+    assert data["marker"]["color"][list(data["x"]).index("5")] == "#1a9850"  # the model's answer, green
+    tab.close(held)
