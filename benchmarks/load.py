@@ -480,8 +480,8 @@ def questions(args, url: str, process, startup_s: float) -> dict:
         page.goto(f"{url}?tab=questions")
         page.locator("#question-lecturer").get_by_text("Lecturer").click()
         page.locator("#question-open").click()
-        page.locator("#question-shown").get_by_text("code=").wait_for()
-        code = page.locator("#question-shown").inner_text().split("code=")[1][:5]
+        page.locator("#question-link").get_by_text("code=").wait_for()  # the link under the QR code
+        code = page.locator("#question-link").inner_text().split("code=")[1][:5]
         page.evaluate(COUNT_SEEN)
         app_cpu = cpu_s(process.pid)
         rng = random.Random(0)
