@@ -174,10 +174,7 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
                                  api_visibility="private",
                                  **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
             events.clear_on_failure(drawn, action.outputs)
-            if tab_item is tab_items[0]:  # the first tab's view shows at once, in the page's language
-                opened[0].then(action.fn, action.inputs, action.outputs, api_visibility="private")
-            for fn, inputs, outputs in action.also:  # on load (the first tab shows at once), and on a redraw
-                opened[0].then(fn, inputs, outputs, api_visibility="private")
+            for fn, inputs, outputs in action.also:
                 redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")
             light = events.ENDPOINTS.get(action.api_name, events.DEFAULT).group is None  # not an LLM's, not training
             if light and not any(inspect.isgeneratorfunction(fn) for fn, _, _ in ((action.fn, 0, 0), *action.also)):

@@ -435,7 +435,7 @@ class Links:
         """On page load: the view in the URL's query parameters; the link's notice (what it asked for out of
         range, and what was used); with `lecture=1`, the lecture controls open (Next step in sight), lecture mode
         on, and, when the link names no view, the lecture's first step chosen and shown; the tab to run (a plain
-        visit runs nothing), and the page's language (the link's `lang`, else the browser's, `lang` as the page
+        visit runs the first), and the page's language (the link's `lang`, else the browser's, `lang` as the page
         reports it) for the switch and the text the server builds.
 
         Returned as [*view, link notice, lecture controls, lecture step, lecture mode, tab to run, switch,
@@ -450,8 +450,10 @@ class Links:
         clamped: list[Clamped] = []
         view = self.view(params, clamped)
         notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
+        # a plain visit draws the tab it shows, the first: through its redraw button like any other, not by a chain
+        # of its own on load (a link to the first tab then drew it twice)
         return [*view, notice, gr.Accordion(open=True) if lecture else gr.skip(), first if starts else gr.skip(),
-                True if lecture else gr.skip(), self.opened(params), lang, lang]
+                True if lecture else gr.skip(), self.opened(params) or self.tab_order[0], lang, lang]
 
     def open_preset(self, name: str | None) -> list:
         """A lecture step: its view's inputs, no link notice (a step's numbers fit), and the tab to run."""

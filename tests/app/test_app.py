@@ -419,10 +419,24 @@ def test_page_load_reads_the_query_string_and_lecture_flag():
     assert update[-3] == "generate"  # the tab whose view runs right after
 
 
-def test_a_plain_visit_or_an_unknown_tab_runs_no_view():
+def test_a_plain_visit_or_an_unknown_tab_runs_the_first_tabs_view():
     links, _ = _tab_demo()
     for params in ({}, {"tab": "nope", "text": "x"}):
-        assert links.open_link("en", types.SimpleNamespace(query_params=params))[-3] == ""
+        assert links.open_link("en", types.SimpleNamespace(query_params=params))[-3] == "generate"
+
+
+def test_a_link_to_the_first_tab_draws_its_view_once(offline):
+    """After a page load reads its link, only the browser's press of the opened tab's redraw button runs a view
+    (ui/links.REDRAW_LINKED): a chain of the first tab's own on load drew a link to it, and every student's lecture
+    link, twice, and drew it unseen under a link to any other tab."""
+    demo = app.build_app()
+    load = next(fn for fn in demo.fns.values() if fn.name == "open_link")  # the page load that reads the link
+    chained, seen = [], {load._id}
+    for fn in demo.fns.values():  # the events chained after the load, at any depth
+        if fn.trigger_after in seen:
+            seen.add(fn._id)
+            chained.append(fn)
+    assert chained and [fn.name for fn in chained if fn.fn is not None and fn.queue is not False] == []
 
 
 def test_every_lecture_step_names_a_tab_whose_view_then_runs():

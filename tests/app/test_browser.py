@@ -279,10 +279,12 @@ def test_sentiment_gives_a_label_with_two_probabilities(visit):
 # accordion's plot is not drawn, and an output Gradio shows as "Empty value" is a blank one.
 SEEN = """(tab) => {
   const root = document.querySelector(`#tab-${tab}`);
-  if (!root) return {busy: 1, plots: [], blank: []};  // not built yet
+  if (!root) return {busy: 1, busyAt: ['not built yet'], plots: [], blank: []};
   const shown = (e) => e.offsetParent !== null && e.getBoundingClientRect().height > 0;
   const busy = Array.from(root.querySelectorAll('[data-testid=status-tracker]'))
-    .filter((e) => shown(e) && !e.classList.contains('hide')).length;
+    .filter((e) => shown(e) && !e.classList.contains('hide'));
+  // which block, and what its tracker says (a queue place, a timer, an error), for a failure's message
+  const busyAt = busy.map((e) => `${(e.closest('.block[id]') || {}).id || '?'}: ${e.innerText.trim().slice(0, 60)}`);
   const plots = Array.from(root.querySelectorAll('.js-plotly-plot')).filter(shown).map((gd) => {
     const data = (gd._fullData || []).map((t) => (t.z && t.z.length) || (t.y && t.y.length) || (t.source ? 1 : 0)
       || (t.cells && t.cells.values ? t.cells.values.length : 0));  // a table (the forward pass's ids)
@@ -291,7 +293,7 @@ SEEN = """(tab) => {
   });
   const blank = Array.from(root.querySelectorAll('[aria-label="Empty value"]')).filter(shown)
     .map((e) => (e.closest('.block') || e).innerText.trim().slice(0, 60) || '?');
-  return {busy, plots, blank};
+  return {busy: busy.length, busyAt, plots, blank};
 }"""
 
 # tab -> (a link to it, the elements that must then show content)
@@ -339,7 +341,7 @@ def wait_drawn(visit, tab: str, needs: list[str], settle_s: float = 1.0) -> dict
 
 
 def assert_drawn(seen: dict, tab: str) -> None:
-    assert seen["busy"] == 0, f"{tab}: still running"
+    assert seen["busy"] == 0, f"{tab}: still running: {seen['busyAt']}"
     assert seen["blank"] == [], f"{tab}: visible output(s) left blank: {seen['blank']}"
     assert all(p["data"] > 0 or p["notes"] > 0 for p in seen["plots"]), f"{tab}: an empty plot: {seen['plots']}"
 
