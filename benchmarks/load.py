@@ -5,6 +5,7 @@
     python -m benchmarks.load --same-link --own-sentences [--clients 100] [--httpx]
     python -m benchmarks.load --cached-hit
     python -m benchmarks.load --questions [--clients 100]
+    python -m benchmarks.load --pages [--clients 100]
 
 --cached-hit asks whether a cached answer waits for a worker: two 200-token generations and
 twelve distinct attention views (all running: attention runs 16 at once) are running while the one
@@ -48,6 +49,14 @@ number; an answer's latency is from its request to the moment the count first in
 answer back counted once the page shows k). Reported: p50/p95/max of that, and the errors (target:
 p95 <= 2 s, 0 errors), plus the memory one question holds with 1,000 answers (measured in this
 process on the same lab.questions.Hall, with tracemalloc).
+
+--pages is the moment before all of these: the hall opens the lecture's link. The files a page open asks
+for (the page, then every file it loads: Gradio's built scripts and styles, the theme, our tokenizers; not the
+queue's events, measured above) are recorded once in chromium; then a fresh app (nothing of it compressed or
+read yet, as when a hall arrives with the app) is asked for them by 100 light clients at once, each as a
+browser does: the page first, then its files over 6 connections, brotli or gzip accepted. Reported: p50, p95
+and max seconds until a client has every file, the bytes a page, the app's CPU seconds a page, the errors;
+then the same hall again (`again`: the tenth minute, every file read once).
 
 Starts `python app.py` on a free port (startup_s: from the command to the first page
 served), then 16 `gradio_client` clients, each in its own thread, send 25 requests each,
@@ -549,6 +558,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="--beside-llm: halls alone and beside the LLM in turn, this many of each")
     parser.add_argument("--questions", action="store_true",
                         help="predict, then reveal: 100 students answer one question within 10 s; answer -> count")
+    parser.add_argument("--pages", action="store_true",
+                        help="the hall opens the lecture's link: 100 clients fetch the page and all its files")
     parser.add_argument("--requests", type=int, default=25, help="requests per client")
     parser.add_argument("--rate", type=float, default=None,
                         help="open loop: light HTTP clients send the same mix at this many requests per second, "
@@ -560,12 +571,115 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.beside_llm and not args.own_sentences:
         parser.error("--beside-llm measures the hall of --own-sentences")
     args.same_link = args.same_link or args.own_sentences
-    args.clients = args.clients or (100 if args.same_link or args.questions else 16)
+    args.clients = args.clients or (100 if args.same_link or args.questions or args.pages else 16)
     if args.rate is not None and not 0 < args.rate < float("inf"):
         parser.error(f"--rate {args.rate:g}: must be a positive number of requests per second")
     if not 0 <= args.settle < float("inf"):
         parser.error(f"--settle {args.settle:g}: must be a number of seconds, 0 or more")
     return args
+
+
+PAGE_LINK = "?lecture=1"
+BROWSER_CONNECTIONS = 6  # a browser's connections to one host over HTTP/1.1
+
+
+def page_files(url: str) -> list[str]:
+    """The paths one page open of PAGE_LINK asks the app for, the page first, recorded in chromium; the queue's
+    and the API's requests (/gradio_api/) are left out."""
+    from playwright.sync_api import sync_playwright
+
+    from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    paths = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.on("request", lambda r: paths.append(r.url[len(url) - 1:]) if r.method == "GET" and r.url.startswith(
+            url) and "/gradio_api/" not in r.url else None)
+        page.goto(url + PAGE_LINK)
+        page.locator("#tab-about-button").wait_for(timeout=120_000)
+        page.wait_for_timeout(5000)  # the files a tab's first view loads (plotly)
+        browser.close()
+    return list(dict.fromkeys(paths))
+
+
+async def _fetch(url: str, target: str) -> int:
+    """GET `target` as a browser does (brotli or gzip accepted, not decoded): the bytes received."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    connection = h11.Connection(h11.CLIENT)
+    writer.write(connection.send(h11.Request(method="GET", target=target, headers=[
+        ("Host", f"{host}:{port}"), ("Accept-Encoding", "gzip, deflate, br"), ("Connection", "close")]))
+        + connection.send(h11.EndOfMessage()))
+    received = 0
+    try:
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                connection.receive_data(await reader.read(65536))
+            elif isinstance(event, h11.Response) and event.status_code >= 400:
+                raise RuntimeError(f"HTTP {event.status_code} for {target}")
+            elif isinstance(event, h11.Data):
+                received += len(event.data)
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                return received
+    finally:
+        writer.close()
+
+
+async def _open_page(url: str, files: list[str]) -> tuple[float, int]:
+    """(seconds, bytes) of one page open: the page, then its files over BROWSER_CONNECTIONS connections."""
+    started = time.perf_counter()
+    received = await _fetch(url, files[0])
+    gate = asyncio.Semaphore(BROWSER_CONNECTIONS)
+
+    async def one(path: str) -> int:
+        async with gate:
+            return await _fetch(url, path)
+
+    received += sum(await asyncio.gather(*(one(path) for path in files[1:])))
+    return time.perf_counter() - started, received
+
+
+def _page_hall(url: str, files: list[str], n: int, pid: int) -> dict:
+    """n page opens at once: seconds (p50, p95, max), KB a page, the app's CPU seconds a page, errors."""
+    before = cpu_s(pid)
+
+    async def hall():
+        return await asyncio.gather(*(_open_page(url, files) for _ in range(n)), return_exceptions=True)
+
+    results = asyncio.run(hall())
+    opened = [r for r in results if not isinstance(r, BaseException)]
+    errors = [f"{type(r).__name__}: {str(r)[:200]}" for r in results if isinstance(r, BaseException)]
+    seconds = [s for s, _ in opened]
+    return {"p50_s": round(statistics.median(seconds), 2) if seconds else None,
+            "p95_s": round(percentile(seconds, 0.95), 2) if seconds else None,
+            "max_s": round(max(seconds), 2) if seconds else None,
+            "kb_per_page": round(statistics.median(b for _, b in opened) / 1000, 1) if opened else None,
+            "app_cpu_s_per_page": round((cpu_s(pid) - before) / n, 3), "errors": len(errors), "first_errors": errors[:3]}
+
+
+def pages(args, models: Path) -> dict:
+    """--pages (see the module's note)."""
+    port = free_port()
+    process, _ = start_app(port, "--model-dir", str(models))
+    try:
+        files = page_files(f"http://127.0.0.1:{port}/")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    port = free_port()
+    process, startup_s = start_app(port, "--model-dir", str(models))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        result = {"startup_s": round(startup_s, 2), "clients": args.clients, "files_per_page": len(files),
+                  "first": _page_hall(url, files, args.clients, process.pid)}
+        result["again"] = _page_hall(url, files, args.clients, process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    print(json.dumps(result))
+    return result
 
 
 def main(argv=None) -> dict:
@@ -574,6 +688,8 @@ def main(argv=None) -> dict:
     models = args.model_dir or model_dir(Path(tempfile.mkdtemp()))
     if args.own_sentences:
         models = without(Path(models), "sentiment")
+    if args.pages:
+        return pages(args, Path(models))
     port = free_port()
     llms = ("--llm-dir", str(args.beside_llm)) if args.beside_llm else ()
     process, startup_s = start_app(port, "--model-dir", str(models), *llms)

@@ -15,6 +15,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ui import tokens
+from ui.gradio_patches import BuiltAssets, PageCache
 from ui.sessions import PageTracker
 
 # the queue's event stream, the HTTP API's, and the answers outside the queue (a re-slice, the language switch)
@@ -38,7 +39,10 @@ class CompressedStreams:
 
 
 def app_kwargs() -> dict:
-    """What `Blocks.launch(app_kwargs=...)` needs to serve the compressed streams, to know which sessions
-    have a page open (ui/sessions.py keeps state only for those, and briefly for the rest), and to serve the
-    Tokens tab's merge tables to the page (ui/tokens.py)."""
-    return {"middleware": [Middleware(CompressedStreams), Middleware(PageTracker)], "routes": tokens.ROUTES}
+    """What `Blocks.launch(app_kwargs=...)` needs to serve the page and Gradio's page files from memory
+    (ui/gradio_patches.py) and the compressed streams, to know which sessions have a page open (ui/sessions.py
+    keeps state only for those, and briefly for the rest), and to serve the Tokens tab's merge tables to the page
+    (ui/tokens.py)."""
+    return {"middleware": [Middleware(PageCache), Middleware(BuiltAssets), Middleware(CompressedStreams),
+                           Middleware(PageTracker)],
+            "routes": tokens.ROUTES}
