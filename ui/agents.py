@@ -49,25 +49,27 @@ SUFFIX = "_data"  # a twin's endpoint name: the page endpoint's, then this
 def offer_tools(demo: gr.Blocks) -> None:
     """Give every page endpoint of `demo` offered to agents a data twin, listed in its place (see above). Call it
     once the tabs are built and their endpoints checked (`events.check_declared`)."""
-    output = None
-    for block_fn in list(demo.fns.values()):
-        if block_fn.api_visibility != "public" or not events.ENDPOINTS[block_fn.api_name].agents:
-            continue
-        if output is None:
-            with demo:
-                output = gr.Textbox(visible=False, label="answer (JSON)", elem_id="agent-answer")
-        twin = DATA.get(block_fn.api_name)
-        if twin is None:  # it calls the page's function, lent a GPU already where it runs a model
-            twin = read_as_data(block_fn.fn, block_fn.outputs)
-            description = _description(twin) + READ_AS_DATA
-        else:
-            description = _description(twin)
-            twin = events.on_gpu(twin) if events.ENDPOINTS[block_fn.api_name].gpu else twin
-        with demo:
+    offered = [fn for fn in demo.fns.values()
+               if fn.api_visibility == "public" and events.ENDPOINTS[fn.api_name].agents]
+    if not offered:
+        return
+    # one `with demo:` for all the twins: Gradio renders the whole page's config and builds its server app again
+    # each time a `with` block of the page closes (blocks.py, Blocks.__exit__), and a block per twin made that
+    # ~40 times, most of the app's start-up
+    with demo:
+        output = gr.Textbox(visible=False, label="answer (JSON)", elem_id="agent-answer")
+        for block_fn in offered:
+            twin = DATA.get(block_fn.api_name)
+            if twin is None:  # it calls the page's function, lent a GPU already where it runs a model
+                twin = read_as_data(block_fn.fn, block_fn.outputs)
+                description = _description(twin) + READ_AS_DATA
+            else:
+                description = _description(twin)
+                twin = events.on_gpu(twin) if events.ENDPOINTS[block_fn.api_name].gpu else twin
             gr.on([], twin, block_fn.inputs, output, api_name=block_fn.api_name + SUFFIX,
                   api_description=description, concurrency_limit=block_fn.concurrency_limit,
                   concurrency_id=block_fn.concurrency_id, queue=block_fn.queue, show_progress="hidden")
-        block_fn.api_visibility = "undocumented"  # callable by name, as before; listed no more
+            block_fn.api_visibility = "undocumented"  # callable by name, as before; listed no more
 
 
 READ_AS_DATA = (" Answers JSON: the view's outputs as data (texts, tables as headers and rows, each figure's title "
