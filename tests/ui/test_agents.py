@@ -125,6 +125,27 @@ def test_an_endpoint_offered_to_agents_is_listed_as_its_data_twin_under_the_same
     assert page["tokenize_data"].fn("a cat") == agents.tokenize("a cat")  # the twin that answers tokens
 
 
+def test_the_twins_are_wired_in_one_block_so_gradio_builds_its_server_app_once(monkeypatch):
+    """Gradio renders the page's config and builds its server app each time a `with` block of the page closes; a
+    block per twin did that ~40 times in the real app, most of its start-up."""
+    from gradio.routes import App
+
+    def page(text: str, lang: str = "en"):
+        """A page view."""
+        return text
+
+    with gr.Blocks() as demo:
+        lang, text, out = gr.State("en"), gr.Textbox(), gr.HTML()
+        events.on(text.submit, page, [text, lang], out, api_name="tokenize")
+        events.on(text.change, page, [text, lang], out, api_name="attention")
+        events.on(text.blur, page, [text, lang], out, api_name="generate")
+    built, create_app = [], App.create_app
+    monkeypatch.setattr(App, "create_app", staticmethod(lambda *a, **k: built.append(1) or create_app(*a, **k)))
+    agents.offer_tools(demo)
+    assert {"tokenize_data", "attention_data", "generate_data"} <= {fn.api_name for fn in demo.fns.values()}
+    assert len(built) == 1
+
+
 class _Mcp:
     """What argument_refusal reads of Gradio's MCP server: a tool's input schema."""
 
