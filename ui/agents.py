@@ -54,8 +54,7 @@ def offer_tools(demo: gr.Blocks) -> None:
     if not offered:
         return
     # one `with demo:` for all the twins: Gradio renders the whole page's config and builds its server app again
-    # each time a `with` block of the page closes (blocks.py, Blocks.__exit__), and a block per twin made that
-    # ~40 times, most of the app's start-up
+    # each time a `with` block of the page closes (blocks.py, Blocks.__exit__), so a block per twin did it per twin
     with demo:
         output = gr.Textbox(visible=False, label="answer (JSON)", elem_id="agent-answer")
         for block_fn in offered:

@@ -32,8 +32,8 @@ EXAMPLES_PER_ENDPOINT = 4  # small on purpose: ~25 endpoints, some run a model o
 # lengths): their sliders stay at the cheapest end so the suite stays fast.
 # (an endpoint's data twin, `<name>_data`, runs the same handler: named here by its page endpoint's name)
 SLOW_AT_MAXIMUM = {"translate_train", "translate_lengths"}
-# The temperature contrast samples its fixed CONTRAST_NEW_TOKENS three times per call; what is checked here is its
-# inputs, so it samples a few tokens (16 calls of 3 x 60 tokens were 20 s of the suite, twice with its twin)
+# The temperature contrast samples its fixed CONTRAST_NEW_TOKENS three times per call; what is checked here is how
+# it takes its inputs, so it samples a few tokens
 CONTRAST_TOKENS = 4
 
 
