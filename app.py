@@ -98,6 +98,7 @@ def build_app() -> gr.Blocks:
             t.elem_id = t.elem_id or f"tab-{t.id}"  # lets links and presets find the tab's button
         _wire(demo, shell, tabs, tab_items, actions)
     events.check_declared(demo)  # a public endpoint wired around events.on would escape ENDPOINTS
+    events.show_progress_once(demo)
     gradio_patches.speak_page_language(demo, shell.lang)  # an input's refusal in the page's language
     agents.offer_tools(demo)  # the API page and the MCP tools: each view's data, not its page
     agents.brief_mcp_refusals()
@@ -130,10 +131,9 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
     current_tab = gr.State(str(tab_items[0].id) if tab_items else "")
     # the tab a link or lecture step just opened ("" when none), read by the browser to draw its view
     linked = gr.Textbox("", visible="hidden", elem_id="linked-tab")
-    # The app's own events are instant and need no model: unqueued, private, no GPU. Their progress shows on one
-    # hidden box: Gradio refreshes, at every event's start and end, the status of every component an event ever
-    # showed progress on, and opening a link alone sets ~80 components.
-    instant = dict(queue=False, api_visibility="private", show_progress="hidden", show_progress_on=linked)
+    # The app's own events are instant and need no model: unqueued, private, no GPU, no progress shown (opening a
+    # link alone sets ~80 components: events.show_progress_once)
+    instant = dict(queue=False, api_visibility="private", show_progress="hidden")
     to_view = [tabs, current_tab, *links.components]
     switch, lang = shell.switch, shell.lang
 

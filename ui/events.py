@@ -237,6 +237,25 @@ def examples(*args, **kwargs) -> gr.Examples:
     return made
 
 
+def show_progress_once(demo: gr.Blocks) -> None:
+    """Each event of `demo` shows that it runs on one component: its first figure, else its first result, else its
+    first output (one it names itself is kept); an event whose progress is hidden, on none. Set here, after the
+    tabs have wired their events, through Gradio's public event option `show_progress_on`.
+
+    Gradio's page refreshes, at every status message of any event, the status of every component an event has
+    ever shown progress on, finding each in the page's tree and copying its whole value to do so (gradio/templates/
+    frontend, Blocks: `update_loading_stati_state`, over `loading_stati.current`). With progress on every output
+    (Gradio's default), each view the page had drawn, figures and all, was copied again at every later click: the
+    page grew slower the longer it was used, a lecture's later steps most (benchmarks/lecture_walk.py)."""
+    for fn in demo.fns.values():
+        if fn.show_progress == "hidden":
+            fn.show_progress_on = []
+        elif fn.show_progress_on is None:
+            outputs = list(fn.outputs)
+            figures = [c for c in outputs if isinstance(c, gr.Plot)]
+            fn.show_progress_on = (figures or [c for c in outputs if isinstance(c, RESULTS)] or outputs)[:1]
+
+
 def check_declared(demo: gr.Blocks) -> None:
     """KeyError if a public endpoint of `demo` is missing from ENDPOINTS: one wired around `on`."""
     public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}

@@ -31,6 +31,9 @@ Plotly.react to add `config.locale` to every plot; now plotly.js registers its z
 `window.PlotlyLocales` as it loads (its own way for locales loaded before it) and the page sets the locale with
 `Plotly.setPlotConfig` (ui/page.js), which every plot Gradio draws reads.
 
+Set through a public way, after wiring: each event's `show_progress_on` (ui/events.show_progress_once), since the
+page refreshes, at every status message, every component an event ever showed progress on.
+
 Read but not replaced (ui/sessions.py: a StateHolder's `session_data` and `time_last_used` and the queue's
 `pending_messages_per_session`, to forget a session; `jobs` here: the queue's waiting and running events) and
 the gzip'd stream (ui/wire.py), which goes through Gradio's public `app_kwargs`.
