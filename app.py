@@ -81,7 +81,7 @@ class Shell:
     forward: gr.Button
     make_link: gr.Button
     link_box: gr.Textbox
-    link_notice: gr.Markdown  # what a link asked for out of range, and what was used; hidden for a plain visit
+    link_notice: gr.Markdown  # what a link asked for that was moved into range or not used; hidden for a plain visit
 
 
 def build_app() -> gr.Blocks:

@@ -19,9 +19,10 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from i18n import DEFAULT, normalise, t
+from i18n import DEFAULT, normalise, render, t
 from lab import generate, models, store
-from lab.policy import InputError, truncate
+from lab.markdown import literal
+from lab.policy import InputError, quoted, truncate
 from lab.sentiment import REVIEW
 from ui.i18n import translated
 
@@ -321,9 +322,20 @@ class Clamped:
     used: float
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A link's value its input cannot take (a model or choice it does not offer, a number that is not one): the
+    input keeps its own value, and the link's notice says so ("policy.link_refused")."""
+
+    component: object
+    raw: str
+
+
 def coerce(component, raw: str, clamped: list[Clamped] | None = None):
     """The value `raw` (a query-string text) means for `component`, or None if it fits nowhere; a number moved
-    into the component's range is appended to `clamped` when a list is given."""
+    into the component's range is appended to `clamped` when a list is given. A picker's choice is named by its
+    value or its label, and a model picker's also by the checkpoint's name ("smollm2-135m-instruct"): the name
+    the Inside tab's picker, the API and the model cards use."""
     if isinstance(component, gr.Textbox):
         return truncate(raw)[0]
     if isinstance(component, gr.Checkbox):
@@ -351,16 +363,26 @@ def coerce(component, raw: str, clamped: list[Clamped] | None = None):
         for label, value in component.choices:
             if raw in (str(value), str(label)):
                 return value
+        wanted = raw.strip().casefold()
+        return next((value for _, value in component.choices if _checkpoint_name(value).casefold() == wanted), None)
     return None
 
 
-def apply(params: dict[str, str], linked: list[TabInputs],
-          clamped: list[Clamped] | None = None) -> tuple[str | None, dict[int, object]]:
-    """(the tab to select, {id(component): new value}) for query parameters `params`; numbers moved into their
-    input's range are appended to `clamped` when a list is given.
+def _checkpoint_name(choice) -> str:
+    """The checkpoint a model picker's choice names, "" for a choice that names none (an attention group)."""
+    try:
+        return generate.checkpoint(str(choice)) or models.resolve(str(choice))
+    except InputError:
+        return ""
 
-    Unknown tabs, unknown keys and values a component cannot take are ignored: a
-    mistyped link opens the app as usual instead of failing.
+
+def apply(params: dict[str, str], linked: list[TabInputs],
+          noted: list[Clamped | Refused] | None = None) -> tuple[str | None, dict[int, object]]:
+    """(the tab to select, {id(component): new value}) for query parameters `params`; when a list `noted` is
+    given, each number moved into its input's range and each value an input cannot take is appended to it.
+
+    Unknown tabs and unknown keys are ignored, and a value an input cannot take leaves the input as it is: a
+    mistyped link opens the app as usual instead of failing, and its notice says what was not used.
     """
     tab = next((t for t in linked if t.tab_id == params.get("tab")), None)
     if tab is None:
@@ -368,18 +390,29 @@ def apply(params: dict[str, str], linked: list[TabInputs],
     values = {}
     for key, raw in params.items():
         component = tab.components.get(key) if key != "tab" else None
-        if component is not None and (value := coerce(component, raw, clamped)) is not None:
+        if component is None:
+            continue
+        if (value := coerce(component, raw, noted)) is not None:
             values[id(component)] = value
+        elif noted is not None:
+            noted.append(Refused(component, raw))
     return tab.tab_id, values
 
 
-def link_notice(clamped: list[Clamped], lang: str) -> gr.Markdown:
+def link_notice(noted: list[Clamped | Refused], lang: str) -> gr.Markdown:
     """The link's notice line (app.py, above the tabs), in language `lang`: for each number moved into its
-    input's range, the notice a slider's value out of range gets, naming the input by its label; hidden when
-    nothing was moved."""
-    said = " ".join(t("policy.clamped", lang, name=translated(c.component.label, lang), low=_shown(c.low),
-                      high=_shown(c.high), used=c.used) for c in clamped)
+    input's range, the notice a slider's value out of range gets, and for each value an input cannot take, that
+    it was not used, naming the input by its label (the value quoted briefly, as Markdown that shows it as typed);
+    hidden when there is nothing to say."""
+    said = " ".join(_said(note, lang) for note in noted)
     return gr.Markdown(f"🔗 {said}" if said else "", visible=bool(said))
+
+
+def _said(note: Clamped | Refused, lang: str) -> str:
+    name = translated(note.component.label, lang)
+    if isinstance(note, Refused):
+        return t("policy.link_refused", lang, name=name, value=literal(render(quoted(note.raw), lang)))
+    return t("policy.clamped", lang, name=name, low=_shown(note.low), high=_shown(note.high), used=note.used)
 
 
 def _shown(bound: float):
@@ -420,9 +453,9 @@ class Links:
         self.tab_ids = {str(tab.label): str(tab.id) for tab in tabs}
         self.tab_order = [str(tab.id) for tab in tabs]
 
-    def view(self, params: dict[str, str], clamped: list[Clamped] | None = None) -> list:
+    def view(self, params: dict[str, str], noted: list[Clamped | Refused] | None = None) -> list:
         """Updates that open the view `params` describes (nothing changes for an unknown tab)."""
-        tab_id, values = apply(params, self.tabs, clamped)
+        tab_id, values = apply(params, self.tabs, noted)
         if tab_id is None:
             return [gr.skip()] * (2 + len(self.components))
         return [gr.Tabs(selected=tab_id), tab_id] + [values.get(id(c), gr.skip()) for c in self.components]
@@ -447,9 +480,9 @@ class Links:
         starts = lecture and self.opened(params) == ""
         if starts:
             params = usable(LECTURE_PRESETS[first])
-        clamped: list[Clamped] = []
-        view = self.view(params, clamped)
-        notice = link_notice(clamped, lang) if clamped else gr.skip()  # a page opens with it hidden
+        noted: list[Clamped | Refused] = []
+        view = self.view(params, noted)
+        notice = link_notice(noted, lang) if noted else gr.skip()  # a page opens with it hidden
         # a plain visit draws the tab it shows, the first: through its redraw button like any other, not by a chain
         # of its own on load (a link to the first tab then drew it twice)
         return [*view, notice, gr.Accordion(open=True) if lecture else gr.skip(), first if starts else gr.skip(),

@@ -66,3 +66,18 @@ def test_a_link_with_numbers_out_of_range_says_what_it_used(visit, query, said):
     assert all(part in notice.inner_text() for part in said), notice.inner_text()
     visit.page.locator("#tab-attention #attention-grid .js-plotly-plot").wait_for()  # the view ran, clamped
     visit.screenshot(f"door-link-clamped-{'zh' if 'zh' in query else 'en'}")
+
+
+def test_a_link_naming_a_model_by_its_checkpoint_draws_it_and_a_value_not_taken_is_said(visit):
+    # the Attention picker holds labels; a link naming the checkpoint ("sentiment-pretrained") drew the default
+    # language model instead, and a layer that is no number was left out without a word
+    visit.open("?tab=attention&model=sentiment-pretrained&layer=two&text=The+cat+sat+on+the+mat&lang=zh-CN")
+    visit.page.locator("#tab-attention #attention-grid .js-plotly-plot").wait_for()
+    picker = visit.page.locator("#tab-attention #model input")
+    assert picker.input_value().endswith("·sentiment-pretrained")  # the Chinese label: no space before the name
+    notice = visit.page.locator("#link-notice")
+    notice.wait_for()
+    assert notice.inner_text().startswith("🔗 层不能是 'two'：链接中的这个值没有使用。"), notice.inner_text()
+    visit.page.wait_for_function("""() => Array.from(document.querySelectorAll('#tab-attention .gtitle'))
+        .some((e) => e.textContent.includes('12 个头'))""")  # the classifier's grid, not the 6-head LM's
+    visit.screenshot("door-link-by-checkpoint-zh")

@@ -65,6 +65,41 @@ def test_every_linked_number_out_of_range_opens_with_a_notice_naming_its_input(l
     assert calm[-5] == gr.skip()  # nothing clamped: the notice stays hidden
 
 
+
+def _opened(links, query: dict) -> tuple[dict, object]:
+    """What a link `query` sets, by (tab, key), and its notice."""
+    from types import SimpleNamespace
+
+    update = links.open_link(query.get("lang", "en"), SimpleNamespace(query_params=query))
+    set_to = {(tab.tab_id, key): update[2 + links.components.index(c)] for tab in links.tabs
+              for key, c in tab.components.items()}
+    return set_to, update[-7]
+
+
+@pytest.mark.parametrize("tab, name", [("attention", "sentiment-pretrained"), ("generate", "tang-poems-char"),
+                                       ("forward", "translate-reverse"), ("inside", "shakespeare-lm")])
+def test_a_link_names_a_model_by_its_checkpoint_in_every_tabs_picker(links, tab, name):
+    # the Attention, Generate and Forward pickers hold labels ("sentiment-pretrained (classifier)"); a link naming
+    # the checkpoint, as the Inside tab's picker, the API and the model cards do, was silently left out
+    from lab import generate, models
+
+    set_to, notice = _opened(links, {"tab": tab, "model": name.upper() if tab == "forward" else name})
+
+    chosen = set_to[(tab, "model")]
+    assert chosen != gr.skip() and (generate.checkpoint(chosen) or models.resolve(chosen)) == name, chosen
+    assert notice == gr.skip()  # nothing refused, nothing said
+
+
+def test_a_link_value_its_input_cannot_take_is_left_out_and_said_escaped_in_the_pages_language(links):
+    set_to, notice = _opened(links, {"tab": "attention", "model": "<b>gpt-5</b>*", "layer": "two", "head": "1"})
+    assert set_to[("attention", "model")] == gr.skip() and set_to[("attention", "layer")] == gr.skip()
+    assert set_to[("attention", "head")] == 1  # the values it can take are used
+    assert notice.visible and notice.value.startswith("🔗 Model cannot be ") and "Layer cannot be" in notice.value
+    # shown as typed: Markdown's escapes, no tag and no emphasis
+    assert "<b>" not in notice.value and "\\<b\\>gpt\\-5\\<\\/b\\>\\*" in notice.value
+    _, notice = _opened(links, {"tab": "attention", "model": "gpt-5", "lang": "zh-CN"})
+    assert notice.value.startswith("🔗 模型不能是 ") and "链接中的这个值没有使用" in notice.value
+
 def _wired():
     with gr.Blocks():
         slider, picker, out = gr.Slider(0, 10, label=_("setting.seed")), gr.Dropdown(["a", "b"]), gr.Textbox()
