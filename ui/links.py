@@ -144,6 +144,25 @@ def usable(params: dict) -> dict[str, str]:
     return {**params, "model": next((m for m in model if _readable(m)), model[-1])}
 
 
+def with_group(params: dict[str, str]) -> dict[str, str]:
+    """A link to the Attention tab that names a model and no attention group, with the model's first group, as
+    picking the model gives it (ui/attention.group_for): the default group, a decoder's, began an encoder's every
+    answer with a notice that it has none."""
+    if params.get("tab") != "attention" or "model" not in params or "attention" in params:
+        return params
+    name = _named(params["model"])
+    return {**params, "attention": models.checkpoint(name).kind.groups[0]} if name else params
+
+
+def _named(raw: str) -> str | None:
+    """The checkpoint a link's model names, by a picker label or by its name in any case; None for none."""
+    try:
+        return models.resolve(raw)
+    except InputError:
+        wanted = raw.strip().casefold()
+        return next((name for name in store.checkpoints().values() if name.casefold() == wanted), None)
+
+
 def _readable(label: str) -> bool:
     try:
         name = generate.checkpoint(label) or models.resolve(label)
@@ -363,8 +382,8 @@ def coerce(component, raw: str, clamped: list[Clamped] | None = None):
         for label, value in component.choices:
             if raw in (str(value), str(label)):
                 return value
-        wanted = raw.strip().casefold()
-        return next((value for _, value in component.choices if _checkpoint_name(value).casefold() == wanted), None)
+        name = _named(raw)
+        return next((value for _, value in component.choices if name and _checkpoint_name(value) == name), None)
     return None
 
 
@@ -481,7 +500,7 @@ class Links:
         if starts:
             params = usable(LECTURE_PRESETS[first])
         noted: list[Clamped | Refused] = []
-        view = self.view(params, noted)
+        view = self.view(with_group(params), noted)
         notice = link_notice(noted, lang) if noted else gr.skip()  # a page opens with it hidden
         # a plain visit draws the tab it shows, the first: through its redraw button like any other, not by a chain
         # of its own on load (a link to the first tab then drew it twice)

@@ -80,4 +80,7 @@ def test_a_link_naming_a_model_by_its_checkpoint_draws_it_and_a_value_not_taken_
     assert notice.inner_text().startswith("🔗 层不能是 'two'：链接中的这个值没有使用。"), notice.inner_text()
     visit.page.wait_for_function("""() => Array.from(document.querySelectorAll('#tab-attention .gtitle'))
         .some((e) => e.textContent.includes('12 个头'))""")  # the classifier's grid, not the 6-head LM's
+    # its own attention, as picking it gives, so the answer begins with no notice that it has no decoder
+    assert visit.page.locator("#tab-attention #attention input").input_value() == "编码器自注意力"
+    assert "没有解码器" not in visit.page.locator("#tab-attention").inner_text()
     visit.screenshot("door-link-by-checkpoint-zh")

@@ -88,6 +88,8 @@ def test_a_link_names_a_model_by_its_checkpoint_in_every_tabs_picker(links, tab,
     chosen = set_to[(tab, "model")]
     assert chosen != gr.skip() and (generate.checkpoint(chosen) or models.resolve(chosen)) == name, chosen
     assert notice == gr.skip()  # nothing refused, nothing said
+    if tab == "attention":  # and the encoder's own attention, as picking it gives: not the default decoder's
+        assert set_to[("attention", "attention")] == "encoder"
 
 
 def test_a_link_value_its_input_cannot_take_is_left_out_and_said_escaped_in_the_pages_language(links):
