@@ -252,8 +252,8 @@ def row(piece: Slice, lang: str = "en", run: Walk | None = None) -> Figure:
     if piece.stage == "next" and run is not None:
         return picked_table(run, piece, lang)
     if piece.stage == "ids" and piece.rows:
-        return placeholder(t("forward.id_of", lang, position=piece.follow, token=plain(render(piece.rows[piece.follow],
-                                                                                                  lang)),
+        # the placeholder escapes its message: the token goes in as written (escaped here too, "<bos>" read "&lt;bos&gt;")
+        return placeholder(t("forward.id_of", lang, position=piece.follow, token=render(piece.rows[piece.follow], lang),
                              id=int(piece.values[piece.follow, 0])), height=120)
     follow = piece.follow
     values = piece.values[follow] if len(piece.values) else np.zeros(0, np.float32)

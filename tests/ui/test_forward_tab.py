@@ -95,3 +95,12 @@ def test_a_classifiers_classes_are_named_in_the_pages_language(linked, stage):
     for lang, (says, diagram, heatmap, row) in (("en", english), ("zh-CN", chinese)):
         drawn = {*heatmap["data"][0]["x"], *row["data"][0]["x"]}
         assert drawn and drawn <= classes[lang], (stage, lang, drawn)
+
+
+
+def test_the_followed_tokens_id_note_shows_a_token_in_angle_brackets_as_written(linked):
+    # its note was escaped twice (plain() and the placeholder's own escape): Gemma's "<bos>" showed as "&lt;bos&gt;"
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "shakespeare-lm")
+    params = {"tab": "forward", "model": label, "text": "<b> & co", "stage": "ids", "follow": "0", "lang": "en"}
+    note = opened(linked, params)[3]["layout"]["annotations"][0]["text"]
+    assert note.startswith("Token 0 “&lt;") and "&amp;" not in note, note  # plotly reads the entities as "<"
