@@ -376,6 +376,10 @@ def test_a_link_to_the_inside_tab_draws_the_servers_information_flow_and_its_top
     graph = visit.page.evaluate("""() => { const gd = document.querySelector('#inside-flow-graph .js-plotly-plot');
         return {title: gd._fullLayout.title.text, points: gd.data.reduce((n, d) => n + d.x.length, 0)}; }""")
     assert f"(position {token}): {len(routes)} edges of at least 0.050" in graph["title"], graph["title"]
+    # the token slider stands at its end, past this text's last position, and says that its end means the last token
+    slider = visit.page.locator("#tab-inside #token")
+    assert slider.locator("input[type=number]").input_value() == str(inside.LAST) and token < inside.LAST
+    assert "At its right end: the text's last token" in slider.inner_text()
     assert routes and graph["points"] >= len(routes) * 3  # each edge a segment of two points and a gap
     bars = visit.page.evaluate("""() => { const l = document.querySelector('#inside-head-bars .js-plotly-plot')
         ._fullLayout; return [(l.title || {}).text || '', (l.annotations || []).map((a) => a.text).join(' ')]; }""")
