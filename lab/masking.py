@@ -164,9 +164,15 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     text_b = models.read_as(name, truncate(text_b)[0])[0]
     if not tokenizer.tokens(text_b):
         raise InputError(Message("masking.empty_second"))
-    tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     read_by = Message("masking.read_by_poetry_lm") if name == POETRY_LM and not model else ""
     notices = [cut, simplified, read_by, tokens.notice]
+    try:
+        tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
+    except InputError:  # a second text this model cannot read (the English default, under the Tang-poetry LM):
+        # the padding still has a shorter text to pad, the first half of the person's own (it stopped the tab)
+        half = max(1, len(tokens.ids) // 2)
+        tokens_b = replace(tokens, ids=tokens.ids[:half], labels=tokens.labels[:half], notice="")
+        notices.append(Message("masking.second_unreadable", model=name))
     s = settings(kind, len(tokens.ids), w, dilation, global_text, causal, notices)
     key = models.key(name, tuple(tokens.ids), tuple(tokens_b.ids), s)
     run = _runs.get(key, lambda: _compute(net, tokenizer, tokens, tokens_b, s))

@@ -88,3 +88,11 @@ def test_chinese_text_is_read_by_the_poetry_lm_one_character_a_token_and_traditi
     assert run.labels == list("床前明月光，疑是地上霜。举头望明月")  # a character each, not bytes
     assert "Tang-poetry LM" in str(run.notice) and "converted to simplified" in str(run.notice)
     assert lab.masking.lm_for("To be, or not to be") == "shakespeare-lm"
+
+
+def test_a_second_text_the_model_cannot_read_gives_way_to_the_first_half_of_the_text():
+    # the tab's second text is English; a Chinese text goes to the Tang-poetry LM, which reads no Latin letter, and
+    # the whole tab stopped on an error about a text the person never typed
+    run = lab.masking_run("床前明月光，疑是地上霜。", "To be, or not", "none", 3, 2, "0", True)
+    assert run.labels_b == list("床前明月光，")  # the batch pads the first half of the person's text
+    assert "tang-poems-char cannot read the padding batch's second text" in str(run.notice)
