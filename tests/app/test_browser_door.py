@@ -74,10 +74,11 @@ def test_a_link_naming_a_model_by_its_checkpoint_draws_it_and_a_value_not_taken_
     visit.open("?tab=attention&model=sentiment-pretrained&layer=two&text=The+cat+sat+on+the+mat&lang=zh-CN")
     visit.page.locator("#tab-attention #attention-grid .js-plotly-plot").wait_for()
     picker = visit.page.locator("#tab-attention #model input")
-    assert picker.input_value().endswith("·sentiment-pretrained")  # the Chinese label: no space before the name
+    assert picker.input_value().endswith("·sentiment-pretrained")  # the Chinese label: no space before its name
     notice = visit.page.locator("#link-notice")
     notice.wait_for()
-    assert notice.inner_text().startswith("🔗 层不能是 'two'：链接中的这个值没有使用。"), notice.inner_text()
+    said = notice.inner_text()
+    assert said.startswith("🔗 层不能是 'two'：链接中的这个值没有使用。"), said
     visit.page.wait_for_function("""() => Array.from(document.querySelectorAll('#tab-attention .gtitle'))
         .some((e) => e.textContent.includes('12 个头'))""")  # the classifier's grid, not the 6-head LM's
     # its own attention, as picking it gives, so the answer begins with no notice that it has no decoder

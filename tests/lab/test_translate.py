@@ -46,8 +46,9 @@ def test_length_generalisation_scores_both_position_kinds_on_each_length(monkeyp
     assert curves["learned positions"][9] == 1.0  # inside the training lengths the copy model is right
 
 
-@pytest.mark.parametrize("task, text, says", [("pig_latin", "这只动物没有过马路", "Latin letters"),
-                                              ("copy", "这只动物", "digits 0-9"), ("sort", "abc", "digits 0-9")])
+@pytest.mark.parametrize("task, text, says", [
+    ("pig_latin", "这只动物没有过马路", "Latin letters"), ("copy", "这只动物", "digits 0-9"),
+    ("sort", "abc", r"digits 0-9 \(for English words, pick Pig Latin\)")])  # a sentence typed under a digits task
 def test_a_source_outside_the_tasks_alphabet_says_in_one_line_what_the_task_takes(task, text, says):
     with pytest.raises(policy.InputError, match=says) as refused:
         translate.translation(task, text)
