@@ -15,9 +15,11 @@ from transformer_core.tokenization import TokenizerError
 
 from . import llms, models, store
 from .markdown import literal
-from .policy import InputError, quoted, truncate
+from .policy import InputError, mostly_chinese, quoted, truncate
 
 LM_NAME, CLASSIFIER_NAME, FALLBACK_TOKENIZER = "shakespeare-lm", "sentiment", "shakespeare-bpe"
+# a Chinese sentence's classifier in the order experiment: the English one reads Chinese characters as raw bytes
+CLASSIFIER_NAME_ZH = "sentiment-zh"
 SENTIMENT_CLASSES = ["negative", "positive"]  # transformer_core.training.data.Review.label: 1 positive, 0 negative
 MAX_WORDS = 40
 MAX_SENTENCE_CHARS = 400
@@ -79,14 +81,14 @@ def scaling(d, n_keys, seed):
     return points, next(p for p in points if p.d == d)
 
 
-def _classifier():
-    """(model, tokenizer, class names, which model it is)."""
+def _classifier(name: str = CLASSIFIER_NAME):
+    """(model, tokenizer, class names, which model it is): the shipped classifier `name`, else an untrained one."""
     try:
-        model = store.model(CLASSIFIER_NAME)
+        model = store.model(name)
         if isinstance(model, EncoderClassifier):
             names = SENTIMENT_CLASSES if model.config.n_class == 2 else None
-            return model, store.tokenizer(CLASSIFIER_NAME), names, Message("concepts.shipped_classifier", name=CLASSIFIER_NAME)
-        why = Message("concepts.not_classifier", name=CLASSIFIER_NAME, kind=type(model).__name__)
+            return model, store.tokenizer(name), names, Message("concepts.shipped_classifier", name=name)
+        why = Message("concepts.not_classifier", name=name, kind=type(model).__name__)
     except (CheckpointError, TokenizerError) as e:
         why = str(e)
     try:
@@ -99,12 +101,15 @@ def _classifier():
 def order(sentence, seed):
     """(summary, variants, token labels in shuffled order, class names) of the order experiment."""
     sentence, notice = truncate(sentence, MAX_SENTENCE_CHARS)
-    words = sentence.split()
+    chinese = mostly_chinese(sentence)
+    # Chinese puts no spaces between words (a whole sentence counted as one): its characters are what is shuffled
+    words = [c for c in sentence if not c.isspace()] if chinese else sentence.split()
     if not 2 <= len(words) <= MAX_WORDS:
         raise InputError(Message("concepts.sentence_words", max_words=MAX_WORDS, n=len(words)))
     word_order = core.shuffled_order(len(words), whole(seed, Message("concepts.setting.shuffle_seed"), 0, MAX_SEED))
-    model, tok, names, which = _classifier()
-    word_ids = [tok.encode(" " + w) for w in words]  # each word with its leading space, as in running text
+    model, tok, names, which = _classifier(CLASSIFIER_NAME_ZH if chinese else CLASSIFIER_NAME)
+    # each English word with its leading space, as in running text
+    word_ids = [tok.encode(w if chinese else " " + w) for w in words]
     ids = [i for w in word_ids for i in w]
     try:
         perm = core.token_permutation([len(w) for w in word_ids], word_order)
@@ -113,7 +118,7 @@ def order(sentence, seed):
         raise refusal(e, "concepts.refused.order") from e
     names = names or [Message("concepts.class_n", c=c) for c in range(model.config.n_class)]
     labels = [tok.decode([ids[p]]) for p in perm]
-    shuffled = literal(' '.join(words[w] for w in word_order))  # the person's words: shown, never read as markup
+    shuffled = literal(("" if chinese else " ").join(words[w] for w in word_order))  # shown, never read as markup
     summary = Message("concepts.order_summary", which=which, shuffled=shuffled, n=len(ids), notice=notice)
     return summary, variants, labels, names
 

@@ -43,6 +43,17 @@ def test_word_order_is_invisible_without_positions_and_visible_with_them():
         concepts.order("alone", 0)
 
 
+
+def test_a_chinese_sentence_is_shuffled_character_by_character_by_the_chinese_classifier():
+    # it was counted as one "word" (no spaces) and refused: "Type a sentence of 2 to 40 words; got 1"
+    summary, variants, labels, _ = concepts.order("这只动物没有过马路，因为它太累了。", 0)
+    assert "the shipped `sentiment-zh` classifier" in summary
+    shuffled = summary.split("**")[1]
+    assert sorted(shuffled) == sorted("这只动物没有过马路，因为它太累了。") and " " not in shuffled
+    assert "".join(labels) == shuffled  # a token per character here, in the shuffled order
+    none, learned = variants
+    assert none.mismatch.max() < 1e-4 and learned.mismatch.max() > 0.1
+
 def test_positions_and_parameter_counts_come_from_the_shipped_models():
     import transformer_core as tc
 
