@@ -159,7 +159,9 @@ def load(name: str) -> tuple[object, object]:
     try:
         return store.load(name)
     except CheckpointError as e:
-        raise InputError(Message("translate.not_loaded", name=repr(name), error=e)) from e
+        # a reason the store words as a message (a real LLM not made yet) is said in the reader's language
+        why = e.args[0] if e.args and isinstance(e.args[0], Message) else e
+        raise InputError(Message("translate.not_loaded", name=repr(name), error=why)) from e
 
 
 def key(name: str, *inputs) -> tuple:

