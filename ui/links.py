@@ -535,6 +535,8 @@ class Links:
             value = current.get(id(c))
             if value in (None, "", c.value) or isinstance(value, (list, dict)):
                 continue  # defaults stay out of the link, which keeps it short
+            if isinstance(c, gr.Dropdown) and (name := _checkpoint_name(value)):
+                value = name  # a model by its checkpoint's name: shorter than its label, and a label may change
             params[key] = str(value).lower() if isinstance(value, bool) else str(value)
         if lang:
             params["lang"] = normalise(lang)

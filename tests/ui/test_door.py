@@ -92,6 +92,17 @@ def test_a_link_names_a_model_by_its_checkpoint_in_every_tabs_picker(links, tab,
         assert set_to[("attention", "attention")] == "encoder"
 
 
+
+def test_a_made_link_names_the_model_by_its_checkpoint_and_reopens_it(links):
+    attention = next(tab for tab in links.tabs if tab.tab_id == "attention")
+    picker = attention.components["model"]
+    label = next(value for _, value in picker.choices if "sentiment-pretrained" in str(value))
+    values = [label if c is picker else c.value for c in links.components]
+    query = links.link("attention", *values)
+    assert query == "?tab=attention&model=sentiment-pretrained", query  # not the label, which may change
+    set_to, notice = _opened(links, {"tab": "attention", "model": "sentiment-pretrained"})
+    assert set_to[("attention", "model")] == label and notice == gr.skip()
+
 def test_a_link_value_its_input_cannot_take_is_left_out_and_said_escaped_in_the_pages_language(links):
     set_to, notice = _opened(links, {"tab": "attention", "model": "<b>gpt-5</b>*", "layer": "two", "head": "1"})
     assert set_to[("attention", "model")] == gr.skip() and set_to[("attention", "layer")] == gr.skip()
