@@ -102,7 +102,7 @@ def order(sentence, seed):
     """(summary, variants, token labels in shuffled order, class names) of the order experiment."""
     sentence, notice = truncate(sentence, MAX_SENTENCE_CHARS)
     chinese = mostly_chinese(sentence)
-    # Chinese puts no spaces between words (a whole sentence counted as one): its characters are what is shuffled
+    # Chinese puts no spaces between words: its characters are what is shuffled
     words = [c for c in sentence if not c.isspace()] if chinese else sentence.split()
     if not 2 <= len(words) <= MAX_WORDS:
         raise InputError(Message("concepts.sentence_words", max_words=MAX_WORDS, n=len(words)))

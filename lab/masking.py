@@ -169,7 +169,7 @@ def masking_run(text: str | None, text_b: str | None, kind: str, w, dilation, gl
     try:
         tokens_b = fit_tokens(tokenizer, text_b, len(tokens.ids))
     except InputError:  # a second text this model cannot read (the English default, under the Tang-poetry LM):
-        # the padding still has a shorter text to pad, the first half of the person's own (it stopped the tab)
+        # a secondary input must not stop the tab: the padding still gets a shorter text, half the person's own
         half = max(1, len(tokens.ids) // 2)
         tokens_b = replace(tokens, ids=tokens.ids[:half], labels=tokens.labels[:half], notice="")
         notices.append(Message("masking.second_unreadable", model=name))

@@ -139,7 +139,7 @@ def build(lang: gr.State | None = None) -> Action:
                                   scale=4)
                 run = gr.Button(_("inside.flow.run"), variant="primary", elem_id="inside-flow-run", scale=1)
             with gr.Row():
-                # its end means the last token (lab/inside.LAST), which the graph's title numbers: 39 drew token 4
+                # its end means the last token (lab/inside.LAST) of a text of any length; the title numbers it
                 token = gr.Slider(0, use.LAST, value=use.LAST, step=1, label=_("inside.setting.token"),
                                   info=_("inside.setting.token_info"), elem_id="token")
                 threshold = gr.Slider(0.005, 0.5, value=0.05, step=0.005, label=_("inside.threshold"),

@@ -252,7 +252,7 @@ def row(piece: Slice, lang: str = "en", run: Walk | None = None) -> Figure:
     if piece.stage == "next" and run is not None:
         return picked_table(run, piece, lang)
     if piece.stage == "ids" and piece.rows:
-        # the placeholder escapes its message: the token goes in as written (escaped here too, <bos> read &lt;bos&gt;)
+        # the token goes in as written: the placeholder escapes its whole message once
         return placeholder(t("forward.id_of", lang, position=piece.follow, token=render(piece.rows[piece.follow], lang),
                              id=int(piece.values[piece.follow, 0])), height=120)
     follow = piece.follow
