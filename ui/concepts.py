@@ -167,8 +167,10 @@ def _order_section() -> Section:
                              elem_id="shuffle_seed")
         button = gr.Button(_("concepts.run3"), variant="primary")
         inputs = [sentence, seed]
+        # a Chinese sentence is shuffled character by character, by the Chinese classifier (lab/concepts.order)
         events.examples([[SENTENCE_DEFAULT, 0], ["not bad at all , truly a good film", 1],
-                         ["a good film , not a bad one", 2]], inputs, label=_("common.examples"))
+                         ["a good film , not a bad one", 2], ["一点也不差，真是一部好电影。", 3]], inputs,
+                        label=_("common.examples"))
         order_note, fig_order = gr.Markdown(), gr.Plot(label=_("concepts.order_plot"))
         verdicts = gr.Dataframe(label=_("concepts.verdicts"), interactive=False)
     return Section(button, order, inputs, [order_note, fig_order, verdicts], "concepts_order")
