@@ -60,6 +60,80 @@
     gd.parentElement.style.overflowX = 'auto';
     window.Plotly.relayout(gd, {width: least, 'title.x': 0, 'title.xanchor': 'left', 'title.pad.l': 10});
   };
+  // A title or a note wider than its figure: the server writes one line for a projector's figure, and a phone's
+  // figure (about 320 px) cut it at both edges. It is broken into lines where views/kit.wrapped breaks a line
+  // (after a space or a Chinese comma or colon, before a Chinese bracket, never inside a tag), each at most
+  // the figure's width; the figure grows by the lines its title gains, so the plot keeps its height.
+  const pieces = (text) => {  // the places a line may break, with markup kept whole
+    const out = [];
+    let piece = '', tag = false;
+    for (const ch of text) {
+      if (!tag && ch === '（' && piece) { out.push(piece); piece = ''; }
+      piece += ch;
+      tag = ch === '<' ? true : ch === '>' ? false : tag;
+      if (!tag && ' ：，、；'.includes(ch)) { out.push(piece); piece = ''; }
+    }
+    return piece ? [...out, piece] : out;
+  };
+  const broken = (text, el, room) => {
+    const ctx = (broken.canvas = broken.canvas || document.createElement('canvas')).getContext('2d');
+    const style = getComputedStyle(el);
+    ctx.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const wide = (s) => ctx.measureText(s.replace(/<[^>]*>/g, '').replace(/&[a-z#0-9]+;/g, '_')).width > room;
+    return text.split('<br>').flatMap((line) => {
+      const lines = [];
+      let now = '';
+      for (const piece of pieces(line)) {
+        if (now.trim() && wide((now + piece).trimEnd())) { lines.push(now.trimEnd()); now = ''; }
+        now += piece;
+      }
+      return [...lines, now.trimEnd()];
+    }).join('<br>');
+  };
+  const fit = (gd) => {
+    const full = gd._fullLayout;
+    // once per figure drawn (a new one is a new layout) at each width (plotly fits it to its box after drawing)
+    if (!full || !window.Plotly || !gd.offsetParent || (gd._labFitted === gd.layout && gd._labWidth === full.width)) return;
+    [gd._labFitted, gd._labWidth] = [gd.layout, full.width];
+    const room = full.width - 20, update = {};
+    const title = gd.querySelector('.gtitle');
+    if (title && full.title.text && title.getBoundingClientRect().width > room) {
+      const text = broken(full.title.text, title, room), size = parseFloat(getComputedStyle(title).fontSize);
+      const was = full.title.text.split('<br>').length, added = text.split('<br>').length - was;
+      Object.assign(update, {'title.text': text, 'margin.t': full.margin.t + added * 1.3 * size,
+                             height: full.height + added * 1.3 * size});
+      // plotly lowers a title of one line by 0.7em but places one of several by its first line's baseline,
+      // which then stands above the figure's edge (as views/kit.top_title says)
+      if (was === 1 && added > 0 && full.title.yanchor === 'top') update['title.pad.t'] = full.title.pad.t + 0.7 * size;
+    }
+    // a note (a placeholder's message, a panel's title) has the room between the figure's edges, and up to the
+    // nearest note beside it: two panels' titles on a phone ran into each other
+    const notes = gd.layout.annotations || [], edges = gd.getBoundingClientRect();
+    let above = 0;
+    notes.forEach((note, i) => {
+      const text = gd.querySelector(`.annotation[data-index="${i}"] .annotation-text`);
+      if (!text || note.xref !== 'paper' || typeof note.text !== 'string') return;
+      const r = text.getBoundingClientRect(), middle = (r.left + r.right) / 2;
+      const inside = {left: edges.right - r.left, right: r.right - edges.left}[note.xanchor]
+        ?? 2 * Math.min(middle - edges.left, edges.right - middle);
+      const gap = Math.min(...notes.filter((o, j) => j !== i && o.xref === 'paper' && o.y === note.y)
+        .map((o) => Math.abs(o.x - note.x) * full._size.w));
+      const width = Math.min(room, inside - 8, gap - 12);
+      if (r.width <= width) return;
+      const lines = broken(note.text, text, width);
+      update[`annotations[${i}].text`] = lines;
+      // a panel's title grows upwards: the figure's top grows with it
+      if (note.yanchor === 'bottom' && note.y >= 1) {
+        above = Math.max(above, (lines.split('<br>').length - note.text.split('<br>').length)
+          * 1.3 * parseFloat(getComputedStyle(text).fontSize));
+      }
+    });
+    if (above > 0) {
+      update['margin.t'] = (update['margin.t'] || full.margin.t) + above;
+      update.height = (update.height || full.height) + above;
+    }
+    if (Object.keys(update).length) window.Plotly.relayout(gd, update);
+  };
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -67,7 +141,7 @@
     requestAnimationFrame(() => {
       pending = false;
       document.querySelectorAll('.modebar').forEach(addButtons);
-      document.querySelectorAll('.js-plotly-plot').forEach(widen);
+      document.querySelectorAll('.js-plotly-plot').forEach((gd) => { widen(gd); fit(gd); });
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 

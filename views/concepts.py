@@ -111,7 +111,9 @@ def scaling_figure(points: list[ScalingPoint], chosen_d: int, lang: str = "en") 
     fig.add_vline(x=chosen_d, line=dict(color="gray", dash="dash"))
     fig.update_xaxes(type="log", title=t("concepts.d_axis", lang))
     fig.update_yaxes(range=[0, 1.02], row=1, col=1)
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
+    # the legend under the panels: at its side it took a third of a phone's width from them
+    fig.update_layout(height=400, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.22, yanchor="top"))
     return fig
 
 
@@ -123,7 +125,8 @@ def chosen_d_figure(point: ScalingPoint, n_rows: int = 6, lang: str = "en") -> g
         fig.add_trace(go.Heatmap(z=point.attn[key][:n_rows].tolist(), coloraxis="coloraxis",
                                  hovertemplate=t("concepts.chosen_hover", lang)), row=1, col=col)
     fig.update_xaxes(title=t("figure.key", lang))
-    fig.update_yaxes(title=t("figure.query", lang), autorange="reversed")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title=t("figure.query", lang), row=1, col=1)  # the right panel's ran into the left one's rows
     fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0, cmax=1), height=300,
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig

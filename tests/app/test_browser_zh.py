@@ -266,6 +266,37 @@ def test_on_a_phone_the_lens_table_is_drawn_as_wide_as_its_guesses_need_and_scro
     assert len(seen["boxes"]) >= 10 and crossed == [], crossed  # at phone width they crossed in every row
 
 
+# Each visible figure's titles and notes as drawn: those past its left or right edge, and pairs on one line that
+# run into each other (a Chinese title 565 px long in a 326 px figure lost both ends; two panels' titles crossed)
+CUT_OR_CROSSED = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => gd.offsetParent).flatMap((gd) => {
+  const g = gd.getBoundingClientRect();
+  const texts = Array.from(gd.querySelectorAll('.gtitle, .annotation-text')).map((e) => [e.getBoundingClientRect(), e.textContent])
+    .filter(([r]) => r.width > 0);
+  const cut = texts.filter(([r]) => r.left < g.left - 1 || r.right > g.right + 1 || r.top < g.top - 1).map(([, t]) => t);
+  const crossed = texts.flatMap(([a, s], i) => texts.slice(i + 1).filter(([b]) => a.left < b.right - 1 && b.left < a.right - 1
+    && a.top < b.bottom - 1 && b.top < a.bottom - 1).map(([, t]) => s + ' | ' + t));
+  return [...cut, ...crossed]; })"""
+
+
+@pytest.mark.parametrize("query, needs", [
+    (HEAD_LINKS["ablate"][0] + "&lang=zh-CN", HEAD_LINKS["ablate"][1]),  # a long title, a placeholder's long note
+    ("?tab=concepts&lang=zh-CN", []),  # two panels' titles side by side
+])
+def test_on_a_phone_every_figures_titles_and_notes_stand_inside_it_apart(visit, query, needs):
+    visit.page.set_viewport_size(PHONE)
+    visit.page.goto(visit.base_url + "/" + query)
+    tab = query.split("tab=")[1].split("&")[0]
+    visit.page.locator(f"#tab-{tab}").wait_for()
+    assert_drawn(wait_drawn(visit, tab, needs), tab)
+    try:  # broken into lines once drawn (ui/page.js)
+        visit.page.wait_for_function(f"() => ({CUT_OR_CROSSED})().length === 0", timeout=10_000)
+    finally:
+        assert visit.page.evaluate(CUT_OR_CROSSED) == []
+    titles = visit.page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => "
+                                 "gd.offsetParent).map((gd) => gd.querySelectorAll('.gtitle tspan.line').length)")
+    assert max(titles) >= 2  # a title of one line broken into several, not shrunk or dropped
+
+
 # One page per tab (a page of a tab costs seconds to open and draw), opened at phone width as a phone opens it, with
 # every check of row 14 on it; then widened to the projector's 1280x720, where the same page must read in Chinese
 @pytest.mark.parametrize("tab", [*LINKS, "forward", "questions", "about"])
