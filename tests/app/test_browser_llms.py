@@ -81,7 +81,8 @@ def test_attention_labels_shared_key_value_heads_and_sliding_window_layers(visit
     grid.wait_for()
     visit.page.wait_for_function("() => document.querySelector('#attention-grid').textContent.includes('kv0')")
     titles = visit.page.locator("#tab-attention #attention-grid").text_content()
-    assert "grouped-query attention: 1 key/value heads, each read by 8 query heads" in titles
+    # Gemma keeps one key/value head, said as one (the title read "1 key/value heads")
+    assert "grouped-query attention: 8 query heads read each key/value head, 1 in all" in titles
     assert "sliding-window layer" in titles and "L0 ◧" in titles and "L5 ◧" not in titles  # every 6th is global
     head = visit.page.locator("#tab-attention #attention-head").text_content()
     assert "reads key/value head 0, shared with H0, H2" in head and "first token:" in head
