@@ -238,10 +238,13 @@ def _settings() -> Settings:
                           elem_id="min_p")
         repetition_penalty = gr.Slider(1, 2, value=1.0, step=0.05, label=_("generate.repetition_penalty"),
                                        info=_("generate.off_1"), elem_id="repetition_penalty")
-    with gr.Row():
-        width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"))
+    # beam search's own settings, shown only under it: beside sampling they looked like settings of sampling
+    with gr.Row(visible=False, elem_id="beam-settings") as beam_settings:
+        width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"), elem_id="beam_width")
         length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label=_("generate.length_penalty"),
                                    info=_("generate.length_penalty_info"))
+    mode.change(lambda m: gr.Row(visible=m == "beam"), mode, beam_settings, queue=False, api_visibility="private",
+                show_progress="hidden")
     return Settings(mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens, seed, width,
                     length_penalty)
 

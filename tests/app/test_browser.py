@@ -209,6 +209,13 @@ def test_generate_continues_a_prompt_from_an_example(visit):
     visit.page.wait_for_function("(el) => el.innerText.trim().length > 40", arg=output.element_handle())
     assert output.inner_text().startswith("ROMEO")
     visit.screenshot("generate")
+    # beam search's settings show under beam search only
+    width = panel.locator("#beam_width")
+    assert not width.is_visible()
+    panel.locator("#decoding").get_by_text("beam", exact=True).click()
+    width.wait_for(state="visible")
+    panel.locator("#decoding").get_by_text("sample", exact=True).click()
+    width.wait_for(state="hidden")
 
 
 def test_attention_draws_every_layer_and_head_in_one_grid(visit):
