@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from i18n import Message
+from i18n import DEFAULT, Message, catalogue
 from transformer_core import CheckpointError, to_simplified
 
-from . import store
+from . import llms, store
 from .policy import InputError, clamp, mostly_chinese, quoted
 
 GPT2_LABEL = Message("attention.gpt2_label")
@@ -120,6 +120,14 @@ def resolve(label_or_name: str | None, arch: str | None = None) -> str:
         raise InputError(Message("models.wrong_kind", name=repr(name), kind=Message(f"store.kind.{store.arch(name)}"),
                                  needed=Message(f"store.kind.{arch}")))
     return name
+
+
+def title(name: str) -> Message | str:
+    """A checkpoint as a person names it (a figure's title or legend): a real LLM's own name, a shipped model's
+    human name in the reader's language ("store.name.<folder>"), else its folder's name."""
+    if name in llms.LLMS:
+        return llms.LLMS[name].title
+    return Message(f"store.name.{name}") if f"store.name.{name}" in catalogue(DEFAULT) else name
 
 
 def language_of(text: str | None) -> str:

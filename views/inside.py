@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from i18n import DEFAULT, t
+from i18n import DEFAULT, render, t
+from lab.models import title
 from views.attention import heatmap_grid
 from views.kit import placeholder, plain, top_title, unchecked_figure
 
@@ -19,7 +20,8 @@ WIDTHS = (0.1, 0.2, 0.35, 1.01)  # upper ends of the importance steps, drawn 1, 
 def rotary_figure(change: dict[str, np.ndarray], offset: int, names: dict[str, str], lang: str = DEFAULT):
     """Each layer's largest attention-weight change when the text is read `offset` positions later, per model
     (names: model -> its kind of positions, "rotary" or "learned"); a log scale, floored at 1e-7."""
-    traces = [dict(type="scatter", mode="lines+markers", name=t(f"inside.positions.{kind}", lang, model=model),
+    traces = [dict(type="scatter", mode="lines+markers",
+                   name=t(f"inside.positions.{kind}", lang, model=render(title(model), lang)),
                    x=list(range(len(change[model]))), y=np.maximum(change[model], 1e-7).astype(np.float64),
                    line=dict(color=COLOURS[kind]), hovertemplate="L%{x}: %{y:.2g}<extra></extra>")
               for model, kind in names.items()]
@@ -34,13 +36,16 @@ def kv_figure(kv: dict[str, tuple[int, int]], heads: dict[str, tuple[int, int]],
     """KV-cache kilobytes a token, as each LLM keeps them and with one key/value head per query head.
     heads: model -> (n_kv_head, n_head)."""
     names = list(kv)
-    traces = [dict(type="bar", name=t(f"inside.kv.{which}", lang), x=names,
+    traces = [dict(type="bar", name=t(f"inside.kv.{which}", lang), x=[render(title(n), lang) for n in names],
                    y=[kv[n][i] / 1024 for n in names], marker=dict(color=COLOURS[which]),
                    text=[t("inside.kv_bar", lang, kb=kv[n][i] / 1024, heads=heads[n][i]) for n in names],
                    textposition="outside", hovertemplate="%{x}: %{y:.0f}<extra></extra>")
               for i, which in enumerate(("shared", "unshared"))]
+    top = max((kb for pair in kv.values() for kb in pair), default=1024) / 1024
+    # room above the tallest bar for the label written over it (at the axis's own top it was cut in half)
     layout = dict(title=top_title(t("inside.kv_title", lang)), barmode="group", height=340,
-                  yaxis=dict(title=dict(text=t("inside.kb_per_token", lang))), legend=dict(orientation="h", y=-0.2),
+                  yaxis=dict(title=dict(text=t("inside.kb_per_token", lang)), range=[0, 1.2 * top]),
+                  legend=dict(orientation="h", y=-0.2),
                   margin=dict(l=60, r=20, t=60, b=70))
     return unchecked_figure(traces, layout)
 
@@ -53,7 +58,7 @@ def shared_heads_figure(shared, lang: str = DEFAULT):
 
 def sink_figure(sink, lang: str = DEFAULT):
     share = np.asarray(sink.share, dtype=np.float64)
-    layout = dict(title=top_title(t("inside.sink_title", lang, model=sink.name)), height=320,
+    layout = dict(title=top_title(t("inside.sink_title", lang, model=render(title(sink.name), lang))), height=320,
                   xaxis=dict(title=dict(text=t("heads.layer", lang))),
                   yaxis=dict(title=dict(text=t("inside.first_token_share", lang)), range=[0, 1]),
                   margin=dict(l=60, r=20, t=60, b=50))
@@ -75,7 +80,7 @@ def norms_figure(norms, lang: str = DEFAULT):
                    y=norms.mean_over_rms.max(1).astype(np.float64), line=dict(color="#dd6b20")),
               dict(type="scatter", mode="lines+markers", name=t("inside.norms.cosine", lang), x=x,
                    y=norms.cosine.min(1).astype(np.float64), line=dict(color="#2b6cb0"))]
-    layout = dict(title=top_title(t("inside.norms_title", lang, model=norms.name)), height=340,
+    layout = dict(title=top_title(t("inside.norms_title", lang, model=render(title(norms.name), lang))), height=340,
                   xaxis=dict(title=dict(text=t("heads.layer", lang))), yaxis=dict(range=[0, 1.05]),
                   legend=dict(orientation="h", y=-0.25), margin=dict(l=50, r=20, t=60, b=80))
     return unchecked_figure(traces, layout)

@@ -41,6 +41,22 @@ def test_gemmas_local_layers_stay_within_their_window(made):
     assert max(run.farthest[i] for i in run.local_layers) <= 4
 
 
+def test_the_figures_name_each_model_as_a_person_does_in_the_pages_language(made):
+    from views import inside as views
+
+    # (they wrote the checkpoints' folder names: "smollm2-135m-instruct: the first token's share ...")
+    sink = views.sink_figure(inside.sink(inside.GEMMA3, "abc abc"), "zh-CN")
+    assert sink.layout.title.text.startswith("Gemma 3 270M：")
+    assert views.norms_figure(inside.norms(None, "the cat sat"), "en").layout.title.text.startswith("SmolLM2-135M-Instruct:")
+    kinds = {inside.SMOLLM2: "rotary", inside.LEARNED_LM: "learned"}
+    rotary = views.rotary_figure(inside.rotary("the cat sat", 10).change, 10, kinds, "zh-CN")
+    assert [trace.name for trace in rotary.data] == ["SmolLM2-135M-Instruct：旋转位置编码", "莎士比亚语言模型（从零训练）：学到的位置编码"]
+    kv = inside.kv_cache()
+    bars = views.kv_figure(kv, {inside.SMOLLM2: (3, 9), inside.GEMMA3: (1, 4)}, "en")
+    assert list(bars.data[0].x) == ["SmolLM2-135M-Instruct", "Gemma 3 270M"]
+    assert bars.layout.yaxis.range[1] > max(max(pair) for pair in kv.values()) / 1024  # room for the top label
+
+
 def test_the_flow_clamps_and_ranks_its_heads_by_their_push_on_the_prediction():
     run = inside.flow("shakespeare-lm", "ROMEO: But soft, what light through yonder window breaks?")
     notices = []
