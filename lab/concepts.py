@@ -153,7 +153,8 @@ def positions(n_positions, d_model):
     name, learned, note = _learned_table(n_positions)
     if learned is None:
         return (pe, core.position_similarity(pe)), None, note
-    title = Message("concepts.learned_title", name=name, n=len(learned), max_len=store.model(name).config.max_len)
+    title = Message("concepts.learned_title", name=models.title(name), n=len(learned),
+                    max_len=store.model(name).config.max_len)
     return (pe, core.position_similarity(pe)), (title, learned, core.position_similarity(learned)), note
 
 

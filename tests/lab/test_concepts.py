@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import lab
+from i18n import render
 from lab import concepts, policy
 
 
@@ -58,7 +59,9 @@ def test_positions_and_parameter_counts_come_from_the_shipped_models():
     import transformer_core as tc
 
     (sinusoidal, similarity), (title, learned, _), note = concepts.positions(16, 8)
-    assert note == "" and title.startswith("learned positions of shakespeare-lm (first 16 of")
+    # the model named as a person names it, in the page's language (it read "shakespeare-lm")
+    assert note == "" and title.startswith("learned positions of Shakespeare LM, trained from scratch (first 16 of")
+    assert render(title, "zh-CN").startswith("莎士比亚语言模型（从零训练）的")
     torch.testing.assert_close(sinusoidal, tc.sinusoidal_encoding(16, 8))
     torch.testing.assert_close(similarity, sinusoidal @ sinusoidal.T)
     torch.testing.assert_close(learned, lab.store.model("shakespeare-lm").embed.pos.weight[:16].detach())
