@@ -167,6 +167,16 @@ def test_lecture_mode_enlarges_text_and_steps_through_presets(visit):
     visit.screenshot("lecture-mode")
 
 
+def test_in_lecture_mode_the_candidates_label_leaves_the_steps_title_readable(visit):
+    visit.open("?lecture=1&tab=generate&text=ROMEO:&seed=3&new_tokens=12")
+    visit.page.wait_for_function("() => document.body.classList.contains('lecture-mode')")
+    visit.page.locator("#generate-stages .gtitle").wait_for()
+    label, title = (visit.page.locator(f"#generate-stages {part}").first.bounding_box()
+                    for part in ("[data-testid=block-label]", ".gtitle"))
+    # the label in lecture type covered the title's first line ("step 12: chose ... with p = ...")
+    assert label["y"] + label["height"] <= title["y"] + 1, (label, title)
+
+
 def download(visit, figure, title: str):
     """Click the toolbar button `title` of plot `figure`; return the downloaded file's path."""
     figure.hover()
