@@ -29,7 +29,9 @@ EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光�
 def _drawn(run, piece, stack: str, cross: bool, lang: str):
     """(what the stage does, the architecture with it lit, its matrix, the followed token's row)."""
     says = views.sentence(run, piece, lang)
-    where = t("forward.points", lang, points=views.points_text(piece) or "—", output=views.shape_text(piece))
+    points = views.points_text(piece)  # none for the ids: the tokenizer's, not the model's
+    where = t("forward.points", lang, points=points, output=views.shape_text(piece)) if points else \
+        t("forward.output", lang, output=views.shape_text(piece))
     shown = "  \n".join(part for part in (render(notice(run.notice, piece.notice), lang),
                                           f"**{views.stage_title(piece.stage, lang)}.** "
                                           f"{says}", where if piece.applies else "") if part)

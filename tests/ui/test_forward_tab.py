@@ -9,6 +9,7 @@ import json
 import gradio as gr
 import pytest
 
+from i18n import t
 from lab import forward as use, models
 from ui import forward as tab
 from ui.links import LECTURE_PRESETS, apply, link_tabs
@@ -104,3 +105,13 @@ def test_the_followed_tokens_id_note_shows_a_token_in_angle_brackets_as_written(
     params = {"tab": "forward", "model": label, "text": "<b> & co", "stage": "ids", "follow": "0", "lang": "en"}
     note = opened(linked, params)[3]["layout"]["annotations"][0]["text"]
     assert note.startswith("Token 0 “&lt;") and "&amp;" not in note, note  # plotly reads the entities as "<"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_ids_stage_names_no_trace_point_it_does_not_read(linked, lang):
+    # it said "Read from the trace at —." (读取自追踪点 —。): the ids are the tokenizer's, read from no point
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "shakespeare-lm")
+    says = opened(linked, {"tab": "forward", "model": label, "text": "To be", "stage": "ids", "lang": lang})[0]
+    assert "—" not in says and t("forward.output", lang, output="(T=2)") in says, says
+    later = opened(linked, {"tab": "forward", "model": label, "text": "To be", "stage": "embed", "lang": lang})[0]
+    assert t("forward.points", lang, points="", output="")[:4] in later  # a stage read from the trace says where
