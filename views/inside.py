@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from i18n import DEFAULT, render, t
+from i18n import DEFAULT, plural, render, t
 from lab.models import title
 from views.attention import heatmap_grid
 from views.kit import placeholder, plain, top_title, unchecked_figure
@@ -139,7 +139,7 @@ def flow_figure(run, routes, token: int, threshold: float, lang: str = DEFAULT):
                        marker=dict(size=14, color="#c53030", symbol="star")))
     labels = [f"{i}:{plain(label)}" for i, label in enumerate(run.labels)]
     layout = dict(title=top_title(t("inside.flow_title", lang, token=plain(repr(run.labels[token])), position=token,
-                                    threshold=threshold, n=len(routes))),
+                                    threshold=threshold, edges=plural(len(routes), "edge", lang))),
                   height=max(360, 24 * n_layer + 160), plot_bgcolor="white",
                   xaxis=dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
                              range=[-0.6, len(labels) - 0.4], showgrid=True, gridcolor="#edf2f7"),

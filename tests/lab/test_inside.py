@@ -70,3 +70,14 @@ def test_the_flow_clamps_and_ranks_its_heads_by_their_push_on_the_prediction():
     layer, head, token, promoted, suppressed = inside.flow_head(run, 99, 99, 3)
     assert (layer, head) == (5, 5) and len(promoted) == len(suppressed) == 8
     assert np.all(np.diff([v for _, v in promoted]) <= 0)
+
+
+def test_the_flow_graphs_title_counts_its_edges_in_the_readers_words():
+    from views import inside as views
+
+    run = inside.flow("shakespeare-lm", "ROMEO: But soft, what light")
+    token, threshold, routes, _ = inside.flow_routes(run, inside.LAST, 0.05)
+    title = lambda shown, lang: views.flow_figure(run, shown, token, threshold, lang).layout.title.text  # noqa: E731
+    assert ": 1 edge of at least" in title(routes[:1], "en")  # it said "1 edges"
+    assert f": {len(routes)} edges of at least" in title(routes, "en") and len(routes) > 1
+    assert "：1 条边，每条不小于" in title(routes[:1], "zh-CN")
