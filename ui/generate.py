@@ -218,6 +218,10 @@ class Settings(NamedTuple):
     length_penalty: gr.Slider
 
 
+def _beam_settings_shown(mode: str) -> gr.Row:
+    return gr.Row(visible=mode == "beam")
+
+
 def _settings() -> Settings:
     """The decoding settings, laid out as the lesson reads them: mode and temperature first, the cuts folded."""
     mode = gr.Radio([(_(f"generate.mode.{m}"), m) for m in MODES], value="sample",
@@ -243,7 +247,7 @@ def _settings() -> Settings:
         width = gr.Slider(1, MAX_WIDTH, value=4, step=1, label=_("generate.beam_width"), elem_id="beam_width")
         length_penalty = gr.Slider(0, 2, value=1.0, step=0.1, label=_("generate.length_penalty"),
                                    info=_("generate.length_penalty_info"))
-    mode.change(lambda m: gr.Row(visible=m == "beam"), mode, beam_settings, queue=False, api_visibility="private",
+    mode.change(_beam_settings_shown, mode, beam_settings, queue=False, api_visibility="private",
                 show_progress="hidden")
     return Settings(mode, temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens, seed, width,
                     length_penalty)
