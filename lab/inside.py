@@ -180,11 +180,18 @@ class FlowRun:
 
 
 def flow(model: str | None, text: str | None) -> FlowRun:
-    """The information flow graph of a decoder language model's pass over the text (at most FLOW_MAX_TOKENS)."""
-    name = _lm(model, SMOLLM2)
+    """The information flow graph of a decoder language model's pass over the text (at most FLOW_MAX_TOKENS).
+    A real LLM not made yet (in a fresh app's first minutes, or offline) gives way to the shipped LEARNED_LM, and
+    the notice says why: the tab opens on SmolLM2, and it showed an error where a graph can be drawn."""
+    name, instead = _lm(model, SMOLLM2), ""
+    waiting = store.unavailable().get(name) if name in llms.LLMS else None
+    if waiting:
+        instead = Message("inside.flow_instead", model=models.title(name), why=waiting,
+                          instead=models.title(LEARNED_LM))
+        name = LEARNED_LM
     net, _, read, cut = _read(name, text, FLOW_MAX_TOKENS)
     graph = _runs.get(models.key(name, tuple(read.ids), "flow"), lambda: core_flow.information_flow(net, read.ids))
-    return FlowRun(name, graph, read.labels, cut)
+    return FlowRun(name, graph, read.labels, notice(instead, cut))
 
 
 LAST = FLOW_MAX_TOKENS - 1  # the token slider's end: the text's last token, however long the text is

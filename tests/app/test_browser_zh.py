@@ -299,7 +299,7 @@ def test_on_a_phone_every_figures_titles_and_notes_stand_inside_it_apart(visit, 
 
 # One page per tab (a page of a tab costs seconds to open and draw), opened at phone width as a phone opens it, with
 # every check of row 14 on it; then widened to the projector's 1280x720, where the same page must read in Chinese
-@pytest.mark.parametrize("tab", [*LINKS, "forward", "questions", "about"])
+@pytest.mark.parametrize("tab", [*LINKS, "inside", "forward", "questions", "about"])
 def test_every_tab_reads_in_chinese_and_on_a_phone_no_control_is_squeezed_and_no_figure_title_is_crowded_or_covered(
         visit, tab):
     query, needs = LINKS.get(tab, (f"?tab={tab}", []))

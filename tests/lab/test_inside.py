@@ -4,6 +4,7 @@ shipped Shakespeare LM: each experiment's numbers, the flow's clamps and its hea
 import numpy as np
 import pytest
 
+from i18n import render
 from lab import inside, llms
 from lab.policy import InputError
 
@@ -81,3 +82,14 @@ def test_the_flow_graphs_title_counts_its_edges_in_the_readers_words():
     assert ": 1 edge of at least" in title(routes[:1], "en")  # it said "1 edges"
     assert f": {len(routes)} edges of at least" in title(routes, "en") and len(routes) > 1
     assert "：1 条边，每条不小于" in title(routes[:1], "zh-CN")
+
+
+def test_the_flow_on_an_llm_not_made_yet_is_the_shipped_lms_and_says_why(llm_dir):
+    # the tab opens on SmolLM2: in a fresh app's first minutes (or offline) its graph was an error
+    run = inside.flow(inside.SMOLLM2, "ROMEO: But soft, what light")
+    assert run.name == inside.LEARNED_LM and "".join(run.labels).startswith("ROMEO")
+    assert str(run.notice).startswith("SmolLM2-135M-Instruct is not ready here (not made yet: run")
+    assert "莎士比亚语言模型（从零训练）的信息流" in render(run.notice, "zh-CN")
+    llms.make(llms.SMOLLM2, llm_dir)
+    made = inside.flow(inside.SMOLLM2, "ROMEO: But soft, what light")
+    assert made.name == inside.SMOLLM2 and str(made.notice) == ""
