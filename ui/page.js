@@ -63,7 +63,8 @@
   // A title or a note wider than its figure: the server writes one line for a projector's figure, and a phone's
   // figure (about 320 px) cut it at both edges. It is broken into lines where views/kit.wrapped breaks a line
   // (after a space or a Chinese comma or colon, before a Chinese bracket, never inside a tag), each at most
-  // the figure's width; the figure grows by the lines its title gains, so the plot keeps its height.
+  // the figure's width; its top margin grows by the lines its title gains (its height stays: a height given in
+  // relayout fixes the width too, and a phone turned sideways kept a phone's figure).
   const pieces = (text) => {  // the places a line may break, with markup kept whole
     const out = [];
     let piece = '', tag = false;
@@ -100,8 +101,8 @@
     if (title && full.title.text && title.getBoundingClientRect().width > room) {
       const text = broken(full.title.text, title, room), size = parseFloat(getComputedStyle(title).fontSize);
       const was = full.title.text.split('<br>').length, added = text.split('<br>').length - was;
-      Object.assign(update, {'title.text': text, 'margin.t': full.margin.t + added * 1.3 * size,
-                             height: full.height + added * 1.3 * size});
+      update['title.text'] = text;
+      update['margin.t'] = full.margin.t + added * 1.3 * size;
       // plotly lowers a title of one line by 0.7em but places one of several by its first line's baseline,
       // which then stands above the figure's edge (as views/kit.top_title says)
       if (was === 1 && added > 0 && full.title.yanchor === 'top') update['title.pad.t'] = full.title.pad.t + 0.7 * size;
@@ -128,10 +129,7 @@
           * 1.3 * parseFloat(getComputedStyle(text).fontSize));
       }
     });
-    if (above > 0) {
-      update['margin.t'] = (update['margin.t'] || full.margin.t) + above;
-      update.height = (update.height || full.height) + above;
-    }
+    if (above > 0) update['margin.t'] = (update['margin.t'] || full.margin.t) + above;
     if (Object.keys(update).length) window.Plotly.relayout(gd, update);
   };
   let pending = false;
