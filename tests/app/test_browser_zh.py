@@ -295,6 +295,16 @@ def test_on_a_phone_every_figures_titles_and_notes_stand_inside_it_apart(visit, 
     titles = visit.page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => "
                                  "gd.offsetParent).map((gd) => gd.querySelectorAll('.gtitle tspan.line').length)")
     assert max(titles) >= 2  # a title of one line broken into several, not shrunk or dropped
+    # the phone turned sideways: each figure takes the wider box (a height given to plotly had pinned its width)
+    visit.page.set_viewport_size(PROJECTOR)
+    widths = ("() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => gd.offsetParent)"
+              ".map((gd) => [gd._fullLayout.width, gd.getBoundingClientRect().width])")
+    try:  # plotly follows its box a moment after the resize
+        visit.page.wait_for_function(f"() => ({widths})().every(([drawn, box]) => Math.abs(drawn - box) < 2)",
+                                     timeout=10_000)
+    finally:
+        assert all(abs(drawn - box) < 2 for drawn, box in visit.page.evaluate(widths)), visit.page.evaluate(widths)
+    assert visit.page.evaluate(CUT_OR_CROSSED) == []
 
 
 # One page per tab (a page of a tab costs seconds to open and draw), opened at phone width as a phone opens it, with
