@@ -194,6 +194,12 @@ def flow(model: str | None, text: str | None) -> FlowRun:
     return FlowRun(name, graph, read.labels, notice(instead, cut))
 
 
+def llms_waiting() -> tuple[str, ...]:
+    """The real LLMs not made yet, which `flow` draws LEARNED_LM in place of: a kept flow is kept per this."""
+    waiting = store.unavailable()
+    return tuple(name for name in llms.LLMS if name in waiting)
+
+
 LAST = FLOW_MAX_TOKENS - 1  # the token slider's end: the text's last token, however long the text is
 
 

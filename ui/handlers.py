@@ -13,7 +13,7 @@ import html
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import gradio as gr
@@ -117,7 +117,7 @@ def _key_part(value):
     return value
 
 
-def cached(fn):
+def cached(fn=None, *, depends: Callable[[], Hashable] | None = None):
     """Compute a deterministic handler once per distinct input, for everyone.
 
     Keyed by every input (the seed too: every request has one; see `_key_part` for long texts).
@@ -126,11 +126,17 @@ def cached(fn):
     queueing.py). A cached stream (generation) answers with its finished output only: replaying
     every token to each person of a lecture hall cost more than computing it. Figures are kept
     encoded (`_serialized`).
+
+    `depends`: what else the answer depends on, read at each call; a change of it is a new key (the real LLMs
+    not made yet, for a view that draws another model in their place until they are).
     """
+    if fn is None:
+        return functools.partial(cached, depends=depends)
     results = RunCache(CACHE_SIZE)
 
     def key(args, kwargs):
-        return tuple(map(_key_part, args)), tuple(sorted((k, _key_part(v)) for k, v in kwargs.items()))
+        inputs = tuple(map(_key_part, args)), tuple(sorted((k, _key_part(v)) for k, v in kwargs.items()))
+        return inputs if depends is None else (*inputs, depends())
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)

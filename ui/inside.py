@@ -86,7 +86,7 @@ def reach(lang: str = "en"):
     return views.reach_figure(run, lang), sentence
 
 
-@cached
+@cached(depends=use.llms_waiting)  # the LLM's own flow once it is made, not the stand-in's kept
 @handler
 def flow(model: str, text: str, token: float, threshold: float, lang: str = "en"):
     """The information flow into one token: the routes (token, layer, head, feed-forward) that wrote its last

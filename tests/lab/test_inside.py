@@ -90,6 +90,10 @@ def test_the_flow_on_an_llm_not_made_yet_is_the_shipped_lms_and_says_why(llm_dir
     assert run.name == inside.LEARNED_LM and "".join(run.labels).startswith("ROMEO")
     assert str(run.notice).startswith("SmolLM2-135M-Instruct is not ready here (not made yet: run")
     assert "莎士比亚语言模型（从零训练）的信息流" in render(run.notice, "zh-CN")
+    from ui import inside as tab  # the page's handler keeps its answers: not the stand-in's once SmolLM2 is made
+
+    assert "not ready" in tab.flow(inside.SMOLLM2, "ROMEO: But soft, what light", inside.LAST, 0.05)[0]
     llms.make(llms.SMOLLM2, llm_dir)
     made = inside.flow(inside.SMOLLM2, "ROMEO: But soft, what light")
     assert made.name == inside.SMOLLM2 and str(made.notice) == ""
+    assert "not ready" not in tab.flow(inside.SMOLLM2, "ROMEO: But soft, what light", inside.LAST, 0.05)[0]
