@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from i18n import Message
+from transformer_core import device_of
 from transformer_core.decoding.seq2seq import Codec
 from transformer_core.model.layers import rotary_angles
 
@@ -227,14 +228,16 @@ def _compute(name: str, text: str) -> Walk:
     if kind == "translator":
         return _translator_walk(name, net, tokenizer, config, text)
     read = reading.read(name, tokenizer, text, min(MAX_DRAWN_TOKENS, config["max_len"]), offered=models_offered())
-    idx = torch.tensor([read.ids])
+    idx = torch.tensor([read.ids], device=device_of(net))
     if kind == "lm":
         logits, trace = net.run_with_trace(idx, names=_not_logits)
+        logits = logits.float().cpu()
         target = read.ids[1:]  # each position is scored against the token that follows it
         readout = Readout.of(logits[0], target)
         vocab = {int(i): tokenizer.decode([int(i)]) for i in readout.columns}
     else:
-        logits, trace = net.run_with_trace(idx, torch.tensor([len(read.ids)]), names=_not_logits)
+        logits, trace = net.run_with_trace(idx, torch.tensor([len(read.ids)], device=idx.device), names=_not_logits)
+        logits = logits.float().cpu()
         target = [int(logits[0].argmax())]  # the loss of the verdict it gives (the lesson: loss of a label)
         readout = Readout.of(logits, target)
         vocab = {i: Message(f"forward.class.{i}") if config["n_class"] == 2 else str(i)
@@ -252,8 +255,10 @@ def _translator_walk(name: str, net, tokenizer, config: dict, text: str) -> Walk
     text, cut = source_text(codec, config["max_len"], text)
     written = list(translate(net, codec, text, 1).ids)  # the greedy translation Translate shows
     src, src_lengths = codec.sources([text])
-    tgt = torch.tensor([[codec.bos, *written]])
-    logits, trace = net.run_with_trace(src, tgt, src_lengths, names=_not_logits)
+    device = device_of(net)
+    tgt = torch.tensor([[codec.bos, *written]], device=device)
+    logits, trace = net.run_with_trace(src.to(device), tgt, src_lengths.to(device), names=_not_logits)
+    logits = logits.float().cpu()
     label = token_label(codec)
     n = config["n_layer"]
     stacks = {"encoder": dict(blocks=[f"encoder.{i}" for i in range(n)], embed="src_embed",

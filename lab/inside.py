@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from i18n import Message
+from transformer_core import device_of
 from transformer_core.analysis import flow as core_flow, modern
 
 from . import llms, models, reading, store
@@ -123,7 +124,7 @@ def sink(model: str | None, text: str | None) -> Sink:
     net, tokenizer, read, cut = _read(name, text, MAX_TOKENS)
 
     def compute():
-        _, trace = net.run_with_trace(torch.tensor([read.ids]))
+        _, trace = net.run_with_trace(torch.tensor([read.ids], device=device_of(net)))
         before, after = modern.without_first_token(net, read.ids)
         top = lambda p: [(tokenizer.decode([int(i)]), float(p[i])) for i in p.topk(5).indices]  # noqa: E731
         return modern.first_token_share(trace.attention("decoder")[:, 0]), top(before), top(after)
@@ -163,7 +164,7 @@ def reach() -> Reach:
     ids = tokenizer.encode(REACH_TEXT)
 
     def compute():
-        _, trace = net.run_with_trace(torch.tensor([ids]))
+        _, trace = net.run_with_trace(torch.tensor([ids], device=device_of(net)))
         return modern.reach(trace.attention("decoder")[:, 0])
 
     mean, farthest = _runs.get(models.key(GEMMA3, "reach", len(ids)), compute)

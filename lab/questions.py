@@ -107,11 +107,12 @@ def _next_candidates() -> list[tuple[str, float]]:
     """The LM's four likeliest next tokens after NEXT_PROMPT, in alphabetical order (the order gives nothing away)."""
     import torch
 
+    from transformer_core import device_of
     from . import store
     model, tokenizer = store.load(LM)
     ids = tokenizer.encode(NEXT_PROMPT)
     with torch.no_grad():
-        probs = model(torch.tensor([ids]))[0, -1].softmax(-1)
+        probs = model(torch.tensor([ids], device=device_of(model)))[0, -1].softmax(-1)
     top = probs.topk(4)
     return sorted((tokenizer.decode([int(i)]), float(p)) for p, i in zip(top.values, top.indices))
 
@@ -163,10 +164,10 @@ def _paris_layer() -> int:
     """The first layer (0: the embedding) at which the logit lens of SmolLM2 puts " Paris" on top after the prompt."""
     import torch
 
-    from transformer_core import logit_lens
+    from transformer_core import device_of, logit_lens
     model, tokenizer = _llm(SMOLLM2)
     ids = tokenizer.encode(PARIS_PROMPT)
-    _, run = model.run_with_trace(torch.tensor([ids]))
+    _, run = model.run_with_trace(torch.tensor([ids], device=device_of(model)))
     top = logit_lens(model, run).top_ids[:, -1].tolist()
     paris = tokenizer.encode(" Paris")[0]
     return next((layer for layer, token in enumerate(top) if token == paris), len(top) - 1)
@@ -176,8 +177,9 @@ def _sink_answer() -> int:
     from transformer_core.analysis.modern import first_token_share
     import torch
 
+    from transformer_core import device_of
     model, tokenizer = _llm(SMOLLM2)
-    _, run = model.run_with_trace(torch.tensor([tokenizer.encode(PARIS_PROMPT)]))
+    _, run = model.run_with_trace(torch.tensor([tokenizer.encode(PARIS_PROMPT)], device=device_of(model)))
     share = float(first_token_share(run.attention("decoder")[:, 0]).mean())
     return min(range(len(SINK_SHARES)), key=lambda i: abs(SINK_SHARES[i] - share))
 

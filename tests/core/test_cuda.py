@@ -6,10 +6,15 @@ These tests compare each GPU result with the CPU one. They are skipped without C
 (CI has none); run them on a GPU machine with `python -m pytest tests/core/test_cuda.py`.
 """
 
+import copy
+import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from core_models import modern_lm
+from random_models import GEMMA, LLAMA
 
 import transformer_core as tc
 from transformer_core.analysis.concepts import order_experiment
@@ -18,6 +23,7 @@ from transformer_core.analysis.sentiment import special_ids
 from transformer_core.tokenization import TextTokenizer
 from transformer_core.device import autocast
 from transformer_core.training.loop import TrainConfig, train
+from transformer_core.analysis import flow, modern
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -216,3 +222,81 @@ def test_sentiment_command_trains_on_the_gpu(tmp_path):
                 "--steps", "6", "--eval-every", "3", "--batch-size", "8"])
     assert "(bf16 autocast)" in (out / "README.md").read_text()
     assert tc.load_model(out).config.d_model == 32
+
+
+# 6. the modern decoder (SmolLM2's and Gemma 3's architecture) and the lessons read from it ---------
+# The real LLMs' files are too large to travel to a lent GPU machine; their architecture, their import path and
+# every lesson the Inside, Heads and Generate tabs run on them are checked here on tiny random models of each family.
+
+FAMILIES = {"llama": LLAMA, "gemma": GEMMA}
+IDS = list(range(3, 27))  # 24 tokens: Gemma's local layers (window 5) see only the last few
+
+
+def modern_on_both(family: str):
+    cpu = modern_lm(FAMILIES[family])
+    return cpu, copy.deepcopy(cpu).cuda()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_modern_decoder_traces_and_decodes_the_same_on_cuda(family):
+    cpu, gpu = modern_on_both(family)
+    x = torch.tensor([IDS])
+    for offset in (0, 50):  # rotary positions read later in the text
+        expected, trace = cpu.run_with_trace(x, offset=offset)
+        got, gpu_trace = gpu.run_with_trace(x.cuda(), offset=offset)
+        torch.testing.assert_close(got.cpu(), expected, atol=1e-3, rtol=1e-3)
+        torch.testing.assert_close(gpu_trace.attention("decoder"), trace.attention("decoder"), atol=1e-4, rtol=1e-3)
+    cache = gpu.new_cache()  # one token at a time past the sliding window, from a cache on the GPU
+    steps = [gpu(x[:, :4].cuda(), cache=cache)] + [gpu(x[:, t:t + 1].cuda(), cache=cache) for t in range(4, len(IDS))]
+    torch.testing.assert_close(torch.cat(steps, dim=1).cpu(), cpu(x), atol=1e-3, rtol=1e-3)
+    assert tc.generate(gpu, IDS[:5], 12) == tc.generate(cpu, IDS[:5], 12)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_lessons_on_a_modern_decoder_are_the_same_on_cuda(family):
+    cpu, gpu = modern_on_both(family)
+    x = torch.tensor([IDS])
+    lens_cpu = tc.logit_lens(cpu, cpu.run_with_trace(x)[1])
+    lens_gpu = tc.logit_lens(gpu, gpu.run_with_trace(x.cuda())[1])
+    for field in dataclasses.fields(lens_cpu):  # every field comes back on the CPU
+        a, b = getattr(lens_cpu, field.name), getattr(lens_gpu, field.name)
+        assert b.device.type == "cpu"
+        torch.testing.assert_close(b.float(), a.float(), atol=1e-3, rtol=1e-3)
+    graph_cpu, graph_gpu = flow.information_flow(cpu, IDS), flow.information_flow(gpu, IDS)
+    np.testing.assert_allclose(graph_gpu.attention, graph_cpu.attention, atol=1e-3)
+    np.testing.assert_allclose(graph_gpu.ffn, graph_cpu.ffn, atol=1e-3)
+    assert graph_gpu.predicted == graph_cpu.predicted
+    token, target = len(IDS) - 1, graph_cpu.predicted[-1]
+    np.testing.assert_allclose(flow.direct_push(gpu, graph_gpu, token, target),
+                               flow.direct_push(cpu, graph_cpu, token, target), atol=1e-2, rtol=1e-2)
+    assert flow.head_logits(gpu, graph_gpu, 1, 0, token)[0][0] == flow.head_logits(cpu, graph_cpu, 1, 0, token)[0][0]
+    assert modern.shift_change(gpu, IDS, 50).max() < 1e-3
+    for a, b in zip(modern.without_first_token(cpu, IDS), modern.without_first_token(gpu, IDS)):
+        torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-3)
+    for a, b in zip(modern.norm_difference(cpu, IDS), modern.norm_difference(gpu, IDS)):
+        np.testing.assert_allclose(b, a, atol=1e-3)
+    head = tc.Head("decoder", 1, 0)
+    with tc.switch_off(cpu, [head]):
+        expected = cpu(x)
+    with tc.switch_off(gpu, [head]):
+        got = gpu(x.cuda())
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-3, rtol=1e-3)
+    assert not torch.allclose(expected, cpu(x), atol=1e-3)  # the head mattered
+
+
+def test_an_llm_read_from_gguf_and_kept_float16_runs_as_float32_on_cuda(tmp_path):
+    pytest.importorskip("gguf")
+    from gguf_files import byte_level_vocab, write
+
+    from transformer_core.weights.float16 import save_float16
+    from transformer_core.weights.gguf import read_gguf
+
+    model = modern_lm(LLAMA, vocab_size=len(byte_level_vocab()[0]), tie_embeddings=True)
+    write(tmp_path / "llama.gguf", model, "llama")  # what lab/llms.py does with SmolLM2's file, in small
+    read = read_gguf(tmp_path / "llama.gguf")
+    folder = save_float16(read.model, tmp_path / "llm", read.tokenizer)
+    cpu, gpu = tc.load_model(folder), tc.load_model(folder, "cuda")
+    assert {p.dtype for p in gpu.parameters()} == {torch.float32} and tc.device_of(gpu).type == "cuda"
+    x = torch.tensor([IDS])
+    torch.testing.assert_close(gpu(x.cuda()).cpu(), cpu(x), atol=2e-2, rtol=2e-2)  # float16 rows on the CPU
+    assert tc.generate(gpu, IDS[:5], 12) == tc.generate(cpu, IDS[:5], 12)

@@ -2,6 +2,7 @@
 equals the model's traced tensor, a perturbed stage fails that check, and the last stage is what
 Generate, Sentiment and Translate show for the same text."""
 
+import copy
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from i18n import render
 from lab import forward, store
 from lab.policy import InputError
+from transformer_core import device_of
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 TEXTS = {"shakespeare-lm": "The cat sat on the mat because it was tired.",
@@ -101,8 +103,14 @@ def check_stack(read, run, model, stack, mask, memory=None):
     return final
 
 
+def on_cpu(name: str):
+    """The walked checkpoint's model where the trace is, on the CPU (on a GPU machine the store holds it there)."""
+    model, _ = store.load(name)
+    return model if device_of(model).type == "cpu" else copy.deepcopy(model).cpu()
+
+
 def check_walk(run, read):
-    model, _ = store.load(run.name)
+    model = on_cpu(run.name)
     assert run.config["norm_first"] and run.config["activation"] == "gelu"  # what the arithmetic above writes
     if run.kind == "translator":
         S, T = len(run.stacks["encoder"]["ids"]), len(run.stacks["decoder"]["ids"])
@@ -207,7 +215,7 @@ def check_modern_block(read, run, path, block, x, layer):
 
 
 def check_modern_walk(run, read):
-    model, _ = store.load(run.name)
+    model = on_cpu(run.name)
     config = run.config
     assert config["norm"] == "rms" and config["positions"] == "rotary" and config["gated"]
     ids = torch.tensor(run.stacks["decoder"]["ids"])
@@ -324,7 +332,7 @@ def test_a_perturbed_decoder_stage_fails_the_arithmetic_check(runs, point):
 def test_the_decoder_shows_the_residual_after_self_attention_then_cross_attention_with_its_three_arrows(runs):
     """Q from the decoder's rows, K and V from the encoder's output: each recomputed from the stream it comes from."""
     run = runs["translate-reverse"]
-    model, _ = store.load(run.name)
+    model = on_cpu(run.name)
     tr, last, head = run.trace, run.n_layer - 1, run.n_head - 1
     path = f"decoder.{last}"
     assert forward.stage_slice(run, "resid_mid", last, head, "decoder").points == (f"{path}.resid_self",)

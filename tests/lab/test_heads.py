@@ -7,6 +7,7 @@ import torch
 import lab
 from lab import heads
 from lab.policy import InputError
+from transformer_core import device_of
 
 ANIMAL = "The animal didn't cross the street because it was too tired"
 LINE = "ROMEO: But soft, what light through yonder window breaks?"
@@ -84,7 +85,7 @@ def test_each_kind_of_model_says_what_changed_when_heads_are_off():
 def test_the_logit_lens_last_layer_is_the_models_own_prediction():
     run = heads.lens("shakespeare-lm", LINE)
     model, tokenizer = lab.store.load("shakespeare-lm")
-    ids = torch.tensor([[t.id for t in tokenizer.tokens(LINE)]])
+    ids = torch.tensor([[t.id for t in tokenizer.tokens(LINE)]], device=device_of(model))
     with torch.no_grad():
         predicted = model(ids)[0].argmax(-1)
     assert run.guesses[-1] == [tokenizer.decode([int(i)]) for i in predicted]

@@ -9,6 +9,7 @@ import torch
 from i18n import render
 from lab import generate, llms, models, store
 from lab.policy import InputError
+from transformer_core import device_of
 from transformer_core.weights.float16 import HalfEmbedding, HalfLinear
 
 
@@ -50,7 +51,7 @@ def test_the_float16_form_predicts_what_the_float_import_predicts(llm_dir):
     float_model = read_gguf(data.smollm2() / llms.SMOLLM2.gguf).model
     net, _ = models.load(llms.SMOLLM2.name)
     ids = torch.randint(0, float_model.config.vocab_size, (1, 20))
-    a, b = float_model(ids)[0], net(ids)[0]
+    a, b = float_model(ids)[0], net(ids.to(device_of(net)))[0].cpu()  # a GPU Space holds it on the GPU
     assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.9  # a random model has near-ties; SmolLM2: 1.0
     assert 0 < (a - b).abs().max() < 1e-2 * a.abs().max()
 

@@ -66,7 +66,7 @@ def _after_norm(norm, pre: torch.Tensor) -> torch.Tensor:
     if norm is None:
         return torch.ones_like(pre)
     rms = torch.rsqrt(pre.pow(2).mean(-1, keepdim=True) + norm.eps)
-    return rms * norm.weight.float()
+    return rms * norm.weight.float().cpu()  # the trace's tensors are on the CPU, the weights maybe on a GPU
 
 
 @torch.no_grad()
