@@ -32,13 +32,13 @@ import argparse
 import copy
 import hashlib
 import json
-import platform
 import shutil
 import time
 from pathlib import Path
 
 import torch
 
+from ..device import default_device, describe
 from ..tokenization import TextTokenizer
 from ..weights.hub import load_model
 from ..weights.int8 import save_int8
@@ -101,7 +101,7 @@ def mix(args, log) -> dict:
     figures = {}
     for name in args.only:
         start, trained = Path(args.start) / name, Path(args.mix) / name
-        first, second = load_model(start).eval(), load_model(trained).eval()
+        first, second = load_model(start, _device(args)).eval(), load_model(trained, _device(args)).eval()
         tokenizer = TextTokenizer.load(start)
         below = first.config.n_layer - args.layers
         validation = [f"{part[:-6]}_val" for part in RECIPES[name]]
@@ -130,6 +130,10 @@ def mix(args, log) -> dict:
     return figures
 
 
+def _device(args) -> torch.device:
+    return torch.device(args.device) if args.device else default_device()
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--start", default="assets", help="the folder holding the first-stage checkpoints")
@@ -142,6 +146,7 @@ def main(argv=None) -> None:
     p.add_argument("--grammar", type=int, default=4000, help="Chinese grammar sentences (a tenth for validation)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default=None, help="where to train (default: a CUDA GPU when there is one)")
     p.add_argument("--only", nargs="*", default=list(RECIPES), choices=list(RECIPES))
     p.add_argument("--mix", default=None, help="a folder of second-stage checkpoints to mix with --start's (see above)")
     args = p.parse_args(argv)
@@ -163,11 +168,12 @@ def main(argv=None) -> None:
         reviews[part], dropped = without(reviews[part], hidden)
         if dropped:
             log(f"{part}: {dropped} texts dropped (a probe or minimal-pair sentence)")
-    hardware = f"{platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}"
+    device = _device(args)
+    hardware = f"{describe(device)}, torch {torch.__version__}"
     summary = {}
     for name in args.only:
         start = Path(args.start) / name
-        model, tokenizer = load_model(start).eval(), TextTokenizer.load(start)
+        model, tokenizer = load_model(start, device).eval(), TextTokenizer.load(start)
         below = model.config.n_layer - args.layers
         wanted = {*RECIPES[name], *(f"{part[:-6]}_val" for part in RECIPES[name])}
         states = {part: frozen_states(model, tokenizer, f"{name}-{identity(start)}-{part}", reviews[part],
@@ -205,7 +211,8 @@ def card(name: str, first_stage: str, args, f: dict, hardware: str) -> str:
     """The checkpoint's card: this stage's section, then the first stage's card as it was (its title dropped)."""
     command = (f"python -m transformer_core.training.train_everyday --out-dir {args.out_dir} --layers {args.layers} "
                f"--epochs {args.epochs} --lr {args.lr} --per-language {args.per_language} --grammar {args.grammar} "
-               f"--max-tokens {args.max_tokens} --threads {args.threads} --only {name}")
+               f"--max-tokens {args.max_tokens} --threads {args.threads} --only {name}"
+               + (f" --device {args.device}" if args.device else ""))
     english = f["everyday_texts"].get("en_everyday_train", 0)
     chinese = f["everyday_texts"].get("zh_everyday_train", 0)
     languages = "Chinese and English" if chinese else "English"
@@ -229,8 +236,8 @@ part, below), the second on those reviews again and everyday sentences, so that 
   {f['validation_before']:.3f} before this stage; by epoch {', '.join(f'{v:.3f}' for v in f['validation_by_epoch'])}
   (the best epoch is kept).
 - AdamW, learning rate {args.lr} (linear warm-up over a tenth of the steps, then linear decay), weight decay 0.01, batches
-  of 32 texts of similar length, {args.epochs} epochs, texts cut at {args.max_tokens} tokens. {f['train_minutes']:.0f} minutes of
-  training on {hardware}, shared with other work (no GPU was lent).
+  of 32 texts of similar length, {args.epochs} epochs, texts cut at {args.max_tokens} tokens. {f['train_minutes']:.1f} minutes of
+  training on {hardware}.
 - Command: `{command}`.
 - Minimal pairs (this checkpoint, int8): English {f['minimal_pairs.tsv']:.3f}, Chinese {f['minimal_pairs_zh.tsv']:.3f},
   Chinese fresh {f['minimal_pairs_zh_fresh.tsv']:.3f}. Size: {f['megabytes']} MB.

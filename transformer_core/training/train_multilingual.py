@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from ..analysis.sentiment import predict_proba
+from ..device import autocast, device_of
 from ..model.masks import padding_mask
 from ..model.models import EncoderClassifier
 from ..weights.bert import encoder_classifier_from_bert
@@ -102,12 +103,12 @@ def frozen_states(model: EncoderClassifier, tokenizer, name: str, reviews, max_t
                 batch = order[s:s + BATCH]
                 lengths = [len(ids[i]) for i in batch]
                 x = torch.tensor([ids[i] + [tokenizer.token_to_id("<pad>")] * (max(lengths) - len(ids[i]))
-                                  for i in batch])
+                                  for i in batch], device=device_of(model))
                 h, mask = model.embed(x), padding_mask(lengths, x.shape[1])
                 for layer in model.layers[:below]:
                     h = layer(h, mask)
                 for i, row, n in zip(batch, h, lengths):
-                    rows[i] = row[:n].half().numpy()
+                    rows[i] = row[:n].half().cpu().numpy()
         np.savez(cache, flat=np.concatenate(rows), lengths=[len(r) for r in rows], y=[r.label for r in reviews])
     saved = np.load(cache)
     flat = torch.from_numpy(saved["flat"])
@@ -117,6 +118,7 @@ def frozen_states(model: EncoderClassifier, tokenizer, name: str, reviews, max_t
 def top_logits(model: EncoderClassifier, below: int, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """The model's forward pass from the frozen blocks' output on: the same blocks, pooling and head."""
     mask = padding_mask(lengths.tolist(), x.shape[1])
+    x = x.to(device_of(model))  # the states are kept on the CPU, a batch at a time on the model's device
     for layer in model.layers[below:]:
         x = layer(x, mask)
     return model.head(model.drop(model.pool(model.norm(x), lengths)))
@@ -131,7 +133,7 @@ def labels(model: EncoderClassifier, below: int, states: States) -> np.ndarray:
     with torch.no_grad():
         order = np.argsort([len(r) for r in states.rows], kind="stable")
         out = np.zeros(len(states), np.int64)
-        out[order] = np.concatenate([top_logits(model, below, x, n).argmax(-1).numpy() for x, n, _ in states.batches()])
+        out[order] = np.concatenate([top_logits(model, below, x, n).argmax(-1).cpu().numpy() for x, n, _ in states.batches()])
     return out
 
 
@@ -149,7 +151,8 @@ def fine_tune(model: EncoderClassifier, below: int, train: States, val: States, 
         model.train()
         t0 = time.time()
         for x, lengths, y in train.batches(rng):
-            loss = F.cross_entropy(top_logits(model, below, x, lengths), y)
+            with autocast(device_of(model)):  # bf16 on a GPU, float32 on a CPU
+                loss = F.cross_entropy(top_logits(model, below, x, lengths).float(), y.to(device_of(model)))
             opt.zero_grad()
             loss.backward()
             opt.step()
