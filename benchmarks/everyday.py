@@ -53,7 +53,7 @@ def main(argv=None) -> None:
     store.set_model_dir(args.model_dir)
     rows = probes(args.lang)
     runs = [sentiment.classify(r["text"]) for r in rows]
-    defaults = sorted({run.model for run in runs})
+    defaults = sorted({run.name for run in runs})
     by_category, wrong = defaultdict(list), []
     for r, run in zip(rows, runs):
         right = run.verdict == r["label"]
