@@ -216,7 +216,8 @@ def card(name: str, first_stage: str, args, f: dict, hardware: str) -> str:
     english = f["everyday_texts"].get("en_everyday_train", 0)
     chinese = f["everyday_texts"].get("zh_everyday_train", 0)
     languages = "Chinese and English" if chinese else "English"
-    reviews = f"{args.per_language:,} of each training split" if args.per_language else "every review of each training split"
+    reviews = (f"{args.per_language:,} of each training split (a seeded sample)" if args.per_language
+               else "every review of each training split")
     below = 12 - args.layers
     body = first_stage.split("\n", 1)[1] if first_stage.startswith("# ") else first_stage
     return f"""# {name}
@@ -228,7 +229,7 @@ part, below), the second on those reviews again and everyday sentences, so that 
 ## Second stage: everyday sentences
 - Start: the first-stage checkpoint (weights sha256 {f['start']}...). Trained: the top {args.layers} of 12 blocks and the
   head; the embeddings and blocks 0-{below - 1} keep their weights, so their outputs are computed once and cached.
-- Train ({f['train_texts']:,} texts): {reviews} (a seeded sample, seen again so that the reviews are not forgotten),
+- Train ({f['train_texts']:,} texts): {reviews}, seen again so that the reviews are not forgotten,
   {english:,} everyday English texts (tweets and Amazon review snippets rated by people, |mean rating| >= 1, at most 30
   words: `data.everyday_sentences`, vaderSentiment 3.3.2's data){f", {chinese:,} Chinese sentences of the construction grammar (`constructions_zh`, seed 0)" if chinese else "; no Chinese label, as in the first stage"}.
   No text equal to an everyday probe (`benchmarks/everyday_*.tsv`) or a minimal-pair sentence.
