@@ -154,11 +154,13 @@ def test_logit_lens_last_layer_is_the_models_output():
 @pytest.mark.parametrize("chunk", [2**24, 30])  # the whole vocabulary at once, and two tokens per slice
 @pytest.mark.parametrize("family", [{}, random_models.GEMMA])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])  # float16: as SmolLM2 and Gemma are kept
-def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk, family, dtype):
+@pytest.mark.parametrize("split", [2**62, 0])  # the rows read in one go, and in two halves on two threads
+def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk, family, dtype, split):
     """The lens reads the unembedding a slice of the vocabulary at a time, summing the softmax as it goes:
     every layer's top guess, its probability, and the rank and probability of the model's prediction must
     equal those of that layer's full logits, read by hand (in float32, as the lens reads a float16 model)."""
     monkeypatch.setattr("transformer_core.analysis.heads.LENS_CHUNK", chunk)
+    monkeypatch.setattr("transformer_core.analysis.heads.LENS_SPLIT_FROM", split)
     monkeypatch.setattr("transformer_core.analysis.heads.COUNT_ROWS", 3)  # the ranks counted in parts of rows
     model = random_models.modern_lm(family, n_layer=3, vocab_size=61).to(dtype)
     logits, run = model.run_with_trace(TEXT)
@@ -176,7 +178,8 @@ def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk
 
 
 @pytest.mark.parametrize("family", [{}, random_models.GEMMA])
-def test_a_large_lens_multiplied_in_bfloat16_states_float32s_top_guess_and_near_ranks(monkeypatch, family):
+@pytest.mark.parametrize("split", [2**62, 0])
+def test_a_large_lens_multiplied_in_bfloat16_states_float32s_top_guess_and_near_ranks(monkeypatch, family, split):
     """A large lens multiplies in bfloat16 and reads each row's best candidates again in float32: the top guess
     is float32's, its probability within 1 %, the answer's rank exact among the candidates and, beyond them,
     off by no more than the tokens within twice the product's error bound of the answer's logit."""
@@ -186,6 +189,7 @@ def test_a_large_lens_multiplied_in_bfloat16_states_float32s_top_guess_and_near_
     monkeypatch.setattr(heads, "_lens_dtype", lambda x, unembed: torch.bfloat16)
     monkeypatch.setattr(heads, "LENS_EXACT", keep)
     monkeypatch.setattr(heads, "LENS_CHUNK", 3000)  # a few slices of the vocabulary
+    monkeypatch.setattr(heads, "LENS_SPLIT_FROM", split)
     model = random_models.modern_lm(family, n_layer=3, vocab_size=700).to(torch.float16)
     logits, run = model.run_with_trace(TEXT)
     lens = logit_lens(model, run)

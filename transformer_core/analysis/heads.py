@@ -21,9 +21,11 @@ A head is named (group, layer, head) with the trace's groups: "encoder", "decode
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,6 +50,7 @@ LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 # then reads in float32 each row's LENS_EXACT best candidates and the answer
 LENS_BF16_FROM = 2**22
 LENS_EXACT = 16
+LENS_SPLIT_FROM = 2**24  # logits from which a CPU lens reads its rows in two halves at once (see logit_lens)
 LENS_BF16_KEEP = 2**25  # weights of an unembedding the lens keeps a bfloat16 copy of (64 MB; see _bf16_copy)
 
 
@@ -351,12 +354,29 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     x = model.norm(stream[:-1]).float().reshape((L - 1) * T, d_model)
     answer = final.repeat(L - 1)
     answer_logit = (x * unembed[answer].float()).sum(-1)
-    if _lens_dtype(x, unembed) == torch.bfloat16:
-        layers = _read_out_bf16(x, unembed, answer, answer_logit)
+    if x.device.type == "cpu" and len(x) >= 2 and len(x) * unembed.shape[0] >= LENS_SPLIT_FROM:
+        # the rows are independent: each half read on its own CPU thread, each thread's torch calls on one core
+        # (the GIL is let go inside them), so a lens takes two cores where the app gives a request one
+        # (lab/store.set_threads) and oversubscribes gracefully when another request runs beside it
+        halves = [slice(0, len(x) // 2), slice(len(x) // 2, len(x))]
+        parts = _lens_pool().map(lambda rows: _read_rows(x[rows], unembed, answer[rows], answer_logit[rows]), halves)
+        layers = tuple(torch.cat(figure) for figure in zip(*parts))
     else:
-        layers = _read_out(_vocab_slices(x, unembed), answer, answer_logit)
+        layers = _read_rows(x, unembed, answer, answer_logit)
     output = _read_out([(0, logits.clone())], final, logits.gather(-1, final[:, None])[:, 0])
     return LogitLens(*(torch.cat([a.reshape(L - 1, T), b[None]]).cpu() for a, b in zip(layers, output)))
+
+
+def _read_rows(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor):
+    """_read_out's figures for rows x (N, d_model), in bfloat16 with a float32 check where that is faster."""
+    if _lens_dtype(x, unembed) == torch.bfloat16:
+        return _read_out_bf16(x, unembed, answer, answer_logit)
+    return _read_out(_vocab_slices(x, unembed), answer, answer_logit)
+
+
+@functools.cache
+def _lens_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(2, thread_name_prefix="lens")
 
 
 def _lens_dtype(x: torch.Tensor, unembed: torch.Tensor) -> torch.dtype:
