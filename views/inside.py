@@ -161,7 +161,8 @@ def head_bars(layer: int, head: int, token_label: str, promoted, suppressed, lan
     values = [v for _, v in suppressed[::-1]] + [v for _, v in promoted[::-1]]
     layout = dict(title=top_title(t("inside.head_title", lang, layer=layer, head=head, token=plain(repr(token_label)))),
                   height=max(300, 22 * len(words) + 110), xaxis=dict(title=dict(text=t("inside.logit_push", lang))),
-                  yaxis=dict(type="category"), margin=dict(l=130, r=20, t=60, b=50))
-    return unchecked_figure([dict(type="bar", orientation="h", x=values, y=[f"{i}:{w}" for i, w in enumerate(words)],
+                  # one row per bar, labelled with its word alone: a word may be pushed both ways, or twice
+                  yaxis=dict(tickvals=list(range(len(words))), ticktext=words), margin=dict(l=130, r=20, t=60, b=50))
+    return unchecked_figure([dict(type="bar", orientation="h", x=values, y=list(range(len(words))), customdata=words,
                                   marker=dict(color=["#c53030" if v < 0 else "#2f855a" for v in values]),
-                                  hovertemplate="%{y}: %{x:.2f}<extra></extra>")], layout)
+                                  hovertemplate="%{customdata}: %{x:.2f}<extra></extra>")], layout)

@@ -73,6 +73,15 @@ def test_the_flow_clamps_and_ranks_its_heads_by_their_push_on_the_prediction():
     assert np.all(np.diff([v for _, v in promoted]) <= 0)
 
 
+def test_a_heads_bars_are_labelled_by_their_words_alone_and_keep_a_repeated_word_apart():
+    from views import inside as views
+
+    promoted, suppressed = [(" the", 2.0), (" a", 1.5)], [(" the", -1.0), ("ing", -0.5)]
+    figure = views.head_bars(3, 1, " cat", promoted, suppressed)
+    assert list(figure.layout.yaxis.ticktext) == ["'ing'", "' the'", "' a'", "' the'"]  # it read "0:'ing'"
+    assert list(figure.data[0].y) == [0, 1, 2, 3] and list(figure.data[0].x) == [-0.5, -1.0, 1.5, 2.0]
+
+
 def test_the_flow_graphs_title_counts_its_edges_in_the_readers_words():
     from views import inside as views
 
