@@ -367,6 +367,7 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     return LogitLens(*(torch.cat([a.reshape(L - 1, T), b[None]]).cpu() for a, b in zip(layers, output)))
 
 
+@torch.no_grad()  # also on the lens's own threads, where the caller's no_grad does not reach
 def _read_rows(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor):
     """_read_out's figures for rows x (N, d_model), in bfloat16 with a float32 check where that is faster."""
     if _lens_dtype(x, unembed) == torch.bfloat16:
