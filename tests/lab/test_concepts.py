@@ -64,7 +64,7 @@ def test_positions_and_parameter_counts_come_from_the_shipped_models():
     assert render(title, "zh-CN").startswith("莎士比亚语言模型（从零训练）的")
     torch.testing.assert_close(sinusoidal, tc.sinusoidal_encoding(16, 8))
     torch.testing.assert_close(similarity, sinusoidal @ sinusoidal.T)
-    torch.testing.assert_close(learned, lab.store.model("shakespeare-lm").embed.pos.weight[:16].detach())
+    torch.testing.assert_close(learned, lab.store.model("shakespeare-lm").embed.pos.weight[:16].detach().cpu())
     counts, tables, problems = concepts.parameters(64)
     assert len({c.total for c in counts}) == 1 and problems == []  # more heads, the same parameters
     assert sorted(tables) == concepts.shipped_models() == sorted(lab.store.checkpoints(include_cheats=True).values())
