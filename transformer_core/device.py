@@ -10,7 +10,11 @@ scaling), reductions such as softmax and LayerNorm kept in fp32 by autocast.
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -101,3 +105,33 @@ def describe(device: torch.device | str) -> str:
     if device.type == "cpu":
         return hardware(f"{torch.get_num_threads()} CPU thread(s) of a shared machine", device)
     return hardware(device.type, device)
+
+
+_PAIR = "cpu-pair"  # the name of the threads of on_two_cores
+
+
+@functools.cache
+def _pair() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(2, thread_name_prefix=_PAIR)
+
+
+def on_two_cores(fn: Callable, items: Iterable) -> list:
+    """[fn(item) for item in items], spread over two CPU threads.
+
+    The app gives each request one torch thread (lab/store.set_threads): one core each when several requests run
+    at once, and a single request leaves the second core idle. A few large, independent pieces of one request
+    (halves of a product) can take it: torch lets go of the GIL inside each call, and two threads of one torch
+    thread each share the cores gracefully with other requests (no OpenMP team spinning at a barrier). The
+    caller's grad mode holds in the threads; called from one of them, it runs in place (no thread waits on its
+    own pool)."""
+    items = list(items)
+    if threading.current_thread().name.startswith(_PAIR) or len(items) < 2:
+        return [fn(item) for item in items]
+    grad = torch.is_grad_enabled()
+
+    def run(item):
+        with torch.set_grad_enabled(grad):
+            return fn(item)
+
+    return list(_pair().map(run, items))
+

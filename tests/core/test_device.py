@@ -27,3 +27,15 @@ def test_a_bad_device_env_var_is_a_device_error_and_the_commands_say_so(value, m
 def test_device_env_var_is_honoured(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CORE_DEVICE", "cpu")
     assert tc.default_device().type == "cpu"
+
+
+def test_work_on_two_cores_comes_back_in_order_under_the_callers_grad_mode_and_nests_in_place():
+    from transformer_core.device import on_two_cores
+
+    x = torch.ones(3, requires_grad=True)
+    with torch.no_grad():
+        assert [y.requires_grad for y in on_two_cores(lambda k: x * k, range(4))] == [False] * 4
+    outs = on_two_cores(lambda k: x * k, range(4))
+    assert [float(y.detach().sum()) for y in outs] == [0.0, 3.0, 6.0, 9.0] and all(y.requires_grad for y in outs)
+    # called from one of its own threads it runs there: two outer items each waiting on the pool would hang
+    assert on_two_cores(lambda k: on_two_cores(lambda j: 10 * k + j, range(2)), range(2)) == [[0, 1], [10, 11]]

@@ -21,18 +21,16 @@ A head is named (group, layer, head) with the trace's groups: "encoder", "decode
 
 from __future__ import annotations
 
-import functools
 import re
 import weakref
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from ..device import device_of
+from ..device import device_of, on_two_cores
 from ..model import trace
 from ..model.layers import MultiHeadAttention
 from ..model.models import DecoderLM, EncoderClassifier, EncoderDecoder
@@ -355,11 +353,9 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     answer = final.repeat(L - 1)
     answer_logit = (x * unembed[answer].float()).sum(-1)
     if x.device.type == "cpu" and len(x) >= 2 and len(x) * unembed.shape[0] >= LENS_SPLIT_FROM:
-        # the rows are independent: each half read on its own CPU thread, each thread's torch calls on one core
-        # (the GIL is let go inside them), so a lens takes two cores where the app gives a request one
-        # (lab/store.set_threads) and oversubscribes gracefully when another request runs beside it
+        # the rows are independent: each half is read on a core of its own
         halves = [slice(0, len(x) // 2), slice(len(x) // 2, len(x))]
-        parts = _lens_pool().map(lambda rows: _read_rows(x[rows], unembed, answer[rows], answer_logit[rows]), halves)
+        parts = on_two_cores(lambda rows: _read_rows(x[rows], unembed, answer[rows], answer_logit[rows]), halves)
         layers = tuple(torch.cat(figure) for figure in zip(*parts))
     else:
         layers = _read_rows(x, unembed, answer, answer_logit)
@@ -367,17 +363,11 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     return LogitLens(*(torch.cat([a.reshape(L - 1, T), b[None]]).cpu() for a, b in zip(layers, output)))
 
 
-@torch.no_grad()  # also on the lens's own threads, where the caller's no_grad does not reach
 def _read_rows(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor):
     """_read_out's figures for rows x (N, d_model), in bfloat16 with a float32 check where that is faster."""
     if _lens_dtype(x, unembed) == torch.bfloat16:
         return _read_out_bf16(x, unembed, answer, answer_logit)
     return _read_out(_vocab_slices(x, unembed), answer, answer_logit)
-
-
-@functools.cache
-def _lens_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(2, thread_name_prefix="lens")
 
 
 def _lens_dtype(x: torch.Tensor, unembed: torch.Tensor) -> torch.dtype:
