@@ -22,6 +22,10 @@ def test_a_bad_device_env_var_is_a_device_error_and_the_commands_say_so(value, m
         with pytest.raises(SystemExit, match=f"^error: TRANSFORMER_CORE_DEVICE='{value}'"):
             main(["--out", str(tmp_path / "out"), "--tokenizer", str(ASSETS / "sentiment" / "tokenizer.json")])
     assert not (tmp_path / "out").exists()
+    from transformer_core.training import train_everyday
+    with pytest.raises(SystemExit, match=f"^error: TRANSFORMER_CORE_DEVICE='{value}'"):
+        train_everyday.main(["--out-dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
 
 
 def test_device_env_var_is_honoured(monkeypatch):

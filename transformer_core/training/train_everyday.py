@@ -15,6 +15,7 @@ sentence is dropped from training and validation, and the count printed):
 * Chinese: sentences of the construction grammar (`constructions_zh`: plain and negated praise and complaints,
   太…了, 虽然…但是, rhetorical questions, sarcasm), over goods and parts that no probe or pair names.
 `sentiment-crosslingual` gets the English ones only: it still never sees a Chinese label.
+It trains where the models run (a CUDA GPU when there is one; TRANSFORMER_CORE_DEVICE picks another).
 The epoch kept is the one with the best validation accuracy (the reviews' validation splits and a tenth of the
 everyday sentences); whether the checkpoint ships is a rule stated on its card before the run.
 
@@ -38,11 +39,12 @@ from pathlib import Path
 
 import torch
 
-from ..device import default_device, describe
+from ..device import DeviceError, default_device, describe
 from ..tokenization import TextTokenizer
 from ..weights.hub import load_model
 from ..weights.int8 import save_int8
 from . import constructions_zh, data
+from .cli import exit_on
 from .train_multilingual import LANGUAGES, States, accuracy, checkpoint_scores, fine_tune, frozen_states, pair_texts, parts
 
 _BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -101,7 +103,7 @@ def mix(args, log) -> dict:
     figures = {}
     for name in args.only:
         start, trained = Path(args.start) / name, Path(args.mix) / name
-        first, second = load_model(start, _device(args)).eval(), load_model(trained, _device(args)).eval()
+        first, second = load_model(start, args.device).eval(), load_model(trained, args.device).eval()
         tokenizer = TextTokenizer.load(start)
         below = first.config.n_layer - args.layers
         validation = [f"{part[:-6]}_val" for part in RECIPES[name]]
@@ -130,10 +132,6 @@ def mix(args, log) -> dict:
     return figures
 
 
-def _device(args) -> torch.device:
-    return torch.device(args.device) if args.device else default_device()
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--start", default="assets", help="the folder holding the first-stage checkpoints")
@@ -146,10 +144,11 @@ def main(argv=None) -> None:
     p.add_argument("--grammar", type=int, default=4000, help="Chinese grammar sentences (a tenth for validation)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--device", default=None, help="where to train (default: a CUDA GPU when there is one)")
     p.add_argument("--only", nargs="*", default=list(RECIPES), choices=list(RECIPES))
     p.add_argument("--mix", default=None, help="a folder of second-stage checkpoints to mix with --start's (see above)")
     args = p.parse_args(argv)
+    with exit_on(DeviceError):  # TRANSFORMER_CORE_DEVICE, as every training command reads it
+        args.device = default_device()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     t0 = time.time()
@@ -168,7 +167,7 @@ def main(argv=None) -> None:
         reviews[part], dropped = without(reviews[part], hidden)
         if dropped:
             log(f"{part}: {dropped} texts dropped (a probe or minimal-pair sentence)")
-    device = _device(args)
+    device = args.device
     hardware = f"{describe(device)}, torch {torch.__version__}"
     summary = {}
     for name in args.only:
@@ -211,8 +210,7 @@ def card(name: str, first_stage: str, args, f: dict, hardware: str) -> str:
     """The checkpoint's card: this stage's section, then the first stage's card as it was (its title dropped)."""
     command = (f"python -m transformer_core.training.train_everyday --out-dir {args.out_dir} --layers {args.layers} "
                f"--epochs {args.epochs} --lr {args.lr} --per-language {args.per_language} --grammar {args.grammar} "
-               f"--max-tokens {args.max_tokens} --threads {args.threads} --only {name}"
-               + (f" --device {args.device}" if args.device else ""))
+               f"--max-tokens {args.max_tokens} --threads {args.threads} --only {name}")
     english = f["everyday_texts"].get("en_everyday_train", 0)
     chinese = f["everyday_texts"].get("zh_everyday_train", 0)
     languages = "Chinese and English" if chinese else "English"
