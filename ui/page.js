@@ -154,6 +154,7 @@
   // primary button's is the first output after it. The result is scrolled to at once (its spinner shows where it
   // will be) and again once drawn, each time only when less than SIGHT_PX of it is on the screen.
   const SIGHT_PX = 150;
+  const SETTLE_MS = 1500;
   const visible = (el) => !!el && el.offsetParent !== null && el.getBoundingClientRect().height > 0;
   const inSight = (el) => { const r = el.getBoundingClientRect();
     return r.top >= -1 && r.top <= innerHeight - Math.min(SIGHT_PX, r.height); };
@@ -183,13 +184,20 @@
     const button = event.target.closest && event.target.closest('button');
     if (!button || button.closest('#lecture-controls, [role=tablist]')) return;  // a step scrolls on its own
     const started = Date.now();
+    let idleSince = null;
     const follow = () => {
       const result = resultOf(button);
       if (!result) return;
       bring(result);
-      const block = result.closest('.block') || result;
-      if (busy(block) || Date.now() - started < 400) {
-        if (Date.now() - started < 60000) setTimeout(follow, 200);
+      // the click's outputs are still coming while anything in its tab waits (the result's own block may show no
+      // spinner: a verdict's label does not)
+      const waiting = busy(button.closest('[role=tabpanel]') || result.closest('.block') || result);
+      const now = Date.now();
+      idleSince = waiting ? null : (idleSince || now);
+      // followed a while after it is drawn too: on a loaded machine the outputs around it are laid out later,
+      // and a result that grew (a verdict's bars) or was pushed down once its wait ended sat half off the screen
+      if (idleSince === null || now - started < 400 || now - idleSince < SETTLE_MS) {
+        if (now - started < 60000) setTimeout(follow, 200);
       }
     };
     setTimeout(follow, 50);
