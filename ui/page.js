@@ -184,11 +184,15 @@
     const button = event.target.closest && event.target.closest('button');
     if (!button || button.closest('#lecture-controls, [role=tablist]')) return;  // a step scrolls on its own
     const started = Date.now();
-    let idleSince = null;
+    let idleSince = null, left = null;  // left: where the follow left the page's scroll
     const follow = () => {
+      // the person scrolled since: where they look is theirs now (a follow that pulled them back to the result
+      // while they read another figure was a page that fought them)
+      if (left !== null && Math.abs(scrollY - left) > 2) return;
       const result = resultOf(button);
       if (!result) return;
       bring(result);
+      left = scrollY;
       // the click's outputs are still coming while anything in its tab waits (the result's own block may show no
       // spinner: a verdict's label does not)
       const waiting = busy(button.closest('[role=tabpanel]') || result.closest('.block') || result);
