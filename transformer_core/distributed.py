@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -30,6 +31,9 @@ from .device import World, device_of, world
 # How long a collective waits for a rank before it fails. torchrun stops every rank as soon as one
 # exits with an error; this bounds the wait when a rank hangs instead, or a machine drops out.
 COLLECTIVE_TIMEOUT = timedelta(minutes=10)
+
+# gloo's words when a collective fails because another rank has gone (it crashed or was stopped).
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
 
 TermsFn = Callable[[object], int]  # batch -> how many terms its loss averages over
 
@@ -73,8 +77,26 @@ def run(main: Callable[[], None]) -> None:
     if setup().size == 1:
         main()
         return
-    record(main)()
+    record(_leaving_the_blame(main))()
     dist.destroy_process_group()
+
+
+def _leaving_the_blame(main: Callable[[], None]) -> Callable[[], None]:
+    """`main`, but a rank whose peer has gone waits for torchrun to stop it instead of failing too.
+
+    torchrun names the failure with the earliest timestamp, in whole seconds: a rank that failed
+    because its peer had, ending within the same second, could be named instead of the peer and its
+    real error. Waiting, it is stopped once torchrun sees the peer's failure (every 0.1 s by default).
+    """
+    def waiting_main() -> None:
+        try:
+            main()
+        except RuntimeError as error:
+            if any(words in str(error) for words in PEER_GONE):
+                time.sleep(COLLECTIVE_TIMEOUT.total_seconds())  # no torchrun to stop it: fail after all
+            raise
+
+    return waiting_main
 
 
 def from_main(obj):
