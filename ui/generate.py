@@ -16,7 +16,8 @@ import gradio as gr
 
 from i18n import catalogue, render, t
 from lab import generate as use, store
-from lab.generate import BEAM_MAX_NEW_TOKENS, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, SMOLLM2, TANG, Session
+from lab.generate import (BEAM_MAX_NEW_TOKENS, GEMMA, MAX_NEW_TOKENS, MAX_WIDTH, MODELS, MODES, SHIPPED, SMOLLM2, TANG,
+                          Session)
 from ui import events
 from ui.handlers import cached, Action, handler
 from ui.i18n import choice, language, text as _
@@ -46,6 +47,18 @@ POEM_EXAMPLES = [
     ["\n\n白日依山尽，黄河入海流。\n", "sample", 0.8, 40, 0.9, 0.0, 1.0, 40, 0, 4],
     ["\n\n国破山河在，城春草木深。\n", "greedy", 0.0, 0, 1.0, 0.0, 1.3, 40, 0, 4],
 ]
+# the real LLMs as the lecture's steps show them (ui/links: llm_answers, llm_poem): SmolLM2 answers in its chat
+# template; Gemma, a base model, continues Li Bai's line (sampled: greedy repeats itself).
+# Model, prompt, the chat box, then the settings up to the seed
+LLM_EXAMPLES = [
+    [SMOLLM2, "What is the capital of France?", True, "greedy", 1.0, 0, 1.0, 0.0, 1.0, 12, 0],
+    [SMOLLM2, "Write a short poem about the sea.", True, "sample", 0.7, 0, 0.9, 0.0, 1.1, 40, 0],
+    [GEMMA, "床前明月光，", False, "sample", 0.8, 40, 0.95, 0.0, 1.0, 24, 1],
+]
+# The prompt each model starts from. A person who picks another model while the prompt is still one of these gets
+# the new model's: the Shakespeare LM's "ROMEO:" left for Gemma on a Chinese page read as the lesson's prompt.
+START_PROMPTS = {SHIPPED: "ROMEO:\n", TANG: POEM_EXAMPLES[0][0], SMOLLM2: "The capital of France is",
+                 GEMMA: "床前明月光，"}
 # Generated pieces sit flush, so "temp"+"est" reads as "tempest", and a newline breaks the line after its ↵.
 # (The whitespace Gradio leaves between token spans is given no width. Gradio lays tokens out as a
 # wrapping flexbox, whose items are blocks that no newline can break: the field becomes a plain block.)
@@ -300,12 +313,26 @@ def about(model_label, lang: str = "en"):
 PRESS_RUN = "() => { document.querySelector('#generate-run:not(.hidden), #generate-run-llm:not(.hidden)')?.click(); }"
 
 
-def _examples(model_label, prompt, settings: Settings) -> None:
-    """The example prompts of each model, with the settings that show it best (all but the length penalty)."""
+def start_prompt(model_label, prompt: str):
+    """A model picked by the person: its own start prompt where the prompt is still another model's (a typed
+    prompt, or an example's, is kept). Wired to the picker's `input`, which a link or an example does not fire."""
+    if prompt in START_PROMPTS.values() and model_label in START_PROMPTS:
+        return START_PROMPTS[model_label]
+    return gr.skip()
+
+
+def _examples(model_label, prompt, settings: Settings, chat) -> gr.Examples:
+    """The example prompts of each model, with the settings that show it best (all but the length penalty); the
+    real LLMs' examples are returned."""
     filled = [model_label, prompt, *settings[:-1]]
     with gr.Column(elem_classes=["lecture-hide"]):
         events.examples([[SHIPPED, *example] for example in EXAMPLES], filled, label=_("generate.examples"))
         events.examples([[TANG, *example] for example in POEM_EXAMPLES], filled, label=_("generate.examples_poems"))
+        # the chat box's column is not shown: Gradio writes its values "true"/"false" in English on every page, and
+        # the table's title says which examples chat
+        filled = [model_label, prompt, chat, *settings[:-2]]
+        return events.examples(LLM_EXAMPLES, filled, label=_("generate.examples_llms"),
+                               visible_columns=[i for i in range(len(filled)) if i != 2])
 
 
 def build(lang: gr.State | None = None) -> Action:
@@ -319,7 +346,7 @@ def build(lang: gr.State | None = None) -> Action:
         with gr.Row():
             with gr.Column(scale=2):
                 model_label = gr.Radio([choice(m) for m in MODELS], value=SHIPPED, label=_("common.model"), elem_id="model")
-                prompt = gr.Textbox("ROMEO:\n", lines=2, label=_("generate.prompt"),
+                prompt = gr.Textbox(START_PROMPTS[SHIPPED], lines=2, label=_("generate.prompt"),
                                     placeholder=_("generate.prompt_placeholder"), elem_id="text")
                 chat = gr.Checkbox(False, label=_("generate.chat_box"), elem_id="chat", visible=False)
                 with gr.Row():  # the main buttons first: on a projector they must be on the first screen
@@ -352,9 +379,15 @@ def build(lang: gr.State | None = None) -> Action:
 
         inputs = [model_label, prompt, *settings, chat, lang]
         outputs = [notice, text, step_slider, bars, tree, compare, session]
-        _examples(model_label, prompt, settings)
-        model_label.change(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False,
-                           api_visibility="private", show_progress="hidden")
+        llm_examples = _examples(model_label, prompt, settings, chat)
+        model_label.input(start_prompt, [model_label, prompt], prompt, queue=False, api_visibility="private",
+                          show_progress="hidden")
+        # an example loaded gives each of its inputs its build-time settings again (gradio/helpers.py,
+        # Examples.load_example: `update(**input_component_props[i])`), the chat box's `visible=False` among them:
+        # the picked model's buttons and chat box are set again after it
+        for changed in (model_label.change, llm_examples.load_input_event.then):
+            changed(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False, api_visibility="private",
+                    show_progress="hidden")
         model_label.change(about, [model_label, lang], [model_label, model_about], api_visibility="private",
                            show_progress="hidden")
         events.on(run.click, generate, inputs, outputs, api_name="generate")

@@ -61,7 +61,7 @@ def visit(browser, llm_app):  # noqa: F811
 def test_chat_mode_draws_the_template_around_the_question_from_the_llms_queue(visit):
     visit.open("?tab=generate&text=the+cat+sat&decoding=greedy&new_tokens=5")
     panel = visit.page.locator("#tab-generate")
-    panel.get_by_text("SmolLM2-135M-Instruct (real LLM", exact=False).click()
+    panel.locator("#model").get_by_text("SmolLM2-135M-Instruct (real LLM", exact=False).click()
     panel.locator("#generate-run-llm").wait_for(state="visible")  # the LLMs' own queue
     panel.locator("#generate-run").wait_for(state="hidden")
     panel.locator("#chat input").check()
@@ -73,6 +73,27 @@ def test_chat_mode_draws_the_template_around_the_question_from_the_llms_queue(vi
     assert "wrapped" in panel.inner_text()  # the notice counts the template's tokens and the question's
     ARTIFACTS.mkdir(exist_ok=True)
     visit.page.screenshot(path=str(ARTIFACTS / "llms-generate-chat.png"))
+
+
+def test_a_picked_llm_brings_its_own_prompt_and_its_example_fills_the_chat_box(visit):
+    visit.open("?tab=generate&lang=zh-CN")
+    panel = visit.page.locator("#tab-generate")
+    prompt = panel.locator("#text textarea")
+    visit.page.wait_for_function("() => document.querySelector('#text textarea')?.value === 'ROMEO:\\n'")
+    panel.locator("#model").get_by_text("Gemma 3 270M（真实大模型", exact=False).click()  # the Shakespeare LM's prompt was not typed
+    visit.page.wait_for_function("() => document.querySelector('#text textarea')?.value === '床前明月光，'")
+    prompt.fill("从前有座山")
+    panel.locator("#model").get_by_text("SmolLM2-135M-Instruct（真实大模型", exact=False).click()
+    panel.locator("#generate-run-llm").wait_for(state="visible")
+    visit.page.wait_for_timeout(500)  # time for an answer that would replace it
+    assert prompt.input_value() == "从前有座山"  # a typed prompt is the person's
+    panel.get_by_text("What is the capital of France?", exact=True).click()  # the real LLMs' examples
+    panel.locator("#chat input").wait_for(state="visible")  # Gradio's example had hidden it again
+    visit.page.wait_for_function("() => document.querySelector('#chat input')?.checked")
+    assert prompt.input_value() == "What is the capital of France?"
+    panel.locator("#generate-run-llm").click()
+    visit.page.wait_for_function("() => document.querySelector('#generated-text').innerText.includes('assistant')")
+    assert "<|im_start|>user↵\nWhat is the capital of France?<|im_end|>" in panel.locator("#generated-text").inner_text()
 
 
 def test_attention_labels_shared_key_value_heads_and_sliding_window_layers(visit):

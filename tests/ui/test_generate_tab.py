@@ -16,7 +16,7 @@ from lab import generate as use
 from lab import store
 from figures import figures
 from ui import generate as tab
-from lab.generate import SHIPPED
+from lab.generate import GEMMA, MODELS, SHIPPED, SMOLLM2
 
 BPE = "assets/shakespeare-bpe/tokenizer.json"
 CONTEXT = 48
@@ -293,3 +293,10 @@ def test_gpt2_that_cannot_be_read_here_is_not_left_picked(monkeypatch):
     picker, line = tab.about(use.GPT2, "en")
     assert picker.value == SHIPPED and "offline. Using the shipped Shakespeare model." in line
     assert "Shakespeare's plays only" in line
+
+
+def test_a_picked_model_gets_its_start_prompt_only_where_the_prompt_was_another_models_start():
+    assert tab.start_prompt(GEMMA, "ROMEO:\n") == "床前明月光，"
+    assert tab.start_prompt(SHIPPED, "床前明月光，") == "ROMEO:\n"
+    assert tab.start_prompt(SMOLLM2, "the cat sat") == gr.skip()  # typed: the person's
+    assert all(model in MODELS for model, *_ in tab.LLM_EXAMPLES)
