@@ -70,7 +70,9 @@ def figures(run: AttentionRun, layer: int, head: int, query: int, lang: str = "e
         title += "<br>" + t("attention.grid_local", lang, window=run.window, n_local=len(run.local_layers))
     grid = heatmap_grid(run.attn, run.q_labels, run.k_labels,
                         [f"L{i}{_LOCAL_MARK if i in run.local_layers else ''}" for i in range(n_layer)],
-                        [f"H{j}" + (f" kv{run.kv_head(j)}" if run.group_size > 1 else "") for j in range(n_head)],
+                        # a query head over the key/value head it reads: side by side, "H0 kv0H1 kv0" ran together
+                        # on a phone
+                        [f"H{j}" + (f"<br>kv{run.kv_head(j)}" if run.group_size > 1 else "") for j in range(n_head)],
                         title, lang)
     head_fig, rows_fig = focus_figures(run, layer, head, query, lang)
     average = layer_average_grid(run.attn, run.q_labels, run.k_labels, lang)
@@ -126,13 +128,14 @@ def tiled(attn: np.ndarray, gap: int, fill) -> np.ndarray:
 
 
 def _grid_labels(titles: list[str], labels: list[str], lang: str = "en") -> np.ndarray:
-    """One category per column of the tiled grid: "H1 3:soft" per cell, a unique blank between blocks."""
+    """One category per column of the tiled grid: "H1 3:soft" per cell (a title's lines on one), a unique blank
+    between blocks."""
     cells = position_labels(labels, lang)
     out = []
     for n, title in enumerate(titles):
         if n:
             out.append(" " * n)  # the gap's own category, never hovered
-        out.extend(f"{title} {cell}" for cell in cells)
+        out.extend(f"{title.replace('<br>', ' ')} {cell}" for cell in cells)
     return np.array(out, dtype=object)
 
 
@@ -152,7 +155,7 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
         xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),
-        margin=dict(l=10, r=40, t=_title_room(title, 70), b=10),
+        margin=dict(l=10, r=40, t=_title_room(title, 70, col_titles), b=10),
     )
     return unchecked_figure([heatmap], layout)
 
@@ -163,10 +166,11 @@ def _grid_title(title: str) -> dict:
     return dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=30))
 
 
-def _title_room(title: str, one_line: int) -> int:
+def _title_room(title: str, one_line: int, col_titles: list[str] = ()) -> int:
     """The top margin for `title` over a grid's column names: `one_line` for one line, 22 px more a line (a
-    Chinese line is that tall)."""
-    return one_line + 22 * title.count("<br>") if title else 30
+    Chinese line is that tall), 14 px more a line of the column names past their first."""
+    names = 14 * max((name.count("<br>") for name in col_titles), default=0)
+    return (one_line + 22 * title.count("<br>") if title else 30) + names
 
 
 def _palette(levels: int) -> np.ndarray:
@@ -232,7 +236,10 @@ def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], 
         # rows 120 px tall, or less where the plot is too narrow for square pixels at that height (the grid sits
         # under its title, any room left below it)
         title=_grid_title(title), height=max(260, min(120 * n_row, round(PLOT_WIDTH_PX * height / width)) + 80),
+        # level names: plotly turned crowded ones on a phone, and a name of two lines turned reads as neither; a
+        # grouped-query head's "kv0" under it in 10 px fits a phone's column of a 9-head LLM
         xaxis=dict(tickmode="array", tickvals=[(j + 0.5) * cell_w for j in range(n_col)], ticktext=col_titles,
+                   tickangle=0, tickfont=dict(size=10 if any("<br>" in name for name in col_titles) else 12),
                    side="top", showgrid=False, zeroline=False, range=[0, width]),
         yaxis=dict(tickmode="array", tickvals=[(i + 0.5) * cell_h for i in range(n_row)], ticktext=row_titles,
                    showgrid=False, zeroline=False, range=[height, 0], scaleanchor="x",
@@ -240,7 +247,8 @@ def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], 
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(len=0.8, title=dict(text=t("figure.weight", lang)))),
         # wide enough for the row titles and the colour bar (99 px drawn), so plotly draws it once (views/kit.py)
-        margin=dict(l=max(40, round(10 + max(map(label_px, row_titles)))), r=100, t=_title_room(title, 90), b=10),
+        margin=dict(l=max(40, round(10 + max(map(label_px, row_titles)))), r=100, t=_title_room(title, 90, col_titles),
+                    b=10),
     )
     return unchecked_figure([image, colourbar], layout)
 

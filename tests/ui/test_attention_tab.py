@@ -237,3 +237,18 @@ def test_a_grid_title_of_three_lines_is_drawn_from_the_top_with_room_for_each_li
     three = layer_head_grid(attn, list("abc"), list("abc"), "sizes<br>shared heads<br>window layers")
     assert three.layout.margin.t - one.layout.margin.t == 44
     assert (three.layout.title.yref, three.layout.title.yanchor, three.layout.title.y) == ("container", "top", 1)
+
+
+@pytest.mark.parametrize("tokens", [4, 128])  # a hoverable heatmap, and a grid too large for one: an image
+def test_a_grouped_query_heads_name_has_its_key_value_head_under_it_and_its_hover_names_both_on_a_line(tokens):
+    attn = torch.softmax(torch.randn(2, 4, tokens, tokens, generator=torch.Generator().manual_seed(0)), -1).numpy()
+    labels = [f"t{i}" for i in range(tokens)]
+    run = use.AttentionRun("llm", "decoder", attn, labels, labels, "", None, group_size=2)
+    grid = views.figures(run, 0, 0, 0)[0]
+    if tokens == 4:
+        names = [a["text"] for a in grid.layout["annotations"] if a.get("textangle") != 90]
+        assert "H1 kv0 0:t0" in list(grid.data[0]["x"])
+    else:
+        names = list(grid.layout["xaxis"]["ticktext"])
+        assert grid.layout["xaxis"]["tickangle"] == 0  # never turned: two turned lines read as neither
+    assert names == ["H0<br>kv0", "H1<br>kv0", "H2<br>kv1", "H3<br>kv1"]
