@@ -52,7 +52,7 @@ def kv_figure(kv: dict[str, tuple[int, int]], heads: dict[str, tuple[int, int]],
 
 def shared_heads_figure(shared, lang: str = DEFAULT):
     return heatmap_grid(shared.attn[None], shared.labels, shared.labels, [f"L{shared.layer}"],
-                        [f"H{h} kv{shared.kv}" for h in shared.heads],
+                        [f"H{h}<br>kv{shared.kv}" for h in shared.heads],
                         t("inside.shared_title", lang, layer=shared.layer, kv=shared.kv, n=len(shared.heads)), lang)
 
 

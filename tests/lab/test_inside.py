@@ -7,6 +7,7 @@ import pytest
 from i18n import render
 from lab import inside, llms
 from lab.policy import InputError
+from views import inside as views
 
 
 @pytest.fixture
@@ -27,6 +28,8 @@ def test_kv_cache_and_the_heads_that_share_one(made):
     assert set(kv) == {inside.SMOLLM2, inside.GEMMA3} and all(shared < unshared for shared, unshared in kv.values())
     shared = inside.shared_heads("the cat sat", 99)
     assert shared.layer == 1 and shared.heads == [0, 1] and "Layer" in str(shared.notice)  # clamped, and said
+    names = [a["text"] for a in views.shared_heads_figure(shared).layout["annotations"] if a.get("textangle") != 90]
+    assert names == ["H0<br>kv0", "H1<br>kv0"]  # as the Attention grid names them: the key/value head under
 
 
 def test_the_sink_and_the_norms_on_a_real_llm_stand_in(made):
