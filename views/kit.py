@@ -176,7 +176,7 @@ def unchecked_figure(data: list[dict], layout: dict) -> Figure:
 def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: str, hover: str,
                    height: int | None = None, shapes: tuple = ()) -> Figure:
     """One heatmap of weights read like a matrix: row 0 at the top, the key axis along the top edge."""
-    x_ticks, y_ticks = _ticks(x, x_text), _ticks(y, y_text)
+    x_ticks, y_ticks = ticks(x, x_text), ticks(y, y_text)
     layout = dict(
         title=top_title(title), margin=_margin(x_ticks["ticktext"], y_ticks["ticktext"]), shapes=list(shapes),
         xaxis=dict(title=dict(text=x_title), side="top", tickmode="array", **x_ticks),
@@ -190,7 +190,7 @@ def matrix_figure(z, x, y, x_text, y_text, x_title: str, y_title: str, title: st
     return unchecked_figure([heatmap], layout)
 
 
-def _ticks(values, text) -> dict:
+def ticks(values, text) -> dict:
     """Tick positions and labels, thinned to at most MAX_TICKS so long texts keep readable axes."""
     step = -(-len(values) // MAX_TICKS)
     return dict(tickvals=values[::step], ticktext=text[::step])

@@ -14,13 +14,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import render, t
-from views.kit import axis_text, grid_axes, plain, position_labels, unchecked_figure, wrapped
+from views.kit import MAX_TICKS, axis_text, grid_axes, plain, position_labels, ticks, unchecked_figure, wrapped
 
 MASK_COLORS = [[0.0, "#f2f2f2"], [1.0, "#2b6cb0"]]  # hidden: light grey, may attend: blue
 PANELS_PER_ROW = 4
 # a panel's title is broken into lines this wide, centred on its panel: four panels to a row leave each about 76 px
 # on a 390-px phone, where titles on one line ran into each other
 TITLE_PX = 72
+# cells a gap apart up to this many tokens: past it a cell of a projector's 260-px panel is under 5 px, where a 1-px
+# gap washed its colour out (and plotly draws a gapped heatmap brick by brick, slowly)
+GAP_TOKENS = 48
 
 
 @dataclass
@@ -53,20 +56,27 @@ def mask_gallery(panels: list[MaskPanel], lang: str = "en") -> go.Figure:
     """The masks side by side, PANELS_PER_ROW to a row; blue cells may attend, grey ones are hidden."""
     n_row = -(-len(panels) // PANELS_PER_ROW)
     n_col = min(PANELS_PER_ROW, len(panels))
+    titles = [wrapped(panel.title, TITLE_PX) for panel in panels]
+    height = 260 * n_row + 70
+    # each row's panels start under their titles' lines (15 px a line): a title of three lines ran into the row
+    # above it
+    room = 15 * max(title.count("<br>") + 1 for title in titles) / (height - 80)
     traces, layout, annotations = [], {}, []
-    for n, panel in enumerate(panels):
+    for n, (panel, title) in enumerate(zip(panels, titles)):
         i, j = divmod(n, n_col)
-        suffix, layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = grid_axes(n_row, n_col, i, j, gap=0.04)
+        suffix, layout[f"xaxis{suffix}"], yaxis = grid_axes(n_row, n_col, i, j, gap=0.04)
+        bottom, top = yaxis["domain"]
+        layout[f"yaxis{suffix}"] = dict(yaxis, domain=[bottom, max(bottom, top - room)])
         traces.append(dict(
             type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels, lang),
             y=position_labels(panel.q_labels, lang), xaxis=f"x{suffix}", yaxis=f"y{suffix}", colorscale=MASK_COLORS,
-            zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+            zmin=0, zmax=1, showscale=False, **(dict(xgap=1, ygap=1) if len(panel.q_labels) <= GAP_TOKENS else {}),
             hovertemplate=f"{panel.title}<br>" + t("masking.gallery_hover", lang),
         ))
-        annotations.append(dict(text=wrapped(panel.title, TITLE_PX), x=(j + 0.5) / n_col,
+        annotations.append(dict(text=title, x=(j + 0.5) / n_col,
                                 y=layout[f"yaxis{suffix}"]["domain"][1], xref="paper", yref="paper", xanchor="center",
                                 yanchor="bottom", showarrow=False))
-    layout.update(annotations=annotations, height=260 * n_row + 70, margin=dict(l=10, r=10, t=70, b=10),
+    layout.update(annotations=annotations, height=height, margin=dict(l=10, r=10, t=70, b=10),
                   title=dict(text=t("masking.gallery_title", lang)))
     return unchecked_figure(traces, layout)
 
@@ -80,14 +90,15 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str], lang: str = "e
     traces = []
     for name, loss in losses.items():
         loss = np.asarray(loss, dtype=np.float32)
-        traces.append(dict(type="scatter", x=x, y=loss, mode="lines+markers",
+        # a marker a token up to the labels an axis shows (plotly draws each marker on its own)
+        traces.append(dict(type="scatter", x=x, y=loss, mode="lines+markers" if len(x) <= MAX_TICKS else "lines",
                            name=t("masking.loss_trace", lang, name=render(name, lang), mean=loss.mean()),
                            hovertemplate=t("masking.loss_hover", lang)))
     layout = dict(
         title=dict(text=t("masking.loss_title", lang)), height=340, margin=dict(l=10, r=10, t=50, b=10),
         legend=dict(orientation="h", y=1.02, yanchor="bottom"),
-        xaxis=dict(title=dict(text=t("masking.loss_x", lang)), tickmode="array", tickvals=x,
-                   ticktext=axis_text(labels[1:], lang)),
+        xaxis=dict(title=dict(text=t("masking.loss_x", lang)), tickmode="array",
+                   **ticks(x, axis_text(labels[1:], lang))),
         yaxis=dict(title=dict(text=t("masking.loss_y", lang)), rangemode="tozero"),
     )
     return unchecked_figure(traces, layout)

@@ -171,3 +171,25 @@ def test_cheating_demo_shows_both_loss_curves_and_continuations(shipped_store):
     assert len(curves.data) == 4  # training and validation loss of each model
     nomask_train = next(t for t in curves.data if t.name == "trained with no mask: training")
     assert min(nomask_train.y) < 1.0
+
+
+def test_a_long_texts_gallery_has_no_gaps_and_its_loss_axis_names_every_kth_token_without_markers():
+    short, long = (["t"] * n for n in (views.GAP_TOKENS, views.GAP_TOKENS + 1))
+    masks = [("causal", build_mask("causal", len(short))), ("causal", build_mask("causal", len(long)))]
+    gapped, plain = views.mask_gallery([views.gallery_panels([m], labels, labels)[0]
+                                        for m, labels in zip(masks, (short, long))]).data
+    assert (gapped.xgap, gapped.ygap) == (1, 1) and not plain.xgap and not plain.ygap  # its cells under 5 px
+    loss = views.loss_figure({"causal": np.ones(127)}, ["t"] * 128)
+    assert len(loss.layout.xaxis.tickvals) <= views.MAX_TICKS and loss.data[0].mode == "lines"
+    assert views.loss_figure({"causal": np.ones(9)}, ["t"] * 10).data[0].mode == "lines+markers"
+
+
+def test_a_gallery_rows_titles_stand_between_the_rows_not_over_the_row_above():
+    labels = ["t"] * 8
+    masks = [(f"causal sliding window {k}", build_mask("causal", 8)) for k in range(8)]
+    figure = views.mask_gallery(views.gallery_panels(masks, labels, labels))
+    lines = max(a["text"].count("<br>") + 1 for a in figure.layout["annotations"])
+    assert lines == 3
+    above, below = figure.layout["yaxis"]["domain"], figure.layout["yaxis5"]["domain"]  # panels 1 and 5: a column
+    plot_px = figure.layout["height"] - 80
+    assert (above[0] - below[1]) * plot_px >= 15 * lines  # the lower row's titles fit under the upper row
