@@ -237,12 +237,14 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     inputs, labels = _inputs(model, ids, target)
     means = head_means(model, **inputs) if mode == "mean" else None
     rows = [[], *([head] for head in all_heads(model))]
-    scores = []
-    for start in range(0, len(rows), batch_rows):
-        chunk = rows[start : start + batch_rows]
-        with trace.editing(_switch_off_edits(model, chunk, mode, means)):
-            scores.append(_score_rows(model, inputs, labels, len(chunk)))
-    score = torch.cat(scores)
+
+    def scored(chunk: list) -> torch.Tensor:
+        with trace.editing(_switch_off_edits(model, chunk, mode, means)):  # each thread's own edits (a context var)
+            return _score_rows(model, inputs, labels, len(chunk))
+
+    # the rows are independent: on a CPU, two chunks at least, read on a core each
+    size = min(batch_rows, -(-len(rows) // 2)) if device_of(model).type == "cpu" else batch_rows
+    score = torch.cat(on_two_cores(scored, [rows[start : start + size] for start in range(0, len(rows), size)]))
     if isinstance(model, EncoderClassifier):  # the label the intact model predicts
         score = score[:, int(score[0].argmax())]
     damage = (score[0] - score[1:]).cpu()
