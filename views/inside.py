@@ -34,20 +34,31 @@ def rotary_figure(change: dict[str, np.ndarray], offset: int, names: dict[str, s
 
 def kv_figure(kv: dict[str, tuple[int, int]], heads: dict[str, tuple[int, int]], lang: str = DEFAULT):
     """KV-cache kilobytes a token, as each LLM keeps them and with one key/value head per query head.
-    heads: model -> (n_kv_head, n_head)."""
+    heads: model -> (n_kv_head, n_head).
+
+    Bars lie along the models' names: standing, on a phone the two names ran together under them and plotly shrank
+    the labels over the bars to unreadable."""
     names = list(kv)
-    traces = [dict(type="bar", name=t(f"inside.kv.{which}", lang), x=[render(title(n), lang) for n in names],
-                   y=[kv[n][i] / 1024 for n in names], marker=dict(color=COLOURS[which]),
+    traces = [dict(type="bar", orientation="h", name=t(f"inside.kv.{which}", lang),
+                   y=[_two_lines(render(title(n), lang)) for n in names], x=[kv[n][i] / 1024 for n in names],
+                   marker=dict(color=COLOURS[which]),
                    text=[t("inside.kv_bar", lang, kb=kv[n][i] / 1024, heads=heads[n][i]) for n in names],
-                   textposition="outside", hovertemplate="%{x}: %{y:.0f}<extra></extra>")
+                   textposition="outside", cliponaxis=False, hovertemplate="%{text}<extra></extra>")
               for i, which in enumerate(("shared", "unshared"))]
     top = max((kb for pair in kv.values() for kb in pair), default=1024) / 1024
-    # room above the tallest bar for the label written over it (at the axis's own top it was cut in half)
+    # room right of the longest bar for the label written after it (a phone's plot is about 200 px wide)
     layout = dict(title=top_title(t("inside.kv_title", lang)), barmode="group", height=340,
-                  yaxis=dict(title=dict(text=t("inside.kb_per_token", lang)), range=[0, 1.2 * top]),
-                  legend=dict(orientation="h", y=-0.2),
-                  margin=dict(l=60, r=20, t=60, b=70))
+                  xaxis=dict(title=dict(text=t("inside.kb_per_token", lang)), range=[0, 2.2 * top]),
+                  yaxis=dict(autorange="reversed", automargin=True),
+                  legend=dict(orientation="h", y=-0.25),
+                  margin=dict(l=10, r=20, t=60, b=70))
     return unchecked_figure(traces, layout)
+
+
+def _two_lines(name: str) -> str:
+    """A long model name broken after its last hyphen ("SmolLM2-135M-<br>Instruct"), to leave a phone's bars room."""
+    head, _, tail = name.rpartition("-")
+    return f"{head}-<br>{tail}" if head and len(name) > 14 else name
 
 
 def shared_heads_figure(shared, lang: str = DEFAULT):

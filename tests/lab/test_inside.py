@@ -57,8 +57,8 @@ def test_the_figures_name_each_model_as_a_person_does_in_the_pages_language(made
     assert [trace.name for trace in rotary.data] == ["SmolLM2-135M-Instruct：旋转位置编码", "莎士比亚语言模型（从零训练）：学到的位置编码"]
     kv = inside.kv_cache()
     bars = views.kv_figure(kv, {inside.SMOLLM2: (3, 9), inside.GEMMA3: (1, 4)}, "en")
-    assert list(bars.data[0].x) == ["SmolLM2-135M-Instruct", "Gemma 3 270M"]
-    assert bars.layout.yaxis.range[1] > max(max(pair) for pair in kv.values()) / 1024  # room for the top label
+    assert list(bars.data[0].y) == ["SmolLM2-135M-<br>Instruct", "Gemma 3 270M"] and bars.data[0].orientation == "h"
+    assert bars.layout.xaxis.range[1] > max(max(pair) for pair in kv.values()) / 1024  # room for the longest label
 
 
 def test_the_flow_clamps_and_ranks_its_heads_by_their_push_on_the_prediction():
