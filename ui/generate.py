@@ -330,9 +330,9 @@ def _examples(model_label, prompt, settings: Settings, chat) -> gr.Examples:
         events.examples([[TANG, *example] for example in POEM_EXAMPLES], filled, label=_("generate.examples_poems"))
         # the chat box's column is not shown: Gradio writes its values "true"/"false" in English on every page, and
         # the table's title says which examples chat
-        filled = [model_label, prompt, chat, *settings[:-2]]
-        return events.examples(LLM_EXAMPLES, filled, label=_("generate.examples_llms"),
-                               visible_columns=[i for i in range(len(filled)) if i != 2])
+        llm_filled = [model_label, prompt, chat, *settings[:-2]]
+        return events.examples(LLM_EXAMPLES, llm_filled, label=_("generate.examples_llms"),
+                               visible_columns=[i for i in range(len(llm_filled)) if i != 2])
 
 
 def build(lang: gr.State | None = None) -> Action:
