@@ -309,8 +309,10 @@ SEEN = """(tab) => {
     return {id: (gd.closest('.block[id]') || {}).id || '', data: data.reduce((a, b) => a + b, 0), notes};
   });
   const blank = Array.from(root.querySelectorAll('[aria-label="Empty value"]')).filter(shown)
-    .map((e) => (e.closest('.block') || e).innerText.trim().slice(0, 60) || '?');
-  return {busy: busy.length, busyAt, plots, blank};
+    .map((e) => (e.closest('.block[id]') || {}).id || (e.closest('.block') || e).innerText.trim().slice(0, 60) || '?');
+  // what the page told the person meanwhile (an error toast names why an output stayed blank)
+  const toasts = Array.from(document.querySelectorAll('[data-testid=toast-body]')).map((e) => e.innerText.trim());
+  return {busy: busy.length, busyAt, plots, blank, toasts};
 }"""
 
 # tab -> (a link to it, the elements that must then show content)
@@ -359,7 +361,7 @@ def wait_drawn(visit, tab: str, needs: list[str], settle_s: float = 1.0) -> dict
 
 def assert_drawn(seen: dict, tab: str) -> None:
     assert seen["busy"] == 0, f"{tab}: still running: {seen['busyAt']}"
-    assert seen["blank"] == [], f"{tab}: visible output(s) left blank: {seen['blank']}"
+    assert seen["blank"] == [], f"{tab}: visible output(s) left blank: {seen['blank']}; toasts: {seen.get('toasts')}"
     assert all(p["data"] > 0 or p["notes"] > 0 for p in seen["plots"]), f"{tab}: an empty plot: {seen['plots']}"
 
 

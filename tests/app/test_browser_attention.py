@@ -184,23 +184,45 @@ def _cell(visit, selector: str, row: int, col: int) -> dict:
     return visit.page.evaluate(CELL, [selector, row, col])
 
 
+# the cell plotly reports clicked, recorded on the plot that is drawn when the pointer comes (a new answer may
+# replace the plot element)
+RECORD_CLICK = """(sel) => { const gd = document.querySelector(sel); window.cellClicked = null;
+    gd.once('plotly_click', (e) => { window.cellClicked = e.points[0].pointNumber; }); }"""
+
+
 def _click_cell(visit, selector: str, row: int, col: int) -> str:
     """Hover cell (row, col) as a person does, then click it; return the hover label it showed. The click waits
-    until the cell stands still under the pointer: for a moment after a click the page brings its result into
-    sight (ui/page.js), and a cell scrolled away under a waiting pointer was a click on another cell."""
-    for _ in range(5):
+    until the cell stands still under the pointer, and is tried again until plotly reports that very cell
+    clicked: for a moment after a click the page brings its result into sight (ui/page.js) and lays out the
+    figures that arrive, and a cell moved away under a waiting pointer showed no label or was a click on another
+    cell (each failed CI once)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = visit.page
+    for _ in range(8):
         point = _cell(visit, selector, row, col)
-        visit.page.mouse.move(point["x"] - 4, point["y"] - 4)
-        visit.page.mouse.move(point["x"], point["y"], steps=3)
-        label = visit.page.locator(f"{selector} .hoverlayer .hovertext").first
-        label.wait_for()
+        page.wait_for_timeout(250)
+        if page.evaluate(CELL, [selector, row, col]) != point:
+            continue  # still moving
+        page.mouse.move(point["x"] - 4, point["y"] - 4)
+        page.mouse.move(point["x"], point["y"], steps=3)
+        label = page.locator(f"{selector} .hoverlayer .hovertext").first
+        try:
+            label.wait_for(timeout=5_000)
+        except PlaywrightTimeout:
+            continue
         shown = label.text_content()
-        still = visit.page.evaluate(CELL, [selector, row, col])
-        if abs(still["x"] - point["x"]) < 1 and abs(still["y"] - point["y"]) < 1:
-            visit.page.mouse.click(point["x"], point["y"])
+        if page.evaluate(CELL, [selector, row, col]) != point:
+            continue
+        page.evaluate(RECORD_CLICK, selector)
+        page.mouse.click(point["x"], point["y"])
+        try:
+            page.wait_for_function("() => window.cellClicked !== null", timeout=5_000)
+        except PlaywrightTimeout:
+            continue
+        if page.evaluate("window.cellClicked") == [row, col]:
             return shown
-        visit.page.wait_for_timeout(300)
-    raise AssertionError(f"cell ({row}, {col}) of {selector} never stood still under the pointer")
+    raise AssertionError(f"cell ({row}, {col}) of {selector} never stood still under the pointer to be clicked")
 
 
 def _ranked(visit, run, query: int, key: int) -> None:
