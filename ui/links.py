@@ -195,7 +195,7 @@ SCROLL_TO_STEP = """(name) => { const focus = (%s)[name], result = (%s)[name];
                         const placed = !shown || !window.labPlaced || window.labPlaced(shown);
                         const at = shown ? Math.round(shown.getBoundingClientRect().top) : null;
                         const moved = at !== last; last = at;
-                        if ((scrolled < 4 || running || moved || !placed) && Date.now() < until) {
+                        if ((scrolled < 2 || running || moved || !placed) && Date.now() < until) {
                           setTimeout(again, tall ? 600 : 250);
                         } else window.labStepSettled = step; };
   setTimeout(again, 300);
