@@ -181,11 +181,13 @@ class ImportanceMap:
         return sorted(scores, key=lambda item: -item[1])
 
 
-def _score_rows(model, inputs: dict, labels: torch.Tensor | None, rows: int) -> torch.Tensor:
+def _score_rows(model, inputs: dict, labels: torch.Tensor | None, rows: int, copies: int | None = None) -> torch.Tensor:
     """Run `rows` copies of one example: how well the model does in each row (higher is
     better, so damage = row 0's score - a row's). LM: minus the mean next-token loss;
-    classifier: log p of each class (rows, n_class); translator: the target's log-likelihood."""
-    logp = torch.log_softmax(model(**{name: x.expand(rows, -1) for name, x in inputs.items()}).float(), -1)
+    classifier: log p of each class (rows, n_class); translator: the target's log-likelihood.
+    `copies`: the rows the input is copied into (default `rows`; 1 where an edit copies the stream later)."""
+    copies = rows if copies is None else copies
+    logp = torch.log_softmax(model(**{name: x.expand(copies, -1) for name, x in inputs.items()}).float(), -1)
     if isinstance(model, EncoderClassifier):
         return logp
     if isinstance(model, DecoderLM):
@@ -230,21 +232,29 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
     ids: the text's token ids (a translator's source ids); target: a translator's target
     ids, <s> ... </s>. Language models: increase of the mean next-token loss; classifiers:
     drop in log p of the label predicted with every head on; translators: drop in the
-    target's log-likelihood. The input is copied along the batch, one head switched off
-    per row (row 0: none), so each forward pass measures up to batch_rows heads at once.
-    Mode "mean" uses the heads' means over this text's positions.
+    target's log-likelihood. One head is switched off per batch row (row 0: none), so each
+    forward pass measures up to batch_rows heads at once. Mode "mean" uses the heads' means
+    over this text's positions.
+
+    A head of block l changes nothing before it: in a model of one stack, each pass measures one layer's heads and
+    reads blocks 0..l-1 once, for one row; the heads' edits in block l make it a row per head, as they broadcast
+    along the batch (SmolLM2's 270 heads: 4,620 block-rows instead of 8,130).
     """
     inputs, labels = _inputs(model, ids, target)
     means = head_means(model, **inputs) if mode == "mean" else None
-    rows = [[], *([head] for head in all_heads(model))]
+    heads, one_stack = all_heads(model), not isinstance(model, EncoderDecoder)
+    if one_stack:
+        by_layer = [[[h] for h in heads if h.layer == layer] for layer in range(model.config.n_layer)]
+        passes = [chunk for rows in ([[], *by_layer[0]], *by_layer[1:]) for chunk in _chunks(rows, batch_rows)]
+    else:  # an encoder's head changes every position the decoder reads: each row runs whole
+        passes = _chunks([[], *([h] for h in heads)], batch_rows, device_of(model))
 
     def scored(chunk: list) -> torch.Tensor:
         with trace.editing(_switch_off_edits(model, chunk, mode, means)):  # each thread's own edits (a context var)
-            return _score_rows(model, inputs, labels, len(chunk))
+            return _score_rows(model, inputs, labels, len(chunk), copies=1 if one_stack else len(chunk))
 
-    # the rows are independent: on a CPU, two chunks at least, read on a core each
-    size = min(batch_rows, -(-len(rows) // 2)) if device_of(model).type == "cpu" else batch_rows
-    score = torch.cat(on_two_cores(scored, [rows[start : start + size] for start in range(0, len(rows), size)]))
+    # the passes are independent: on a CPU they are read on a core each, the largest (from block 0) first
+    score = torch.cat(on_two_cores(scored, passes))
     if isinstance(model, EncoderClassifier):  # the label the intact model predicts
         score = score[:, int(score[0].argmax())]
     damage = (score[0] - score[1:]).cpu()
@@ -255,6 +265,12 @@ def importance_map(model, ids, target=None, mode: str = "zero", batch_rows: int 
         at += len(paths) * H
     baseline = -float(score[0]) if isinstance(model, DecoderLM) else float(score[0])  # an LM's: its loss
     return ImportanceMap(by_group, MEASURES[type(model)], baseline, mode)
+
+
+def _chunks(rows: list, batch_rows: int, device: torch.device | None = None) -> list[list]:
+    """`rows` in passes of at most batch_rows; with a CPU `device`, in two passes at least (a core each)."""
+    size = min(batch_rows, -(-len(rows) // 2)) if device is not None and device.type == "cpu" else batch_rows
+    return [rows[start : start + size] for start in range(0, len(rows), size)]
 
 
 # --- which head links A to B -------------------------------------------------------------
