@@ -295,6 +295,11 @@ def test_on_a_phone_every_figures_titles_and_notes_stand_inside_it_apart(visit, 
     titles = visit.page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => "
                                  "gd.offsetParent).map((gd) => gd.querySelectorAll('.gtitle tspan.line').length)")
     assert max(titles) >= 2  # a title of one line broken into several, not shrunk or dropped
+    # a figure with no label shown stands under the toolbar's strip alone (a hidden label's 36 px were added too)
+    gaps = visit.page.evaluate("""() => Array.from(document.querySelectorAll('.block > .js-plotly-plot'))
+        .filter((gd) => gd.offsetParent && !gd.parentElement.querySelector(':scope > [data-testid=block-label]:not(.hide)'))
+        .map((gd) => Math.round(gd.getBoundingClientRect().top - gd.parentElement.getBoundingClientRect().top))""")
+    assert max(gaps, default=0) <= 30, gaps  # (no figure of Concepts is a block's own child)
     # the phone turned sideways: each figure takes the wider box (a height given to plotly had pinned its width)
     visit.page.set_viewport_size(PROJECTOR)
     widths = ("() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => gd.offsetParent)"
