@@ -185,7 +185,8 @@ def _score_rows(model, inputs: dict, labels: torch.Tensor | None, rows: int, cop
     """Run `rows` copies of one example: how well the model does in each row (higher is
     better, so damage = row 0's score - a row's). LM: minus the mean next-token loss;
     classifier: log p of each class (rows, n_class); translator: the target's log-likelihood.
-    `copies`: the rows the input is copied into (default `rows`; 1 where an edit copies the stream later)."""
+    `copies`: the rows the input is copied into (default `rows`; 1 where the heads' edits make the rows: they
+    broadcast along the batch)."""
     copies = rows if copies is None else copies
     logp = torch.log_softmax(model(**{name: x.expand(copies, -1) for name, x in inputs.items()}).float(), -1)
     if isinstance(model, EncoderClassifier):
