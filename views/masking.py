@@ -58,14 +58,15 @@ def mask_gallery(panels: list[MaskPanel], lang: str = "en") -> go.Figure:
     n_col = min(PANELS_PER_ROW, len(panels))
     titles = [wrapped(panel.title, TITLE_PX) for panel in panels]
     height = 260 * n_row + 70
-    # each row's panels start under their titles' lines (15 px a line): a title of three lines ran into the row
-    # above it
-    room = 15 * max(title.count("<br>") + 1 for title in titles) / (height - 80)
+    # each row's panels start under their own titles' lines (15 px a line): a title of three lines ran into the row
+    # above it, and the first row's short titles, given the room of the second's, stood far under the figure's title
+    lines = [max(t.count("<br>") + 1 for t in titles[i:i + n_col]) for i in range(0, len(titles), n_col)]
     traces, layout, annotations = [], {}, []
     for n, (panel, title) in enumerate(zip(panels, titles)):
         i, j = divmod(n, n_col)
         suffix, layout[f"xaxis{suffix}"], yaxis = grid_axes(n_row, n_col, i, j, gap=0.04)
         bottom, top = yaxis["domain"]
+        room = 15 * lines[i] / (height - 80)
         layout[f"yaxis{suffix}"] = dict(yaxis, domain=[bottom, max(bottom, top - room)])
         traces.append(dict(
             type="heatmap", z=np.asarray(panel.allowed, dtype=np.int8), x=position_labels(panel.k_labels, lang),

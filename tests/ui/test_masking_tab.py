@@ -16,6 +16,7 @@ from lab import store
 from figures import figures, grid_blocks
 from ui import masking as tab
 from views import masking as views
+from views.kit import grid_axes
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"
@@ -193,3 +194,18 @@ def test_a_gallery_rows_titles_stand_between_the_rows_not_over_the_row_above():
     above, below = figure.layout["yaxis"]["domain"], figure.layout["yaxis5"]["domain"]  # panels 1 and 5: a column
     plot_px = figure.layout["height"] - 80
     assert (above[0] - below[1]) * plot_px >= 15 * lines  # the lower row's titles fit under the upper row
+
+
+def test_each_gallery_row_makes_room_for_its_own_titles_only():
+    labels = ["t"] * 8
+    masks = [("none", build_mask("none", 8))] * 4 + [("causal sliding window w=3", build_mask("causal", 8))] * 4
+    figure = views.mask_gallery(views.gallery_panels(masks, labels, labels))
+    lines = [a["text"].count("<br>") + 1 for a in figure.layout["annotations"]]
+    assert lines[0] == 1 and lines[4] >= 3
+    plot_px = figure.layout["height"] - 80
+    tops = [figure.layout[name]["domain"][1] for name in ("yaxis", "yaxis5")]
+    # the first row gives up one line's room, not the three lines of the row under it
+    grid_top = grid_axes(2, 4, 0, 0, gap=0.04)[2]["domain"][1]
+    assert (grid_top - tops[0]) * plot_px == pytest.approx(15)
+    above = figure.layout["yaxis"]["domain"][0]
+    assert (above - tops[1]) * plot_px >= 15 * lines[4]  # the lower row's titles still fit under the upper row
