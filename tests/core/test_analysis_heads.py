@@ -154,7 +154,7 @@ def test_logit_lens_last_layer_is_the_models_output():
 @pytest.mark.parametrize("chunk", [2**24, 30])  # the whole vocabulary at once, and two tokens per slice
 @pytest.mark.parametrize("family", [{}, random_models.GEMMA])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])  # float16: as SmolLM2 and Gemma are kept
-@pytest.mark.parametrize("split", [2**62, 0])  # the rows read in one go, and in two halves on two threads
+@pytest.mark.parametrize("split", [2**62, 0])  # the vocabulary read in one go, and in two halves on two threads
 def test_logit_lens_reads_every_layer_as_a_full_softmax_would(monkeypatch, chunk, family, dtype, split):
     """The lens reads the unembedding a slice of the vocabulary at a time, summing the softmax as it goes:
     every layer's top guess, its probability, and the rank and probability of the model's prediction must

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -48,7 +49,7 @@ LENS_CHUNK = 2**24  # logits the logit lens holds at once (64 MB of float32)
 # then reads in float32 each row's LENS_EXACT best candidates and the answer
 LENS_BF16_FROM = 2**22
 LENS_EXACT = 16
-LENS_SPLIT_FROM = 2**24  # logits from which a CPU lens reads its rows in two halves at once (see logit_lens)
+LENS_SPLIT_FROM = 2**24  # logits from which a CPU lens reads its vocabulary in two halves at once (see _read_vocab)
 LENS_BF16_KEEP = 2**25  # weights of an unembedding the lens keeps a bfloat16 copy of (64 MB; see _bf16_copy)
 
 
@@ -371,22 +372,17 @@ def logit_lens(model, run: Trace, row: int = 0) -> LogitLens:
     x = model.norm(stream[:-1]).float().reshape((L - 1) * T, d_model)
     answer = final.repeat(L - 1)
     answer_logit = (x * unembed[answer].float()).sum(-1)
-    if x.device.type == "cpu" and len(x) >= 2 and len(x) * unembed.shape[0] >= LENS_SPLIT_FROM:
-        # the rows are independent: each half is read on a core of its own
-        halves = [slice(0, len(x) // 2), slice(len(x) // 2, len(x))]
-        parts = on_two_cores(lambda rows: _read_rows(x[rows], unembed, answer[rows], answer_logit[rows]), halves)
-        layers = tuple(torch.cat(figure) for figure in zip(*parts))
-    else:
-        layers = _read_rows(x, unembed, answer, answer_logit)
-    output = _read_out([(0, logits.clone())], final, logits.gather(-1, final[:, None])[:, 0])
+    layers = _read_rows(x, unembed, answer, answer_logit)
+    final_logit = logits.gather(-1, final[:, None])[:, 0]
+    output = _finish(_read_out([(0, logits.clone())], final, final_logit), final_logit)
     return LogitLens(*(torch.cat([a.reshape(L - 1, T), b[None]]).cpu() for a, b in zip(layers, output)))
 
 
 def _read_rows(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor):
-    """_read_out's figures for rows x (N, d_model), in bfloat16 with a float32 check where that is faster."""
+    """_finish's figures for rows x (N, d_model), in bfloat16 with a float32 check where that is faster."""
     if _lens_dtype(x, unembed) == torch.bfloat16:
         return _read_out_bf16(x, unembed, answer, answer_logit)
-    return _read_out(_vocab_slices(x, unembed), answer, answer_logit)
+    return _finish(_read_vocab(x, unembed, answer, answer_logit), answer_logit)
 
 
 def _lens_dtype(x: torch.Tensor, unembed: torch.Tensor) -> torch.dtype:
@@ -397,48 +393,53 @@ def _lens_dtype(x: torch.Tensor, unembed: torch.Tensor) -> torch.dtype:
     return torch.bfloat16 if native and len(x) * unembed.shape[0] >= LENS_BF16_FROM else torch.float32
 
 
-def _vocab_slices(x: torch.Tensor, unembed: torch.Tensor, dtype: torch.dtype = torch.float32):
+def _vocab_slices(x: torch.Tensor, unembed: torch.Tensor, dtype: torch.dtype = torch.float32,
+                  vocab: range | None = None):
     """Rows x (N, d_model) read through the unembedding (vocab, d_model) a slice of the vocabulary at a time,
-    multiplied in `dtype`: yields (the slice's first id, its logits (N, slice), in `dtype`). The (N, vocab) logits
-    are never all held (Gemma's 262k tokens), and the matrix is read once; never in float16, which a CPU
-    multiplies several times slower than float32."""
+    multiplied in `dtype`: yields (the slice's first id, its logits (N, slice), in `dtype`), over the ids `vocab`
+    (all of them by default). The (N, vocab) logits are never all held (Gemma's 262k tokens), and the matrix is
+    read once; never in float16, which a CPU multiplies several times slower than float32."""
+    vocab = range(unembed.shape[0]) if vocab is None else vocab
     per = max(1, LENS_CHUNK // len(x))
     x = x.to(dtype)
-    for start in range(0, unembed.shape[0], per):
-        yield start, x @ unembed[start:start + per].to(dtype).T
+    for start in range(vocab.start, vocab.stop, per):
+        yield start, x @ unembed[start:min(start + per, vocab.stop)].to(dtype).T
 
 
-def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor, keep: int = 0) -> tuple[torch.Tensor, ...]:
-    """Each row's top token and its probability, and the rank (0 = top) and probability of the row's answer
-    (N,) whose logit is `answer_logit` (N,), from the rows' logits given a slice of the vocabulary at a time
-    (first id, (N, slice)), each overwritten once read. With `keep`, also each row's `keep` best logits and their
-    ids, and the log of the softmax's normaliser: what _read_out_bf16 corrects."""
-    top = torch.full(answer.shape, -torch.inf, device=answer.device)
-    log_total = top.clone()  # the log of the softmax's normaliser, summed slice by slice
-    top_id, rank = torch.zeros_like(answer), torch.zeros_like(answer, dtype=torch.int32)
-    best_k = best_k_id = None
+class _Tally(NamedTuple):
+    """What _read_out gathers from a part of the vocabulary, per row: the top logit and its id, the count of
+    logits above the answer's, the log of the softmax's normaliser over the part, and (with `keep`) the part's
+    `keep` best logits and their ids."""
+
+    top_id: torch.Tensor
+    top: torch.Tensor
+    rank: torch.Tensor
+    log_total: torch.Tensor
+    best_k: torch.Tensor | None
+    best_k_id: torch.Tensor | None
+
+
+def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor, keep: int = 0) -> _Tally:
+    """The _Tally of rows whose answer (N,) has the logit `answer_logit` (N,), from the rows' logits given a slice
+    of the vocabulary at a time (first id, (N, slice)), each overwritten once read."""
+    tally = None
     for start, logits in slices:
-        if keep:  # the slice's best `keep`, merged with those of the slices before; the first is the slice's top
-            values, ids = logits.topk(min(keep, logits.shape[1]), -1)
-            values = values.float()
-            best, best_id = values[:, 0], ids[:, 0]
-            if best_k is not None:
-                values, ids = torch.cat([best_k, values], -1), torch.cat([best_k_id, ids + start], -1)
-                values, where = values.topk(min(keep, values.shape[1]), -1)
-                ids = ids.gather(-1, where)
-            else:
-                ids = ids + start
-            best_k, best_k_id = values, ids
+        if keep:  # the slice's best `keep`; the first is the slice's top
+            best_k, best_k_id = logits.topk(min(keep, logits.shape[1]), -1)
+            best_k, best_k_id = best_k.float(), best_k_id + start
+            best, best_id = best_k[:, 0], best_k_id[:, 0]
         else:
             best, best_id = logits.max(-1)
-        top_id, top = torch.where(best > top, best_id + start, top_id), torch.maximum(top, best)
+            best_k = best_k_id = None
+            best_id = best_id + start
         # compared in the slice's own dtype (a bfloat16 slice read as float32 would be copied whole)
         bar = answer_logit.to(logits.dtype)
         # counted in int32 (int64 is slower), a few rows at a time: the count copies its rows to int32, and a
         # whole slice's copy is 64 MB of fresh memory each time
+        rank = torch.empty_like(answer, dtype=torch.int32)
         for rows in range(0, len(logits), COUNT_ROWS):
             part = slice(rows, rows + COUNT_ROWS)
-            rank[part] += (logits[part] > bar[part, None]).sum(-1, dtype=torch.int32)
+            rank[part] = (logits[part] > bar[part, None]).sum(-1, dtype=torch.int32)
         # the answer never outranks itself (its logit in the slice may differ from answer_logit in the last bit)
         here = answer - start
         inside = (here >= 0) & (here < logits.shape[1])
@@ -446,14 +447,44 @@ def _read_out(slices, answer: torch.Tensor, answer_logit: torch.Tensor, keep: in
         # last, as it overwrites the slice: its softmax terms, summed in place (logsumexp copies the slice twice; a
         # bfloat16 sum adds in float32 and rounds the total, 30x faster than asking for a float32 result)
         terms = logits.sub_(best.to(logits.dtype)[:, None]).exp_().sum(-1).float()
-        log_total = torch.logaddexp(log_total, best + terms.log())
+        part = _Tally(best_id, best.float(), rank, best.float() + terms.log(), best_k, best_k_id)
+        tally = part if tally is None else _merge(tally, part, keep)
+    return tally
+
+
+def _merge(a: _Tally, b: _Tally, keep: int) -> _Tally:
+    """The _Tally of two parts of the vocabulary, `a`'s ids before `b`'s (a tie keeps `a`'s top, as argmax would)."""
+    best_k, best_k_id = b.best_k, b.best_k_id
     if keep:
-        return top_id, top, rank, log_total, best_k, best_k_id
-    return top_id, torch.exp(top - log_total), rank, torch.exp(answer_logit - log_total)
+        values, ids = torch.cat([a.best_k, b.best_k], -1), torch.cat([a.best_k_id, b.best_k_id], -1)
+        best_k, where = values.topk(min(keep, values.shape[1]), -1)
+        best_k_id = ids.gather(-1, where)
+    return _Tally(torch.where(b.top > a.top, b.top_id, a.top_id), torch.maximum(a.top, b.top), a.rank + b.rank,
+                  torch.logaddexp(a.log_total, b.log_total), best_k, best_k_id)
+
+
+def _read_vocab(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor,
+                dtype: torch.dtype = torch.float32, keep: int = 0) -> _Tally:
+    """The _Tally of rows x (N, d_model) over the whole vocabulary. A large one on a CPU reads the vocabulary's two
+    halves on a core each: they are independent, and each core converts only its half of a float16 matrix
+    (halving the rows instead made both convert all of Gemma's 168M weights)."""
+    vocab = unembed.shape[0]
+    if x.device.type == "cpu" and vocab >= 2 and len(x) * vocab >= LENS_SPLIT_FROM:
+        halves = [range(0, vocab // 2), range(vocab // 2, vocab)]
+        parts = on_two_cores(lambda ids: _read_out(_vocab_slices(x, unembed, dtype, ids), answer, answer_logit, keep),
+                             halves)
+        return _merge(*parts, keep)
+    return _read_out(_vocab_slices(x, unembed, dtype), answer, answer_logit, keep)
+
+
+def _finish(tally: _Tally, answer_logit: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Each row's top token and its probability, and the rank (0 = top) and probability of its answer."""
+    return (tally.top_id, torch.exp(tally.top - tally.log_total), tally.rank,
+            torch.exp(answer_logit - tally.log_total))
 
 
 def _read_out_bf16(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor, answer_logit: torch.Tensor):
-    """_read_out's figures from a bfloat16 product, with what the page states read in float32: each row's
+    """_finish's figures from a bfloat16 product, with what the page states read in float32: each row's
     LENS_EXACT best candidates are multiplied again in float32, so the top token is float32's (its true top is
     a candidate unless more than LENS_EXACT tokens lie within twice the product's error bound of the bfloat16
     top: such a row is read in float32 whole), and so are the answer's logit and the candidates' share of the
@@ -461,8 +492,8 @@ def _read_out_bf16(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor,
     about 1 % of float32's, a rank off by at most the tokens whose logit lies within the error bound of the
     answer's (on SmolLM2's and Gemma's lens of three texts: probabilities within 0.004, ranks beyond the
     candidates within 20 %, on a log axis)."""
-    top_id, top, rank, log_total, best_k, best_k_id = _read_out(
-        _vocab_slices(x, _bf16_copy(unembed), torch.bfloat16), answer, answer_logit, keep=LENS_EXACT)
+    top_id, top, rank, log_total, best_k, best_k_id = _read_vocab(
+        x, _bf16_copy(unembed), answer, answer_logit, torch.bfloat16, keep=LENS_EXACT)
     ids, where = torch.unique(best_k_id, return_inverse=True)  # the rows share most candidates
     exact = (x @ unembed[ids].float().T).gather(-1, where)  # (N, keep) the candidates' float32 logits
     exact_top, at = exact.max(-1)
@@ -478,7 +509,7 @@ def _read_out_bf16(x: torch.Tensor, unembed: torch.Tensor, answer: torch.Tensor,
     top_p, answer_p = torch.exp(exact_top - log_total), torch.exp(answer_logit - log_total)
     unsure = best_k[:, -1] >= top - 2 * _bf16_error(x, unembed, top) if best_k.shape[1] == LENS_EXACT else None
     if unsure is not None and unsure.any():  # read those rows in float32, whole
-        again = _read_out(_vocab_slices(x[unsure], unembed), answer[unsure], answer_logit[unsure])
+        again = _finish(_read_vocab(x[unsure], unembed, answer[unsure], answer_logit[unsure]), answer_logit[unsure])
         for figure, value in zip((top_id, top_p, rank, answer_p), again):
             figure[unsure] = value.to(figure.dtype)
     return top_id, top_p, rank, answer_p
