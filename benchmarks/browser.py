@@ -20,7 +20,8 @@ the other language until that view is drawn again in it (labels, titles, notices
 already has. `forward_stage_128` is a click on the Forward pass tab's "Next stage" (a 128-token text of the
 Shakespeare LM, its walk already run): until the next stage is drawn, and its bytes (targets: 0.3 s, 60 KB).
 `forward_stage_llm_64`, `logit_lens_llm_32`, `switch_off_llm`, `attention_llm_64` and `flow_llm_32` are the same
-waits on SmolLM2 (`--llm-dir`, e.g. ~/.cache/transformer_lab/checkpoints; targets 0.3, 1.0, 1.0, 1.0 and 2.0 s).
+waits on SmolLM2 (`--llm-dir`, e.g. ~/.cache/transformer_lab/checkpoints; targets 0.3, 1.0, 1.0, 1.0 and 2.0 s);
+`logit_lens_gemma_llm_32` is the lens on Gemma 3 270M.
 `tokenize` is drawn once the page has drawn our byte-level BPEs' chips for the typed text (ui/tokens.js, the
 other panels dimmed); `tokenize_answered` once the server's answer has replaced every panel (issue 58).
 Prints one line per action, then one JSON object on the last line.
@@ -97,6 +98,9 @@ ACTIONS = {
     # the real LLMs (--llm-dir): SmolLM2's lens at ~32 tokens, one of its heads switched off (a new head each time)
     "logit_lens_llm_32": ("attention", {"#tab-attention textarea": lambda i: text(i, 24)}, "#lens-button",
                           ["#lens-table .js-plotly-plot"], False),
+    # Gemma's lens: the same wait over a vocabulary 5.3 times SmolLM2's (issue 57 names no model for its 1.0 s)
+    "logit_lens_gemma_llm_32": ("attention", {"#tab-attention textarea": lambda i: text(i, 24)}, "#lens-button",
+                                ["#lens-table .js-plotly-plot"], False),
     "switch_off_llm": ("attention", {"#heads-off textarea": lambda i: f"L{i % 30} H{i % 9}"}, "#ablate-button",
                        ["#ablate-outcome .js-plotly-plot"], False),
     # SmolLM2's 30 x 9 heads at ~64 tokens (issue 56: <= 1.0 s), and its contribution graph at ~32 (issue 57: 2.0 s)
@@ -120,6 +124,7 @@ START = {
                               "heads_view": "ablate"},
     "logit_lens_128": {"model": "shakespeare-lm (language model)", "heads_view": "lens"},
     "logit_lens_llm_32": {"model": SMOLLM2, "heads_view": "lens"},
+    "logit_lens_gemma_llm_32": {"model": "Gemma 3 270M (real LLM)", "heads_view": "lens"},
     "switch_off_llm": {"model": SMOLLM2, "text": ANIMAL, "heads_view": "ablate"},
     "attention_llm_64": {"model": SMOLLM2, "text": ANIMAL},
     "flow_llm_32": {"model": "smollm2-135m-instruct", "text": ANIMAL},
