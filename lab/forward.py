@@ -216,6 +216,24 @@ def walk(model: str, text: str | None) -> Walk:
     return run if not cut else Walk(**{**run.__dict__, "notice": notice(cut, run.notice)})
 
 
+def positions(model: str, text: str | None, stack: str | None = None) -> int | None:
+    """How many tokens a stack reads in the walk of `model` on `text`, if that walk is kept (None otherwise, or for
+    a text or model it cannot read: the walk itself says why); never computes one."""
+    try:
+        name = models.resolve(model)
+        text, _ = reading.prepare(name, text, Message("attention.type_text"))
+    except InputError:
+        return None
+    try:
+        return len(_walks.get(models.key(name, text), _not_kept).labels(stack))
+    except LookupError:
+        return None
+
+
+def _not_kept():
+    raise LookupError("no walk kept")  # RunCache.get raises a computation's error, and keeps nothing
+
+
 def _not_logits(name: str) -> bool:
     return name != "logits"  # the readout keeps what is drawn of them: a real LLM's are T x 262,144 floats
 

@@ -78,6 +78,16 @@ def _stepper(by: int):
     return forward_step
 
 
+def follow_range(model: str, text: str, stack: str, follow: float):
+    """The follow slider spans the positions of the stack drawn (the walk just run, kept), so it never offers a
+    token past the text's end; a value beyond them moves to the last. Left as it is before a walk is run."""
+    n = use.positions(model, text, stack)
+    if n is None:
+        return gr.Slider()
+    last = max(1, n - 1)
+    return gr.Slider(maximum=last, value=min(follow, last))
+
+
 def controls(model: str, stage: str):
     """A newly picked model's controls: the stages it has, its layer and head sliders' ranges, and the
     encoder/decoder switches only for a translator (a decoder-only model has one stack). Values are left as the
@@ -171,10 +181,13 @@ def build(lang: gr.State | None = None) -> Action | None:
                 row = gr.Plot(show_label=False, elem_id="forward-row")
         inputs = [model, text, stage, layer, head, stack, cross, follow, lang]
         outputs = [said, diagram, matrix, row]
-        events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage")
-        events.on(text.submit, forward_stage, inputs, outputs, api_name=False)
+        sized = (follow_range, [model, text, stack, follow], follow)
+        for dependency in (events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage"),
+                           events.on(text.submit, forward_stage, inputs, outputs, api_name=False)):
+            events.on(dependency.success, *sized, api_visibility="private", reslice=True)
         for control in (stage, stack, cross):
             events.on(control.input, forward_stage, inputs, outputs, api_name=False, reslice=True)
+        events.on(stack.change, *sized, api_visibility="private", reslice=True)  # a step can switch the stack too
         for slider in (layer, head, follow):
             events.on(slider.release, forward_stage, inputs, outputs, api_name=False, reslice=True)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")
@@ -189,4 +202,4 @@ def build(lang: gr.State | None = None) -> Action | None:
         # built with every stage a link or the API may name)
         for opened in (model.change, forward_tab.select):
             events.on(opened, controls, [model, stage], [stage, layer, head, switches], api_name=False)
-    return Action(forward_stage, inputs, outputs, "forward_stage")
+    return Action(forward_stage, inputs, outputs, "forward_stage", then=(sized,))

@@ -68,6 +68,9 @@ class Action:
     # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
     # redraws them too, when it is set and when it is switched
     also: tuple = ()
+    # controls sized to the run just drawn, as (fn, inputs, outputs): run once the action has succeeded, from its
+    # button and from a link alike (the Forward pass's follow slider spans the text's tokens)
+    then: tuple = ()
 
 
 def model_changed(model: str, layer: float, head: float):

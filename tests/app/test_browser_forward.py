@@ -94,6 +94,9 @@ def test_a_click_on_a_heatmap_row_follows_that_token(visit):
     assert before["outline"] == [-0.5]  # row 0 outlined
     rows = visit.page.evaluate("""() => Array.from(document.querySelector('#forward-heatmap .js-plotly-plot')
         ._fullLayout.yaxis.ticktext)""")
+    # the follow slider spans the text's tokens, not the 128 a text may have
+    visit.page.wait_for_function(f"""() => document.querySelector('#forward-follow input[type=range]').max
+        === '{len(rows) - 1}'""", timeout=10_000)
     visit.page.mouse.click(before["x"], before["y"])
     visit.page.wait_for_function(f"() => ({ROW_TITLE})().includes('token 7:')")
     assert rows[7] in visit.page.evaluate(ROW_TITLE)  # the clicked row's token names the row drawn beside it

@@ -115,3 +115,14 @@ def test_the_ids_stage_names_no_trace_point_it_does_not_read(linked, lang):
     assert "—" not in says and t("forward.output", lang, output="(T=2)") in says, says
     later = opened(linked, {"tab": "forward", "model": label, "text": "To be", "stage": "embed", "lang": lang})[0]
     assert t("forward.points", lang, points="", output="")[:4] in later  # a stage read from the trace says where
+
+
+def test_the_follow_slider_spans_the_walks_tokens_once_it_is_run():
+    """Before a walk the slider is left alone (nothing is computed for it); after, it ends at the last token, and a
+    position past the text's end moves there."""
+    text = "A cat sat."
+    assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 9).constructor_args == {}
+    n = len(use.walk("shakespeare-lm (language model)", text).labels())
+    sized = tab.follow_range("shakespeare-lm (language model)", text, "decoder", 99).constructor_args
+    assert sized == {"maximum": n - 1, "value": n - 1} and n > 3
+    assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 2).constructor_args["value"] == 2
