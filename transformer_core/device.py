@@ -115,6 +115,15 @@ def _pair() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(2, thread_name_prefix=_PAIR)
 
 
+def _lowered() -> bool:
+    """Whether the calling thread runs below the process's CPU priority (a real LLM's generation, lab/llms.py): its
+    work stays in it, at its priority, and never takes the pair's threads from the requests a hall waits for."""
+    try:  # on Linux a thread's id names that thread, and the process's id its main thread
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) > os.getpriority(os.PRIO_PROCESS, os.getpid())
+    except (OSError, AttributeError):  # not Linux: no thread has a priority of its own
+        return False
+
+
 def on_two_cores(fn: Callable, items: Iterable) -> list:
     """[fn(item) for item in items], spread over two CPU threads.
 
@@ -123,9 +132,9 @@ def on_two_cores(fn: Callable, items: Iterable) -> list:
     (halves of a product) can take it: torch lets go of the GIL inside each call, and two threads of one torch
     thread each share the cores gracefully with other requests (no OpenMP team spinning at a barrier). The
     caller's grad mode holds in the threads; called from one of them, it runs in place (no thread waits on its
-    own pool)."""
+    own pool), and so it does in a thread of lowered priority."""
     items = list(items)
-    if threading.current_thread().name.startswith(_PAIR) or len(items) < 2:
+    if threading.current_thread().name.startswith(_PAIR) or len(items) < 2 or _lowered():
         return [fn(item) for item in items]
     grad = torch.is_grad_enabled()
 

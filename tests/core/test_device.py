@@ -2,6 +2,8 @@
 the commands report."""
 
 import importlib
+import os
+import threading
 
 from core_models import ASSETS
 import pytest
@@ -43,3 +45,24 @@ def test_work_on_two_cores_comes_back_in_order_under_the_callers_grad_mode_and_n
     assert [float(y.detach().sum()) for y in outs] == [0.0, 3.0, 6.0, 9.0] and all(y.requires_grad for y in outs)
     # called from one of its own threads it runs there: two outer items each waiting on the pool would hang
     assert on_two_cores(lambda k: on_two_cores(lambda j: 10 * k + j, range(2)), range(2)) == [[0, 1], [10, 11]]
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="threads have priorities of their own on Linux only")
+def test_work_on_two_cores_stays_in_a_thread_of_lowered_priority():
+    """A real LLM's generation runs at a lower CPU priority: its halves must not run on the pair's threads, at the
+    priority of the requests a lecture hall waits for."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformer_core.device import on_two_cores
+
+    def where(_):
+        return threading.current_thread().name
+
+    def lowered():
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        return on_two_cores(where, range(2)), threading.current_thread().name
+
+    assert all(name.startswith("cpu-pair") for name in on_two_cores(where, range(2)))
+    with ThreadPoolExecutor(1, thread_name_prefix="lowered") as pool:
+        names, own = pool.submit(lowered).result()
+    assert names == [own, own]
