@@ -116,6 +116,8 @@ def test_a_half_linear_reads_a_token_or_two_in_float16_and_a_prompts_rows_in_flo
     assert torch.equal(linear(x), full)
     monkeypatch.setattr(float16, "FLOAT32_CHUNK", 5 * 16)  # the weights read as float32 five rows at a time
     assert torch.allclose(linear(x), full, atol=1e-6) and linear(x).shape == full.shape
+    monkeypatch.setattr(float16, "SPLIT_FROM", 0)  # and the outputs' two halves on two threads (11 + 10 + 3 rows)
+    assert torch.allclose(linear(x), full, atol=1e-6) and linear(x).shape == full.shape
     one = linear(x[:1])
     assert torch.equal(one, torch.nn.functional.linear(x[:1].half(), linear.weight, linear.bias).float())
     assert not torch.equal(one, full[:1]) and torch.allclose(one, full[:1], atol=0.05)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from safetensors import safe_open
 from torch import nn
 
+from ..device import on_two_cores
 from .hub import LOADERS, save_checkpoint, shapes_only
 
 FLOAT16 = "float16"
@@ -47,6 +48,9 @@ def save_float16(model: nn.Module, folder: str | Path, tokenizer=None, card: str
 HALF_ROWS = 2
 # Weights read as float32 at once (16 MB): Gemma's tied output layer whole would be a 671 MB float32 copy per prompt
 FLOAT32_CHUNK = 2**22
+# Weights from which a CPU reads a prompt's product in two halves of the output at once: the tied output layers
+# (SmolLM2's 28M, Gemma's 168M), whose float32 reading is most of a short prompt's pass
+SPLIT_FROM = 2**24
 
 
 class HalfLinear(nn.Module):
@@ -68,8 +72,16 @@ class HalfLinear(nn.Module):
                 return out
         x, per = x.float(), max(1, FLOAT32_CHUNK // self.weight.shape[1])
         bias = None if self.bias is None else self.bias.float()
-        return torch.cat([F.linear(x, self.weight[i:i + per].float(), None if bias is None else bias[i:i + per])
-                          for i in range(0, len(self.weight), per)], dim=-1)
+
+        def outputs(ids: range) -> torch.Tensor:  # the outputs `ids`, their weights read a chunk at a time
+            return torch.cat([F.linear(x, self.weight[i:min(i + per, ids.stop)].float(),
+                                       None if bias is None else bias[i:min(i + per, ids.stop)])
+                              for i in range(ids.start, ids.stop, per)], dim=-1)
+
+        n = len(self.weight)
+        if x.device.type == "cpu" and self.weight.numel() >= SPLIT_FROM:  # the halves are independent: a core each
+            return torch.cat(on_two_cores(outputs, [range(0, n // 2), range(n // 2, n)]), dim=-1)
+        return outputs(range(n))
 
 
 class HalfEmbedding(nn.Module):
