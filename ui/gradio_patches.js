@@ -52,6 +52,31 @@
     const word = kind && (titles[window.labLang] || titles.en)[kind];
     if (node && word && node.data.trim() !== word) node.data = word + ' ';
   };
+
+  // 12. A wait's status in the page's language. What Gradio does: while an event waits or runs, the output's status
+  // line says "queue: 2/5 |" or "processing |" in English in every locale (statustracker-*.js: `queue:
+  // ${o.queue_position+1}/...` and `processing |`, not Gradio's i18n). Why that fails our users: every wait on a
+  // Chinese page spoke English. The patch: the status line's first words are put in the page's language
+  // (window.labStatusWords, from the catalogue) as they change; the timer after them is Gradio's.
+  const statusWords = () => Object.values(window.labStatusWords);
+  const restatus = (status) => {
+    const words = window.labStatusWords[window.labLang] || window.labStatusWords.en;
+    const node = Array.from(status.childNodes).find((n) => n.nodeType === Node.TEXT_NODE && n.data.trim());
+    if (!node) return;
+    let said = null;
+    if (statusWords().some((w) => w.processing === node.data)) said = words.processing;
+    for (const w of statusWords()) {  // "queue: {position}/{size} |" in any language, read back
+      const [before, rest] = w.queue.split('{position}');
+      const [between, after] = rest.split('{size}');
+      if (said === null && node.data.startsWith(before) && node.data.endsWith(after)) {
+        const [position, size] = node.data.slice(before.length, node.data.length - after.length).split(between);
+        if (size !== undefined) said = words.queue.replace('{position}', position).replace('{size}', size);
+      }
+    }
+    if (said !== null && node.data !== said) node.data = said;
+  };
+
+  // 7 and 12: a frame after the page changed, its toasts' titles and statuses are put in its language
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -59,6 +84,7 @@
     requestAnimationFrame(() => {
       pending = false;
       document.querySelectorAll('.toast-title').forEach(retitle);
+      document.querySelectorAll('.progress-text').forEach(restatus);
     });
-  }).observe(document.documentElement, {childList: true, subtree: true});
+  }).observe(document.documentElement, {childList: true, characterData: true, subtree: true});
 })();

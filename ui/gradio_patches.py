@@ -25,6 +25,8 @@ tests/app/test_browser_attention.py for the page's.
    built page files from disk and compresses them again for every visitor.
 11. The page itself from memory (`PageCache`, likewise): Gradio renders the page (a megabyte: the config of every
    block) anew for every visitor, though it is the same for all.
+12. A wait's status in the page's language (`gradio_patches.js`): Gradio writes "processing |" and "queue: 2/5 |"
+   in English in every locale.
 
 Replaced by a public way and deleted: Plotly's toolbar in Chinese. The page wrapped Plotly.newPlot and
 Plotly.react to add `config.locale` to every plot; now plotly.js registers its zh-CN locale from
@@ -74,7 +76,7 @@ from ui.i18n import translated
 
 log = logging.getLogger("transformer_lab")
 
-# The page's half of the patches (6 and 7), served in the page's head by app.py.
+# The page's half of the patches (6, 7 and 12), served in the page's head by app.py.
 PAGE_SCRIPT = Path(__file__).with_name("gradio_patches.js")
 
 
@@ -100,6 +102,9 @@ PATCHES = (
           "p.default.react(g,e.data,e.layout,e.config),p.default.Plots.resize(g)"),
     Patch("toast titles", "templates/frontend/assets/statustracker-*.js",
           "S=n(()=>t.type.charAt(0).toUpperCase()+t.type.slice(1))"),
+    Patch("a wait's status", "templates/frontend/assets/statustracker-*.js", "c(t,e(`processing |`))"),
+    Patch("a wait's status", "templates/frontend/assets/statustracker-*.js",
+          "`queue: ${o.queue_position+1}/${o.queue_size??``} |`"),
     Patch("integer choices", "components/dropdown.py", '"type": "string"'),
     Patch("skipped outputs", "helpers.py", 'return {"__type__": "update"}'),
     Patch("skipped outputs", "blocks.py", "state[block._id] = block.__class__(**kwargs)"),

@@ -130,6 +130,30 @@ def test_an_error_clears_the_old_figures_and_its_toast_is_titled_in_chinese(visi
     shot(visit, "attention-error")
 
 
+# Gradio's status line as it writes it (statustracker-*.js): its words, then a comment node and the timer
+STATUS = """(words) => { const line = document.createElement('div'); line.className = 'progress-text';
+  line.append(words, document.createComment(''), ' 0.1s'); document.body.append(line); return true; }"""
+STATUSES = "() => Array.from(document.querySelectorAll('.progress-text')).map((line) => line.textContent)"
+
+
+def test_a_wait_says_processing_and_its_place_in_the_queue_in_chinese(visit):
+    """Gradio writes "processing |" and "queue: 2/5 |" in English in every locale (ui/gradio_patches.js, 12)."""
+    visit.open(HEAD_LINKS["ablate"][0] + "&lang=zh-CN")
+    assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["ablate"][1]), "attention")
+    seen = """() => { window.statusSeen = []; new MutationObserver(() => window.statusSeen.push(...(%s)()))
+      .observe(document.body, {childList: true, characterData: true, subtree: true}); }""" % STATUSES
+    visit.page.evaluate(seen)
+    panel = visit.page.locator("#tab-attention")
+    panel.locator("#text textarea").fill(" ".join(["ROMEO: But soft, what light through yonder window breaks?"] * 9))
+    panel.locator("#importance-button").click()
+    visit.page.wait_for_function("() => window.statusSeen.some((text) => text.startsWith('处理中 |'))", timeout=30_000)
+    # the words as Gradio writes them, in a line of its own: a frame later they are the page's
+    for words in ("processing |", "queue: 2/5 |", "queue: 3/ |"):
+        visit.page.evaluate(STATUS, words)
+    visit.page.wait_for_function(f"() => ({STATUSES})().filter((t) => t.startsWith('排队')).length === 2")
+    assert {"处理中 | 0.1s", "排队：2/5 | 0.1s", "排队：3/ | 0.1s"} <= set(visit.page.evaluate(STATUSES))
+
+
 def test_the_find_note_counts_the_heads_of_the_model_now_chosen(visit):
     visit.open(HEAD_LINKS["find"][0] + "&lang=zh-CN")
     assert_drawn(wait_drawn(visit, "attention", HEAD_LINKS["find"][1]), "attention")

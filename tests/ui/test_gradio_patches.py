@@ -31,7 +31,7 @@ def test_every_patch_of_the_module_names_its_line():
     named = {p.name for p in gradio_patches.PATCHES}
     assert named == {"lazy sessions", "the queue's door", "refused inputs", "the page's language", "the cache probe",
                      "drawing a figure once", "toast titles", "integer choices", "skipped outputs", "the page's files",
-                     "the page"}
+                     "the page", "a wait's status"}
 
 
 def test_the_public_ways_that_replaced_a_patch_are_still_there():
