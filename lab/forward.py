@@ -208,10 +208,7 @@ _walks: RunCache[Walk] = RunCache(size=16, max_bytes=384 * 2**20)
 def walk(model: str, text: str | None) -> Walk:
     """The whole forward pass of `model` (a picker label or checkpoint name) on `text`, computed once (cached)
     and sliced by `stage`: the text read through the one reading path (lab/reading.py)."""
-    name = models.resolve(model)
-    if name == store.GPT2:
-        raise InputError(Message("forward.no_gpt2"))
-    text, cut = reading.prepare(name, text, Message("attention.type_text"))
+    name, text, cut = _read(model, text)
     run = _walks.get(models.key(name, text), lambda: _compute(name, text))
     return run if not cut else Walk(**{**run.__dict__, "notice": notice(cut, run.notice)})
 
@@ -220,14 +217,22 @@ def positions(model: str, text: str | None, stack: str | None = None) -> int | N
     """How many tokens a stack reads in the walk of `model` on `text`, if that walk is kept (None otherwise, or for
     a text or model it cannot read: the walk itself says why); never computes one."""
     try:
-        name = models.resolve(model)
-        text, _ = reading.prepare(name, text, Message("attention.type_text"))
+        name, text, _ = _read(model, text)
     except InputError:
         return None
     try:
         return len(_walks.get(models.key(name, text), _not_kept).labels(stack))
     except LookupError:
         return None
+
+
+def _read(model: str, text: str | None) -> tuple[str, str, str]:
+    """(the checkpoint's name, the text it reads, the notice of a cut): the walk's one way in."""
+    name = models.resolve(model)
+    if name == store.GPT2:
+        raise InputError(Message("forward.no_gpt2"))
+    text, cut = reading.prepare(name, text, Message("attention.type_text"))
+    return name, text, cut
 
 
 def _not_kept():
