@@ -33,7 +33,7 @@ def test_every_shipped_checkpoint_declares_what_it_reads_in_its_own_config():
         config = json.loads((store.DEFAULT_MODEL_DIR / name / "config.json").read_text(encoding="utf-8"))
         assert set(config["languages"]) <= set(models.LANGUAGES), name
     chinese = {c.name for c in models.registry(include_cheats=True) if c.reads("zh")}
-    multilingual = {"multilingual-e5", "sentiment-multilingual", "sentiment-crosslingual"}
+    multilingual = {"multilingual-e5", "sentiment-multilingual", "sentiment-everyday", "sentiment-crosslingual"}
     assert chinese == {"tang-poems-char", "sentiment-zh", "sentiment-zh-pretrained", *multilingual}
     # XLM-R's pieces hold traditional characters as they are: only the models of our own Chinese data convert them
     assert all((models.checkpoint(name).script == "simplified") == (name not in multilingual) for name in chinese)
@@ -87,7 +87,7 @@ def test_a_checkpoint_dropped_in_the_model_folder_is_offered_and_routed_by_the_l
 
 def test_a_text_with_no_classifier_chosen_is_read_by_the_best_measured_reader_of_its_language():
     run = sentiment.classify(CHINESE_REVIEW)
-    assert run.name == "sentiment-multilingual" and run.verdict == "positive" and run.notice == ""
+    assert run.name == "sentiment-everyday" and run.verdict == "positive" and run.notice == ""
     assert sentiment.classify(CHINESE_REVIEW, "") is not None  # the picker's "by the text's language"
     english = {name: models.TEST_ACCURACY[name]["en"] for name in sentiment.classifiers().values()
                if "en" in models.TEST_ACCURACY.get(name, {})}

@@ -165,10 +165,20 @@ def test_the_chinese_classifiers_are_offered_and_read_chinese_and_compared_as_tw
 def test_compare_on_chinese_text_sets_the_head_that_saw_chinese_labels_beside_the_one_that_saw_english_only():
     """Issue 47 item 6: does pre-training carry a sentiment head across languages?"""
     pair = sentiment.compare("质量太差了，非常失望。")
-    assert [run.name for _, run in pair] == ["sentiment-multilingual", "sentiment-crosslingual"]
+    assert [run.name for _, run in pair] == ["sentiment-everyday", "sentiment-crosslingual"]
     assert [str(label) for label, _ in pair] == [str(label) for label in sentiment.compared("中文").keys()]
     assert all(run.probs["positive"] < 0.5 for _, run in pair) and all(run.notice == "" for _, run in pair)
     assert all(run.verdict == "positive" for _, run in sentiment.compare("这本书很好看，我会推荐给朋友。"))
+
+
+def test_the_chinese_default_reads_the_everyday_sentences_the_classroom_walk_misread():
+    """Issue 60, finding 1: with no classifier chosen, "这部电影太棒了！" was 负面 80 % and "还行吧，不算太差。" a coin
+    flip; the Chinese default is now the head also trained on everyday sentences (its card), English's unchanged."""
+    for text in ("这部电影太棒了！", "还行吧，不算太差。", "这个价格不贵。"):
+        run = sentiment.classify(text)
+        assert run.name == "sentiment-everyday" and run.verdict == "positive", (text, run.probs)
+    assert sentiment.classify("这部电影太无聊了。").verdict == "negative"
+    assert sentiment.classify("A moving film, beautifully shot.").name == "sentiment-crosslingual"
 
 
 def test_the_pretrained_multilingual_encoder_is_offered_for_its_heads_but_never_for_verdicts():

@@ -100,9 +100,9 @@ def test_compare_on_chinese_text_shows_the_multilingual_pair_under_their_names()
     assert len(parts) == 8
     # issue 60: the heading promised "从零训练 vs 预训练" over the two multilingual-e5 heads; it names what it shows
     assert "从零训练" not in heading and "只用英文标签" in heading
-    assert t("sentiment.model.multilingual", "zh-CN") in heading and t("sentiment.model.crosslingual", "zh-CN") in heading
+    assert t("sentiment.model.everyday", "zh-CN") in heading and t("sentiment.model.crosslingual", "zh-CN") in heading
     assert note.startswith("**什么能跨越语言。**") and "从零训练" not in note
-    assert t("sentiment.model.multilingual", "zh-CN") in parts[0]
+    assert t("sentiment.model.everyday", "zh-CN") in parts[0]
     assert t("sentiment.model.crosslingual", "zh-CN") in parts[4]
     assert "质" in parts[2] and "质" in parts[6]  # each column's tokens are the Chinese text's characters
 
@@ -113,7 +113,7 @@ def test_with_no_classifier_chosen_a_chinese_review_is_read_by_a_chinese_classif
     probs, method, notices, tokens_html, *_ = figures(tab.classify("这本书写得很好，值得一读，推荐！", tab.METHODS[0],
                                                               tab.AUTO, "zh-CN"))
     assert max(probs, key=probs.get) == t("sentiment.label.positive", "zh-CN") and "书" in tokens_html
-    assert notices == "" and t("sentiment.model.multilingual", "zh-CN") in method
+    assert notices == "" and t("sentiment.model.everyday", "zh-CN") in method
     assert any("这本书" in example[0] for example in tab.EXAMPLES["zh-CN"])
     # the Chinese page's examples are Chinese (one English sentence for the multilingual model), the English page's
     # English: a Chinese student no longer scrolls past nine others to the one Chinese review
