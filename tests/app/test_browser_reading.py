@@ -26,7 +26,7 @@ def test_a_chinese_review_on_the_chinese_page_is_read_by_a_chinese_classifier(vi
     visit.page.wait_for_function("() => /正面/.test(document.querySelector('#tab-sentiment').innerText)")
     assert_drawn(wait_drawn(visit, "sentiment", ["#sentiment-tokens span"]), "sentiment")
     shown = panel.inner_text()
-    assert "读不懂" not in shown and "由 中英文评论，multilingual-e5 预训练（3,500 万参数） 读取。" in shown
+    assert "读不懂" not in shown and "由 中英文评论，再加日常句子，multilingual-e5 预训练（3,500 万参数） 读取。" in shown
     ARTIFACTS.mkdir(exist_ok=True)
     visit.page.screenshot(path=str(ARTIFACTS / "zh-sentiment-chinese-review.png"))
 
