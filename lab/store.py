@@ -388,7 +388,6 @@ def _gpt2() -> tuple[object, TextTokenizer]:
             try:
                 folder = snapshot_download("gpt2", allow_patterns=files, local_files_only=not hub_reachable())
             except Exception as e:  # offline and not cached, or no access: one message
-                raise CheckpointError(f"GPT-2 needs the Hugging Face Hub or a copy in the local Hugging Face "
-                                      f"cache, and neither could be reached ({type(e).__name__})") from e
+                raise CheckpointError(Message("store.gpt2_unreachable", error=type(e).__name__)) from e
             _gpt2_loaded = (load_gpt2(folder).to(default_device()), TextTokenizer.load(f"{folder}/tokenizer.json"))
         return _gpt2_loaded

@@ -297,16 +297,21 @@ def _about(name: str | None, lang: str | None) -> str:
     return _(key, **sizes) if lang is None else t(key, lang, **sizes)
 
 
-def about(model_label, lang: str = "en"):
+def about(model_label, lang: str = "en", shown: str = ""):
     """The line under the picker: what the picked model is and what it learned from. GPT-2 that cannot be read
     here (offline) is not left picked while the shipped model writes: the picker goes back to it, and the line
-    says why."""
+    (`shown`, the line as it stands) and a warning say why."""
     name = use.checkpoint(model_label)
     if name == store.GPT2:
         _, _, fallback = use.load(model_label)
         if fallback:
-            return gr.Radio(value=SHIPPED), f"{render(fallback, lang)} {_about(use.MODELS[SHIPPED], lang)}"
-    return gr.skip(), _about(name, lang)
+            why = render(fallback, lang)
+            gr.Warning(why)  # the line sits below the settings on a phone; the picker's jump back needs its reason
+            return gr.Radio(value=SHIPPED), f"{why} {_about(use.MODELS[SHIPPED], lang)}"
+    line = _about(name, lang)
+    if shown.endswith(" " + line):  # the picker's jump back fires `change` again: the reason before the line stays
+        return gr.skip(), gr.skip()
+    return gr.skip(), line
 
 
 # Enter in the prompt presses whichever Generate button shows (the small models' or the real LLMs')
@@ -388,7 +393,7 @@ def build(lang: gr.State | None = None) -> Action:
         for changed in (model_label.change, llm_examples.load_input_event.then):
             changed(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False, api_visibility="private",
                     show_progress="hidden")
-        model_label.change(about, [model_label, lang], [model_label, model_about], api_visibility="private",
+        model_label.change(about, [model_label, lang, model_about], [model_label, model_about], api_visibility="private",
                            show_progress="hidden")
         events.on(run.click, generate, inputs, outputs, api_name="generate")
         events.on(run_llm.click, generate, inputs, outputs, api_name="generate_llm")
