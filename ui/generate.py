@@ -309,7 +309,8 @@ def about(model_label, lang: str = "en", shown: str = ""):
             gr.Warning(why)  # the line sits below the settings on a phone; the picker's jump back needs its reason
             return gr.Radio(value=SHIPPED), f"{why} {_about(use.MODELS[SHIPPED], lang)}"
     line = _about(name, lang)
-    if shown.endswith(" " + line):  # the picker's jump back fires `change` again: the reason before the line stays
+    # the picker's jump back fires `change` again: the reason said before the line stays
+    if isinstance(shown, str) and shown.endswith(" " + line):
         return gr.skip(), gr.skip()
     return gr.skip(), line
 
