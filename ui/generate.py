@@ -394,8 +394,8 @@ def build(lang: gr.State | None = None) -> Action:
         for changed in (model_label.change, llm_examples.load_input_event.then):
             changed(picked, model_label, [run, run_llm, one, one_llm, chat], queue=False, api_visibility="private",
                     show_progress="hidden")
-        model_label.change(about, [model_label, lang, model_about], [model_label, model_about], api_visibility="private",
-                           show_progress="hidden")
+        model_label.change(about, [model_label, lang, model_about], [model_label, model_about],
+                           api_visibility="private", show_progress="hidden")
         events.on(run.click, generate, inputs, outputs, api_name="generate")
         events.on(run_llm.click, generate, inputs, outputs, api_name="generate_llm")
         prompt.submit(None, js=PRESS_RUN)

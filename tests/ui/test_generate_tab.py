@@ -297,7 +297,8 @@ def test_gpt2_that_cannot_be_read_here_is_not_left_picked(monkeypatch):
     # the picker set back to the shipped model fires its change again: the line keeps saying why (it did not, and
     # a person saw the picker jump back with no reason)
     assert tab.about(SHIPPED, "en", line) == (gr.skip(), gr.skip())
-    assert tab.about(SHIPPED, "en", tab.about(TANG, "en")[1])[1] == tab.about(SHIPPED, "en")[1]  # another pick: its line
+    tang_line = tab.about(TANG, "en")[1]
+    assert tab.about(SHIPPED, "en", tang_line)[1] == tab.about(SHIPPED, "en")[1]  # from another model: its own line
 
 
 def test_a_picked_model_gets_its_start_prompt_only_where_the_prompt_was_another_models_start():
