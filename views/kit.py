@@ -199,7 +199,13 @@ def ticks(values, text) -> dict:
 def label_px(text: str) -> float:
     """About how wide plotly draws a tick label, in pixels (an HTML escape counts as one character)."""
     shown = html.unescape(str(text))
-    return sum(WIDE_PX if unicodedata.east_asian_width(ch) in "WF" else NARROW_PX for ch in shown)
+    return sum(WIDE_PX if _wide(ch) else NARROW_PX for ch in shown)
+
+
+def _wide(ch: str) -> bool:
+    """Drawn full width: Han characters and other full-width ones, and the block elements, whose SentencePiece word
+    mark "▁" no Latin font has (it comes from the Chinese font, 12 px wide at 12 px type)."""
+    return unicodedata.east_asian_width(ch) in "WF" or "\u2580" <= ch <= "\u259f"
 
 
 # where a title may break: after a space or a Chinese comma or colon, before a Chinese bracket
@@ -222,7 +228,9 @@ def _margin(x_text, y_text) -> dict:
     """TOP_AXIS_MARGIN, widened to hold the query labels on the left and the key labels (turned upright when
     they crowd) on top, with the axis titles beside them."""
     widest = lambda texts: max((label_px(t) for t in texts), default=0.0)  # noqa: E731
-    return dict(TOP_AXIS_MARGIN, l=max(TOP_AXIS_MARGIN["l"], round(36 + widest(y_text))),
+    # a tenth more on the left: label_px's letter is an average, and a label of wide letters ("▁summer", 7.2 px
+    # a letter) past the margin made plotly push it and draw the figure twice
+    return dict(TOP_AXIS_MARGIN, l=max(TOP_AXIS_MARGIN["l"], round(36 + 1.1 * widest(y_text))),
                 t=max(TOP_AXIS_MARGIN["t"], round(90 + widest(x_text))))
 
 
