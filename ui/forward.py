@@ -165,10 +165,11 @@ def build(lang: gr.State | None = None) -> Action | None:
                                elem_id="forward-follow")
             translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
             # a translator's two switches, one above the other: five controls side by side squeezed the follow
-            # slider's label into a column of four characters on a Chinese projector page
+            # slider's label into a column of four characters on a Chinese projector page. A walk starts where
+            # the model starts, a translator's at its encoder (the other models have one stack and ignore this)
             with gr.Column(visible=translator, min_width=240) as switches:
                 stack = gr.Radio([(_("forward.column.encoder"), "encoder"), (_("forward.column.decoder"), "decoder")],
-                                 value="decoder", label=_("forward.stack"), elem_id="forward-stack")
+                                 value="encoder", label=_("forward.stack"), elem_id="forward-stack")
                 cross = gr.Checkbox(False, label=_("forward.cross_label"), elem_id="forward-cross")
         clicked = gr.Button("", visible="hidden", elem_id="forward-follow-row")
         gr.HTML("", js_on_load=CLICK_TO_FOLLOW, elem_id="forward-click-to-follow", container=False, padding=False)

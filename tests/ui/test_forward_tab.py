@@ -76,6 +76,17 @@ def test_every_stage_draws_from_a_link_for_every_model_kind(linked, name, lang):
             assert_drawn(opened(linked, params), stage, lang, stage != ("next" if kind == "classifier" else "pooled"))
 
 
+def test_a_translator_run_with_no_stack_named_starts_its_walk_at_the_encoder(linked):
+    """Issue 60, finding 8: a walk goes encoder, then decoder; a Run that opened on the decoder's ids made Next
+    walk the decoder alone, the encoder reached only backwards."""
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "translate-reverse")
+    text = tab.EXAMPLES["translate-reverse"]
+    says, diagram, table, row = opened(linked, {"tab": "forward", "model": label, "text": text, "stage": "ids"})
+    run = use.walk(label, text)
+    assert run.labels("encoder") != run.labels("decoder")
+    assert list(table["data"][0]["cells"]["values"][1]) == run.labels("encoder")
+
+
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("step", [name for name, preset in LECTURE_PRESETS.items() if preset["tab"] == "forward"])
 def test_the_lecture_steps_of_the_walk_draw_every_stage(linked, step, lang):
