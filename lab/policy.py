@@ -30,6 +30,17 @@ def notice(*parts: str) -> Joined:
     return Joined(parts)
 
 
+# what a person does not see on its own: controls, format characters (zero-width spaces, the BOM, direction
+# marks), combining marks with nothing to sit on, spaces and line breaks
+INVISIBLE = frozenset({"Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"})
+
+
+def visible(text: str) -> bool:
+    """Whether `text` holds a character a person sees on its own: a letter, digit, punctuation, symbol or emoji.
+    A SentencePiece tokenizer reads a zero-width space as a word start, so a model would give a verdict on it."""
+    return any(unicodedata.category(c) not in INVISIBLE for c in text)
+
+
 def truncate(text: str | None, limit: int = MAX_CHARS, keep: str = "first") -> tuple[str, str]:
     """(text cut to `limit` characters, a notice for the user or "" when nothing was cut).
 

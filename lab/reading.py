@@ -21,7 +21,7 @@ from i18n import Joined, Message
 from transformer_core.tokenization import UNKNOWN
 
 from . import models
-from .policy import MAX_CHARS, InputError, check_readable, fit_tokens, notice, truncate
+from .policy import MAX_CHARS, InputError, check_readable, fit_tokens, notice, truncate, visible
 
 UNREADABLE = 0.5  # a model that cannot read more than half of a text's word tokens "cannot read this text"
 
@@ -39,10 +39,12 @@ class Reading:
 
 def prepare(name: str, text: str | None, empty: str, limit: int = MAX_CHARS, keep: str = "first") -> tuple[str, str]:
     """(the text checkpoint `name` reads, notices): cut to `limit` characters and converted for its script;
-    InputError(`empty`) when nothing but space is left."""
+    InputError(`empty`) when nothing but space is left, and one that says so when nothing visible is."""
     text, cut = truncate(text, limit, keep)
     if not text.strip():
         raise InputError(empty)
+    if not visible(text):
+        raise InputError(Message("policy.invisible_only"))
     text, simplified = models.read_as(name, text)
     return text, notice(cut, simplified)
 

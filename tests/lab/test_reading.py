@@ -114,6 +114,23 @@ def test_a_chinese_classifier_given_mostly_english_says_it_cannot_read_it(text):
     assert "reads Chinese" in partly.notice and partly.probs
 
 
+INVISIBLE_ONLY = {"zero-width and BOM": "\u200b\u200c\u200d\ufeff", "word joiners": "\u2060\u2061",
+                  "controls": "\x00\x07", "lone accents": "\u0301\u0308", "direction marks": "\u202e\u202c"}
+
+
+@pytest.mark.parametrize("text", INVISIBLE_ONLY.values(), ids=INVISIBLE_ONLY.keys())
+def test_a_text_of_nothing_visible_is_said_in_one_line_not_read(text):
+    """multilingual-e5's SentencePiece reads a zero-width space as a word start: Sentiment gave 负面 52 % on it
+    (its only note: "no letters or digits") and Attention drew its heatmap."""
+    for read in (lambda: sentiment.classify(text), lambda: lab.attention_run("multilingual-e5", text),
+                 lambda: lab.attention_run("shakespeare-lm", text)):
+        with pytest.raises(InputError, match="reads no token of this text") as error:
+            read()
+        assert "\n" not in str(error.value)
+    # a visible character among them is read: an emoji, a letter behind a BOM
+    assert sentiment.classify(text + "😀").probs and sentiment.classify("\ufeffgood film").probs
+
+
 def test_models_that_cannot_read_the_text_say_so_where_they_show_it_anyway():
     """Issue 48 row 10: the English WordPiece in Attention with most tokens [UNK], Shakespeare's LM on a poem."""
     run = lab.attention_run("sentiment-pretrained", "我很喜欢这部电影，演员也演得很好")
