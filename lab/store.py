@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -313,17 +315,23 @@ def load(name: str) -> tuple[object, TextTokenizer]:
 # A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the large
 # encoders (the multilingual-e5 ones, the pre-trained classifier) were a quarter of the wait for the first page
 WARM_FIRST_BYTES = 20 * 2**20
+# ... and each waits until the server has had no request for QUIET_S, or QUIET_WAIT_S at most: a lower priority
+# does not stop a loading thread from holding the interpreter's lock the hall's requests need
+QUIET_S = 0.5
+QUIET_WAIT_S = 60.0
 
 
-def warm() -> None:
+def warm(quiet_for: Callable[[], float] = lambda: math.inf) -> None:
     """Load every shipped checkpoint, so the first student to click a tab does not wait for its model (loading
     the pre-trained classifier took seconds under load): the small ones now, before the app serves, the large
-    ones (WARM_FIRST_BYTES) in a thread that starts now; a click that needs one first waits for its load only.
+    ones (WARM_FIRST_BYTES) in a thread that starts now and loads each once the server is quiet (`quiet_for()`:
+    seconds since its last request); a click that needs one first waits for its load only.
     A checkpoint that fails is named on stderr, and marked unavailable in the pickers with the reason."""
     names = list(checkpoints(include_cheats=True).values())
     large = [name for name in names if _weights_bytes(name) > WARM_FIRST_BYTES]
     _load_all([name for name in names if name not in large])
-    threading.Thread(target=_load_all_at_low_priority, args=(large,), name="warm-large", daemon=True).start()
+    threading.Thread(target=_load_all_at_low_priority, args=(large, quiet_for), name="warm-large",
+                     daemon=True).start()
 
 
 def _check_size(name: str) -> None:
@@ -341,13 +349,18 @@ def _weights_bytes(name: str) -> int:
         return 0
 
 
-def _load_all_at_low_priority(names: list[str]) -> None:
+def _load_all_at_low_priority(names: list[str], quiet_for: Callable[[], float] = lambda: math.inf) -> None:
     """`_load_all` at the lowest CPU priority of this thread alone (Linux schedules threads by their own
-    priority): a hall that arrives with the first page is served before the large checkpoints load beside it,
-    three 12-layer encoders' 1.5 s of CPU that the first requests otherwise shared."""
+    priority), one checkpoint at a time once the server is quiet: a hall that arrives with the first page is
+    served before the large checkpoints load, three 12-layer encoders' 1.5 s of CPU that the first requests
+    otherwise shared."""
     with contextlib.suppress(OSError, AttributeError):  # not Linux: loaded at the usual priority
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    _load_all(names)
+    until = time.monotonic() + QUIET_WAIT_S
+    for name in names:
+        while quiet_for() < QUIET_S and time.monotonic() < until:
+            time.sleep(QUIET_S / 5)
+        _load_all([name])
 
 
 def _load_all(names: list[str]) -> None:

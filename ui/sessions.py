@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 import threading
 import time
 
@@ -24,10 +25,13 @@ SWEEP_S = 15.0  # how often sessions past their time are forgotten
 HEARTBEAT = "/gradio_api/heartbeat/"  # the stream a page holds open while it is shown
 _open_pages: dict[str, int] = {}  # session hash -> its pages open now
 _paged: set[str] = set()  # sessions that ever connected a page
+# requests in progress but a page's heartbeat, and time.monotonic() when the last one ended (None: none came yet)
+_requests = {"running": 0, "ended": None}
 
 
 class PageTracker:
-    """ASGI middleware: which sessions have a page open (their heartbeat stream), and which ever had one."""
+    """ASGI middleware: which sessions have a page open (their heartbeat stream), which ever had one, and whether
+    other requests are in progress."""
 
     def __init__(self, app):
         self.app = app
@@ -35,7 +39,14 @@ class PageTracker:
     async def __call__(self, scope, receive, send):
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if HEARTBEAT not in path:
-            return await self.app(scope, receive, send)
+            if not path:
+                return await self.app(scope, receive, send)
+            _requests["running"] += 1  # the event loop's thread alone counts: no lock
+            try:
+                return await self.app(scope, receive, send)
+            finally:
+                _requests["running"] -= 1
+                _requests["ended"] = time.monotonic()
         session = path.rsplit("/", 1)[-1]
         _open_pages[session] = _open_pages.get(session, 0) + 1
         _paged.add(session)
@@ -46,6 +57,15 @@ class PageTracker:
                 _open_pages[session] = left
             else:
                 del _open_pages[session]
+
+
+def quiet_for() -> float:
+    """Seconds the server has had no request in progress (a page's heartbeat stream aside; an answer streamed
+    counts until its end); infinite before the first one: work that waits for a quiet server (lab/store.warm)
+    goes on while the app starts, and gives way to visitors."""
+    if _requests["running"]:
+        return 0.0
+    return math.inf if _requests["ended"] is None else time.monotonic() - _requests["ended"]
 
 
 def expired(holder, queue, now: datetime.datetime | None = None) -> list[str]:

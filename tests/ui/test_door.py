@@ -478,6 +478,24 @@ def test_the_page_tracker_counts_a_heartbeat_stream_while_it_is_open():
     sessions._paged.discard("abc123")
 
 
+def test_the_server_is_quiet_only_when_no_request_but_a_heartbeat_is_in_progress(monkeypatch):
+    """lab/store.warm loads the large checkpoints when the server is quiet: a streamed answer counts until its end."""
+    monkeypatch.setitem(sessions._requests, "ended", None)
+    assert sessions.quiet_for() == float("inf")  # nobody came yet: the app is starting
+    during = []
+
+    async def app(scope, receive, send):
+        during.append(sessions.quiet_for())
+
+    tracker = sessions.PageTracker(app)
+    asyncio.run(tracker({"type": "http", "path": "/gradio_api/queue/data"}, None, None))
+    assert during == [0.0] and 0.0 <= sessions.quiet_for() < 1.0  # busy while it ran, quiet from its end on
+    ended = sessions._requests["ended"]
+    asyncio.run(tracker({"type": "http", "path": "/gradio_api/heartbeat/abc123"}, None, None))
+    assert during[-1] > 0.0 and sessions._requests["ended"] == ended  # a page's heartbeat is no work
+    sessions._paged.discard("abc123")
+
+
 def test_the_cache_budget_is_a_flag_and_an_environment_variable(monkeypatch):
     import cli
     from lab import cache
