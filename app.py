@@ -212,7 +212,7 @@ def serve_queue(demo: gr.Blocks) -> gr.Blocks:
 def main(argv=None) -> None:
     """`python app.py [options]`: the command line (cli.py) sets the store and cache, then the app serves."""
     args = cli.configure(argv)
-    store.warm(sessions.quiet_for)  # every shipped model loads now (the large ones once the first pages are served)
+    store.warm(sessions.quiet_for)  # every shipped model loads now (the large ones whenever the server is quiet)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
     # mcp_server: every public endpoint is also a tool an agent can call, at /gradio_api/mcp/. run_history off:
     # Gradio's history page rewrote every run's outputs in the browser's storage at each click, so clicks grew

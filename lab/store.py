@@ -315,8 +315,8 @@ def load(name: str) -> tuple[object, TextTokenizer]:
 # A checkpoint whose weights file is larger than this loads beside the first pages, not before them: the large
 # encoders (the multilingual-e5 ones, the pre-trained classifier) were a quarter of the wait for the first page
 WARM_FIRST_BYTES = 20 * 2**20
-# ... and each waits until the server has had no request for QUIET_S, or QUIET_WAIT_S at most: a lower priority
-# does not stop a loading thread from holding the interpreter's lock the hall's requests need
+# ... and each waits until the server has had no request in progress for QUIET_S, or QUIET_WAIT_S at most: a lower
+# priority does not stop a loading thread from holding the interpreter's lock the hall's requests need
 QUIET_S = 0.5
 QUIET_WAIT_S = 60.0
 
@@ -325,7 +325,7 @@ def warm(quiet_for: Callable[[], float] = lambda: math.inf) -> None:
     """Load every shipped checkpoint, so the first student to click a tab does not wait for its model (loading
     the pre-trained classifier took seconds under load): the small ones now, before the app serves, the large
     ones (WARM_FIRST_BYTES) in a thread that starts now and loads each once the server is quiet (`quiet_for()`:
-    seconds since its last request); a click that needs one first waits for its load only.
+    seconds it has had no request in progress); a click that needs one first waits for its load only.
     A checkpoint that fails is named on stderr, and marked unavailable in the pickers with the reason."""
     names = list(checkpoints(include_cheats=True).values())
     large = [name for name in names if _weights_bytes(name) > WARM_FIRST_BYTES]
