@@ -91,6 +91,7 @@ class Shell:
 def build_app() -> gr.Blocks:
     gradio_patches.pass_skips()  # a skipped output costs nothing (a streamed token skips four)
     gradio_patches.make_sessions_lazy()  # a visitor's session renders no block configs until asked
+    gradio_patches.no_matplotlib()  # each call stops searching the disk for a plotting library it does not use
     llms.yield_to(lambda: handlers.running() > llms.generating())  # a real LLM's next token waits for the others
     # no telemetry: a lecture hall may be offline, and the app must not wait on the network
     with gr.Blocks(title="Transformer Lab", analytics_enabled=False) as demo:

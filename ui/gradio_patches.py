@@ -27,6 +27,7 @@ tests/app/test_browser_attention.py for the page's.
    block) anew for every visitor, though it is the same for all.
 12. A wait's status in the page's language (`gradio_patches.js`): Gradio writes "processing |" and "queue: 2/5 |"
    in English in every locale.
+13. No matplotlib (`no_matplotlib`, Python): Gradio imports matplotlib twice for every call, and this app has none.
 
 Replaced by a public way and deleted: Plotly's toolbar in Chinese. The page wrapped Plotly.newPlot and
 Plotly.react to add `config.locale` to every plot; now plotly.js registers its zh-CN locale from
@@ -48,10 +49,12 @@ import contextlib
 import functools
 import gzip
 import html
+import importlib.util
 import logging
 import math
 import mimetypes
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -113,6 +116,8 @@ PATCHES = (
     Patch("the page's files", "brotli_middleware.py", 'self.content_encoding_set = "content-encoding" in headers'),
     Patch("the page", "routes.py", "config = route_utils.update_root_in_config(config, root)"),
     Patch("the page", "route_utils.py", 'x_gradio_server = get_first_header_value(request, "x-gradio-server")'),
+    Patch("no matplotlib", "route_utils.py", "with utils.MatplotlibBackendMananger():"),
+    Patch("no matplotlib", "utils.py", "self._original_backend = matplotlib.get_backend()"),
 )
 
 
@@ -548,3 +553,16 @@ class PageCache:
             if encoding not in bodies:
                 bodies[encoding] = _encoded(bodies[""], encoding)
             return bodies[encoding]
+
+
+# ---------------------------------------------------------------- 13. no matplotlib
+
+def no_matplotlib() -> None:
+    """Say once that matplotlib is not installed (idempotent). Gradio 6.31 runs every call of every event inside
+    `MatplotlibBackendMananger` (route_utils.py), which imports matplotlib on entering and again on leaving, to
+    switch its backend, and passes on ImportError. This app draws with plotly and has no matplotlib, so each call
+    searched every folder of sys.path twice for it: a twentieth of a lecture hall's work on one link. A None in
+    sys.modules is Python's own mark for a module not to be imported: the import then fails at once, and Gradio
+    passes as before. Where matplotlib is installed, nothing changes."""
+    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        sys.modules["matplotlib"] = None

@@ -4,6 +4,8 @@ that line fails here, and the patch must be read again (kept, changed, or delete
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 from pathlib import Path
 
 import gradio
@@ -31,7 +33,7 @@ def test_every_patch_of_the_module_names_its_line():
     named = {p.name for p in gradio_patches.PATCHES}
     assert named == {"lazy sessions", "the queue's door", "refused inputs", "the page's language", "the cache probe",
                      "drawing a figure once", "toast titles", "integer choices", "skipped outputs", "the page's files",
-                     "the page", "a wait's status"}
+                     "the page", "a wait's status", "no matplotlib"}
 
 
 def test_the_public_ways_that_replaced_a_patch_are_still_there():
@@ -40,6 +42,35 @@ def test_the_public_ways_that_replaced_a_patch_are_still_there():
     plotly = _source("templates/frontend/assets/PlotlyPlot-*.js")
     assert "window.PlotlyLocales&&Array.isArray(window.PlotlyLocales)" in plotly
     assert "setPlotConfig" in plotly
+
+
+class Asked:
+    """A finder first on sys.meta_path that notes each module an import searches for, and finds none."""
+
+    def __init__(self):
+        self.names = []
+
+    def find_spec(self, name, path=None, target=None):
+        self.names.append(name)
+        return None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed here")
+def test_a_call_searches_for_matplotlib_until_it_is_marked_absent(monkeypatch):
+    asked = Asked()
+    monkeypatch.setattr(sys, "meta_path", [asked, *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
+    with gradio.utils.MatplotlibBackendMananger():  # what Gradio runs each call in (route_utils.py)
+        pass
+    assert asked.names == ["matplotlib", "matplotlib"]  # on entering and on leaving, each time
+
+    gradio_patches.no_matplotlib()
+    asked.names.clear()
+    with gradio.utils.MatplotlibBackendMananger():
+        pass
+    assert asked.names == []
+    with pytest.raises(ImportError):
+        import matplotlib  # noqa: F401  (what Gradio passes on, as before)
 
 
 class Counted(gr.Textbox):
