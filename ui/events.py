@@ -74,7 +74,7 @@ ENDPOINTS: dict[str, Serving] = {
     "generate_llm_step": Serving(1, "llm", agents=False, session_jobs=1),
     "generate_inspect": NEEDS_SESSION,
     "generate_temperatures": GENERATION,
-    "classify": Serving(16),  # as attention: its passes are shared
+    "classify": Serving(32),  # its passes are shared: 32 running keep a full batch waiting while one pass runs
     "classify_sentence": Serving(4),  # a long review's verdict again (cached) and one sentence's tokens
     "classify_compare": Serving(4),
     "translate": Serving(2),
