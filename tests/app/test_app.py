@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 
 import pytest
@@ -66,6 +67,24 @@ def test_each_model_call_gets_one_cpu_thread_unless_told_otherwise(monkeypatch, 
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
+
+
+def test_what_start_up_built_is_frozen_before_the_server_answers(monkeypatch):
+    frozen = []
+
+    class Served:
+        def launch(self, **kwargs):
+            frozen.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(store, "warm", lambda quiet_for: None)
+    monkeypatch.setattr(app, "build_app", gr.Blocks)
+    monkeypatch.setattr(app, "serve_queue", lambda demo: Served())
+    gc.unfreeze()
+    try:
+        app.main([])
+    finally:
+        gc.unfreeze()
+    assert frozen and frozen[0] > 0  # a full collection skips them: no pause walking the whole start-up
 
 
 def test_model_dir_and_hub_repo_cannot_be_combined():
