@@ -217,7 +217,9 @@ def main(argv=None) -> None:
     store.warm(sessions.quiet_for)  # every shipped model loads now (the large ones whenever the server is quiet)
     demo = build_app()  # first the layout: it registers every component text that i18n.translations() sends
     # What start-up built (imports, layout: some 400,000 objects) lives as long as the server; frozen, it is no
-    # longer walked by every full collection, each a pause of every request in flight (a lecture hall's slowest)
+    # longer walked by every full collection, each a pause of every request in flight (a lecture hall's slowest).
+    # Collected first, so that start-up's own garbage is not kept for good.
+    gc.collect()
     gc.freeze()
     # mcp_server: every public endpoint is also a tool an agent can call, at /gradio_api/mcp/. run_history off:
     # Gradio's history page rewrote every run's outputs in the browser's storage at each click, so clicks grew
