@@ -60,6 +60,31 @@ def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_d
     assert "-log" in said or "loss" in said
 
 
+# whether the layer and the head slider can be moved: [layer, head]
+MOVABLE = """() => ['#forward-layer', '#forward-head'].map((id) =>
+  !document.querySelector(id + ' input[type=range]').disabled)"""
+
+
+def test_the_layer_and_head_sliders_can_be_moved_only_where_the_stage_has_them(visit):
+    text = quote("The cat sat on the mat.")
+    visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=ids")
+    _wait_stage(visit, 1)
+    assert visit.page.evaluate(MOVABLE) == [False, False]  # token ids: no layer, no head
+    for n, movable in ((2, [False, False]), (3, [True, False]), (4, [True, True])):  # embedding, norm, Q K V
+        visit.page.locator("#forward-next").click()
+        _wait_stage(visit, n)
+        visit.page.wait_for_function(f"() => JSON.stringify(({MOVABLE})()) === '{str(movable).lower().replace(' ', '')}'")
+        if n == 3:  # the slider that cannot move fades, the other stays as it was
+            faded = visit.page.evaluate("""() => ['#forward-layer', '#forward-head'].map((id) =>
+                getComputedStyle(document.querySelector(id)).opacity)""")
+            assert faded == ["1", "0.45"], faded
+            visit.screenshot("forward-norm-sliders")
+    # a link (a lecture step) that opens at an attention stage can move both at once
+    visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=attn&layer=2&head=3")
+    _wait_stage(visit, 7)
+    visit.page.wait_for_function(f"() => JSON.stringify(({MOVABLE})()) === '[true,true]'")
+
+
 def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
     visit.open("?tab=forward&lang=zh-CN&model=translate-reverse+(translator)&text=123456789&stage=next")
     _wait_stage(visit, 17, "zh-CN")
