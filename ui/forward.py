@@ -14,7 +14,7 @@ import gradio as gr
 from i18n import render, t
 from lab import forward as use
 from lab import models, store
-from lab.policy import notice
+from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import events
 from ui.handlers import Action, cached, handler, positions_slider
 from ui.i18n import choice, language, text as _
@@ -165,7 +165,7 @@ def build(lang: gr.State | None = None) -> Action | None:
                               interactive=False, elem_id="forward-layer")
             head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
                              interactive=False, elem_id="forward-head")
-            follow = gr.Slider(0, 127, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
+            follow = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
                                elem_id="forward-follow")
             translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
             # a translator's two switches, one above the other: five controls side by side squeezed the follow

@@ -15,6 +15,8 @@ import math
 
 import gradio as gr
 
+from lab.policy import MAX_DRAWN_TOKENS
+
 CHOICE = (str, int, float)  # one choice of a picker: its value (pickers of whole numbers have int choices)
 
 
@@ -39,6 +41,22 @@ def wrong_kind(component, payload) -> str | None:
     if isinstance(component, (gr.Textbox, gr.Code)):
         return None if isinstance(payload, str) else f"takes a text, not {_kind(payload)}"
     return None  # other kinds: their own preprocess judges
+
+
+# The position sliders a run sizes (ui/handlers.positions_slider), by elem_id: built to span every position a view
+# draws, narrowed to the text's once it is drawn
+SIZED_BY_RUN = ("query_token", "forward-follow")
+
+
+def within_run(component, payload):
+    """`payload` as a position slider a run sized reads it. The page sends the value it shows when an event starts;
+    one started beside the event that narrowed the slider (a lecture step starts several) may carry a position past
+    the new end, which Gradio's slider refuses: it moves to the last position, as the view itself would move it. A
+    value outside every position a view draws is left for the slider to refuse."""
+    if (isinstance(component, gr.Slider) and component.elem_id in SIZED_BY_RUN and _number(payload)
+            and component.maximum < payload <= MAX_DRAWN_TOKENS - 1):
+        return component.maximum
+    return payload
 
 
 def reason_id(component) -> str | None:

@@ -552,3 +552,17 @@ def test_answers_outside_the_queue_are_gzipped_as_the_queues_stream_is():
     compressed = client.post("/gradio_api/run/reslice", headers={"accept-encoding": "gzip"})
     assert compressed.headers.get("content-encoding") == "gzip" and compressed.json() == answer
     assert "content-encoding" not in client.post("/gradio_api/info", headers={"accept-encoding": "gzip"}).headers
+
+
+def test_a_position_sent_before_the_page_heard_of_a_shorter_run_moves_to_its_last():
+    """A lecture step starts several events at once: one may carry the query position the page showed before another
+    narrowed the slider to the new text's tokens (ui/values.within_run)."""
+    with gr.Blocks():
+        narrowed = gr.Slider(0, 6, elem_id="query_token")  # a 7-token text's queries
+        other = gr.Slider(0, 6, elem_id="layer")
+    gradio_patches.guard(narrowed)
+    assert narrowed.preprocess(8) == 6 and narrowed.preprocess(3) == 3
+    with pytest.raises(gr.Error):
+        narrowed.preprocess(500)  # past every position a view draws: refused, as any slider refuses it
+    with pytest.raises(gr.Error):
+        other.preprocess(8)  # a layer is no position: refused
