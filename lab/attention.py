@@ -141,25 +141,6 @@ def attention_run(model: str, text: str | None, group: str | None = None) -> Att
     `model` is a checkpoint name or picker label; a group the model lacks falls back to its
     first one, with a notice. Identical requests share one cached run.
     """
-    name, text, group, cut = _read(model, text, group)
-    run = _runs.get(models.key(name, text, group), lambda: _compute(name, text, group))
-    return run if not cut else replace(run, notice=notice(cut, run.notice))
-
-
-def queries(model: str, text: str | None, group: str | None = None) -> int | None:
-    """How many query positions the run of `model` on `text` has, if that run is kept (None otherwise, or for a
-    text or model it cannot read: the run itself says why); never computes one."""
-    try:
-        name, text, group, _ = _read(model, text, group)
-    except InputError:
-        return None
-    run = _runs.kept(models.key(name, text, group))
-    return None if run is None else run.attn.shape[2]
-
-
-def _read(model: str, text: str | None, group: str | None) -> tuple[str, str, str, str]:
-    """(the checkpoint's name, the text it reads, the group drawn, the notice of a cut or of a group it lacks):
-    the run's one way in."""
     name = resolve(model)
     text, cut = reading.prepare(name, text, Message("attention.type_text"))
     groups = models.checkpoint(name).kind.groups
@@ -168,7 +149,8 @@ def _read(model: str, text: str | None, group: str | None) -> tuple[str, str, st
             cut = notice(cut, Message("attention.no_group", group=GROUP_NAMES.get(group, group),
                                           fallback=GROUP_NAMES[groups[0]]))
         group = groups[0]
-    return name, text, group, cut
+    run = _runs.get(models.key(name, text, group), lambda: _compute(name, text, group))
+    return run if not cut else replace(run, notice=notice(cut, run.notice))
 
 
 @torch.no_grad()

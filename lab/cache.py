@@ -145,12 +145,6 @@ class RunCache(Generic[T]):
         with self._lock:
             return key in self._done
 
-    def kept(self, key: Hashable) -> T | None:
-        """`key`'s result if it is ready (one still being computed is not), else None; never computes."""
-        with self._lock:
-            done = self._done.get(key)
-            return None if done is None else done[0]
-
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached result for `key`, or `compute()`'s (an exception is raised to every waiter, not kept)."""
         while True:

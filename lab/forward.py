@@ -220,8 +220,10 @@ def positions(model: str, text: str | None, stack: str | None = None) -> int | N
         name, text, _ = _read(model, text)
     except InputError:
         return None
-    walk = _walks.kept(models.key(name, text))
-    return None if walk is None else len(walk.labels(stack))
+    try:
+        return len(_walks.get(models.key(name, text), _not_kept).labels(stack))
+    except LookupError:
+        return None
 
 
 def _read(model: str, text: str | None) -> tuple[str, str, str]:
@@ -231,6 +233,10 @@ def _read(model: str, text: str | None) -> tuple[str, str, str]:
         raise InputError(Message("forward.no_gpt2"))
     text, cut = reading.prepare(name, text, Message("attention.type_text"))
     return name, text, cut
+
+
+def _not_kept():
+    raise LookupError("no walk kept")  # RunCache.get raises a computation's error, and keeps nothing
 
 
 def _not_logits(name: str) -> bool:

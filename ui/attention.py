@@ -15,7 +15,7 @@ from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, InputError, notice
 from ui import heads as heads_section
 from ui import events
-from ui.handlers import cached, Action, handler, model_changed, positions_slider
+from ui.handlers import cached, Action, handler, model_changed
 from ui.i18n import choice, language, text as _
 from views import attention as views
 from views.kit import plain
@@ -62,11 +62,6 @@ def attention(model: str, text: str, group: str, layer: float, head: float, quer
     notices = [run.notice]
     layer, head, query = run.focus(layer, head, query, notices)
     return render(notice(*notices), lang), *views.figures(run, layer, head, query, lang)
-
-
-def query_range(model: str, text: str, group: str, query: float):
-    """The query slider spans the queries of the run just drawn (left as it is before a run)."""
-    return positions_slider(use.queries(model, text, group), query)
 
 
 @cached
@@ -156,11 +151,9 @@ def build(lang: gr.State | None = None) -> Action | None:
 
         inputs = [model, text, group, layer, head, query, lang]
         outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
-        sized = (query_range, [model, text, group, query], query)
-        for dependency in (events.on(run.click, attention, inputs, outputs, api_name="attention"),
-                           events.on(text.submit, attention, inputs, outputs, api_name=False),
-                           events.on(group.input, attention, inputs, outputs, api_name=False)):
-            events.on(dependency.success, *sized, api_visibility="private", reslice=True)
+        events.on(run.click, attention, inputs, outputs, api_name="attention")
+        events.on(text.submit, attention, inputs, outputs, api_name=False)
+        events.on(group.input, attention, inputs, outputs, api_name=False)
         for slider in (layer, head, query):
             events.on(slider.release, attention_focus, inputs, [head_fig, rows_fig], api_name=False, reslice=True)
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
@@ -178,4 +171,4 @@ def build(lang: gr.State | None = None) -> Action | None:
             shown = event(None, [opened, layer, head, section], [layer, head], js=heads_section.OPEN_HEAD, **shell)
             events.on(shown.then, attention_focus, inputs, [head_fig, rows_fig], api_visibility="private",
                       reslice=True)
-    return Action(attention, inputs, outputs, "attention", then=(sized,))
+    return Action(attention, inputs, outputs, "attention")

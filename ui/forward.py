@@ -16,7 +16,7 @@ from lab import forward as use
 from lab import models, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import events
-from ui.handlers import Action, cached, handler, positions_slider
+from ui.handlers import Action, cached, handler
 from ui.i18n import choice, language, text as _
 from views import forward as views
 from views.kit import placeholder
@@ -81,8 +81,13 @@ def _stepper(by: int):
 
 
 def follow_range(model: str, text: str, stack: str, follow: float):
-    """The follow slider spans the positions of the stack drawn in the walk just run (left as it is before one)."""
-    return positions_slider(use.positions(model, text, stack), follow)
+    """The follow slider spans the positions of the stack drawn (the walk just run, kept), so it never offers a
+    token past the text's end; a value beyond them moves to the last. Left as it is before a walk is run."""
+    n = use.positions(model, text, stack)
+    if n is None:
+        return gr.Slider()
+    last = max(1, n - 1)
+    return gr.Slider(maximum=last, value=min(follow, last))
 
 
 def sliders_for(stage: str):

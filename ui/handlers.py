@@ -82,15 +82,6 @@ def model_changed(model: str, layer: float, head: float):
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
-def positions_slider(n: int | None, value: float):
-    """A position slider spanning the n positions of the run just drawn, so it never offers a token past the text's
-    end (a value beyond them moves to the last); left as it is when no run is kept (n is None)."""
-    if n is None:
-        return gr.Slider()
-    last = max(1, n - 1)
-    return gr.Slider(maximum=last, value=min(value, last))
-
-
 def when_typed(fn, n_outputs: int):
     """`fn` for the events that run a tab nobody pressed the button of: a link, a lecture step, the language
     switch, a picker, a section opened. While the text (the first input) is empty the view stays as it is and

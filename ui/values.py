@@ -43,9 +43,9 @@ def wrong_kind(component, payload) -> str | None:
     return None  # other kinds: their own preprocess judges
 
 
-# The position sliders a run sizes (ui/handlers.positions_slider), by elem_id: built to span every position a view
-# draws, narrowed to the text's once it is drawn
-SIZED_BY_RUN = ("query_token", "forward-follow")
+# The position sliders a run sizes, by elem_id (the Forward pass's follow slider, ui/forward.follow_range): built to
+# span every position a view draws, narrowed to the text's once it is drawn
+SIZED_BY_RUN = ("forward-follow",)
 
 
 def within_run(component, payload):

@@ -86,14 +86,6 @@ def test_the_drawn_grid_and_head_hold_the_models_own_weights(attention_page):
     assert grid["x"][:T] == [f"H0 {i}:{t}" for i, t in enumerate(run.k_labels)]
 
 
-def test_the_query_slider_spans_the_texts_tokens_once_drawn(attention_page):
-    visit, run = attention_page
-    last = run.attn.shape[2] - 1
-    assert last < 127  # a shorter text than the slider spans before a run
-    visit.page.wait_for_function(f"""() => document.querySelector('#query_token input[type=range]').max === '{last}'""")
-    assert visit.page.locator("#query_token input[type=number]").input_value() == str(QUERY)  # a value that fits stays
-
-
 def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_and_png(attention_page):
     visit, run = attention_page
     figure = visit.page.locator("#attention-grid .js-plotly-plot")

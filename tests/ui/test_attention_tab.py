@@ -166,21 +166,6 @@ def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(mode
     np.testing.assert_allclose(np.asarray(rollout.data[0].z), run.rollout, atol=5e-4)
 
 
-def test_the_query_slider_spans_the_runs_queries_once_it_is_drawn(model_dir):
-    """Before a run the slider is left alone (nothing is computed for it); after, it ends at the last query, and a
-    position past the text's end moves there; a translator's queries are its decoder's."""
-    text = "To be, or not to be"
-    assert tab.query_range(label_of("lm"), text, "decoder", 99).constructor_args == {}
-    tab.attention(label_of("lm"), text, "decoder", 0, 0, 99)
-    n = use.attention_run("lm", text, "decoder").attn.shape[2]
-    assert tab.query_range(label_of("lm"), text, "decoder", 99).constructor_args == {"maximum": n - 1, "value": n - 1}
-    assert tab.query_range(label_of("lm"), text, "decoder", 2).constructor_args["value"] == 2 and n > 3
-    tab.attention(label_of("translate-test"), "abc", "cross", 0, 0, 0)
-    n = use.attention_run("translate-test", "abc", "cross").attn.shape[2]
-    assert tab.query_range(label_of("translate-test"), "abc", "cross", 50).constructor_args["maximum"] == max(1, n - 1)
-    assert tab.query_range(label_of("lm"), "", "decoder", 5).constructor_args == {}  # nothing to read: as it is
-
-
 def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
     _, grid, *_ = figures(tab.attention(label_of("sentiment"), "A fine film, really.", "encoder", 0, 0, 0))
     z = grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"])[0, 0]

@@ -555,10 +555,10 @@ def test_answers_outside_the_queue_are_gzipped_as_the_queues_stream_is():
 
 
 def test_a_position_sent_before_the_page_heard_of_a_shorter_run_moves_to_its_last():
-    """A lecture step starts several events at once: one may carry the query position the page showed before another
+    """A lecture step starts several events at once: one may carry the position the page showed before another
     narrowed the slider to the new text's tokens (ui/values.within_run)."""
     with gr.Blocks():
-        narrowed = gr.Slider(0, 6, elem_id="query_token")  # a 7-token text's queries
+        narrowed = gr.Slider(0, 6, elem_id="forward-follow")  # a 7-token text's positions
         other = gr.Slider(0, 6, elem_id="layer")
     gradio_patches.guard(narrowed)
     assert narrowed.preprocess(8) == 6 and narrowed.preprocess(3) == 3
