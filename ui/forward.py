@@ -8,7 +8,6 @@ Layout only: `lab.forward` runs the model once per text, `views.forward` draws a
 
 from __future__ import annotations
 
-
 import gradio as gr
 
 from i18n import render, t
@@ -22,8 +21,18 @@ from views import forward as views
 from views.kit import placeholder
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
-# a slider the stage does not read (`sliders_for`) fades: Gradio's own disabled slider differs only by its knob
-CSS = "#forward-layer:has(input[type=range]:disabled), #forward-head:has(input[type=range]:disabled) { opacity: .45; }\n"
+
+
+# The layer slider is read by a layer's stages only (3-13), the head slider by attention's (4-8): elsewhere each fades
+# and takes no drag, so nobody moves one at the embedding and waits for a change that cannot come. The page's style
+# reads the stage from the diagram's lit box (views/forward.diagram), drawn with every stage: no event, no round trip.
+def _lit(stages) -> str:
+    return ", ".join(f'#forward-diagram rect.lit[data-stage="{stage}"]' for stage in sorted(stages))
+
+
+CSS = ("#forward-layer, #forward-head { opacity: .45; pointer-events: none; }\n"
+       f"body:has({_lit(use.LAYER_STAGES)}) #forward-layer, body:has({_lit(use.HEAD_STAGES)}) #forward-head "
+       "{ opacity: 1; pointer-events: auto; }\n")
 EXAMPLES = {"shakespeare-lm": DEFAULT_TEXT, "tang-poems-char": "床前明月光，疑是地上霜。",
             "sentiment": "A moving, beautifully acted film.", "translate-reverse": "123456789"}
 
@@ -88,12 +97,6 @@ def follow_range(model: str, text: str, stack: str, follow: float):
         return gr.Slider()
     last = max(1, n - 1)
     return gr.Slider(maximum=last, value=min(follow, last))
-
-
-def sliders_for(stage: str):
-    """The layer slider takes part in a layer's stages only, the head slider in attention's: elsewhere each is
-    greyed out, so nobody moves one at the embedding and waits for a change that cannot come."""
-    return gr.Slider(interactive=stage in use.LAYER_STAGES), gr.Slider(interactive=stage in use.HEAD_STAGES)
 
 
 def controls(model: str, stage: str):
@@ -165,11 +168,10 @@ def build(lang: gr.State | None = None) -> Action | None:
                                 label=_("forward.stage"), elem_id="forward-stage", scale=3)
             ahead = gr.Button(_("forward.next"), size="sm", elem_id="forward-next", scale=1)
         with gr.Row():
-            # the walk opens at the ids, which have neither a layer nor a head (`sliders_for`)
             layer = gr.Slider(0, max(1, first["n_layer"] - 1), value=0, step=1, label=_("forward.layer"),
-                              interactive=False, elem_id="forward-layer")
+                              elem_id="forward-layer")
             head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
-                             interactive=False, elem_id="forward-head")
+                             elem_id="forward-head")
             follow = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
                                elem_id="forward-follow")
             translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
@@ -198,7 +200,6 @@ def build(lang: gr.State | None = None) -> Action | None:
         for control in (stage, stack, cross):
             events.on(control.input, forward_stage, inputs, outputs, api_name=False, reslice=True)
         events.on(stack.change, *sized, api_visibility="private", reslice=True)  # a step can switch the stack too
-        events.on(stage.change, sliders_for, stage, [layer, head], api_visibility="private", reslice=True)
         for slider in (layer, head, follow):
             events.on(slider.release, forward_stage, inputs, outputs, api_name=False, reslice=True)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")

@@ -60,9 +60,9 @@ def test_the_walk_steps_through_every_stage_with_the_stage_lit_and_its_numbers_d
     assert "-log" in said or "loss" in said
 
 
-# whether the layer and the head slider can be moved: [layer, head]
+# whether the layer and the head slider take a drag: [layer, head]
 MOVABLE = """() => ['#forward-layer', '#forward-head'].map((id) =>
-  !document.querySelector(id + ' input[type=range]').disabled)"""
+  getComputedStyle(document.querySelector(id)).pointerEvents !== 'none')"""
 
 
 def test_the_layer_and_head_sliders_can_be_moved_only_where_the_stage_has_them(visit):

@@ -138,10 +138,3 @@ def test_the_follow_slider_spans_the_walks_tokens_once_it_is_run():
     assert sized == {"maximum": n - 1, "value": n - 1} and n > 3
     assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 2).constructor_args["value"] == 2
 
-
-@pytest.mark.parametrize("stage, layer, head", [("ids", False, False), ("embed", False, False), ("norm", True, False),
-                                                ("qkv", True, True), ("attn", True, True), ("ff", True, False),
-                                                ("block_out", True, False), ("logits", False, False)])
-def test_the_layer_and_head_sliders_take_part_only_in_the_stages_that_have_them(stage, layer, head):
-    sliders = tab.sliders_for(stage)
-    assert [s.constructor_args["interactive"] for s in sliders] == [layer, head]
