@@ -172,8 +172,8 @@ def build(lang: gr.State | None = None) -> Action | None:
                               elem_id="forward-layer")
             head = gr.Slider(0, max(1, first["n_head"] - 1), value=0, step=1, label=_("forward.head"),
                              elem_id="forward-head")
-            follow = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=0, step=1, label=_("forward.follow"), info=_("forward.follow_click"),
-                               elem_id="forward-follow")
+            follow = gr.Slider(0, MAX_DRAWN_TOKENS - 1, value=0, step=1, label=_("forward.follow"),
+                               info=_("forward.follow_click"), elem_id="forward-follow")
             translator = models.checkpoint(offered[labels[0]]).kind.role == "translator"
             # a translator's two switches, one above the other: five controls side by side squeezed the follow
             # slider's label into a column of four characters on a Chinese projector page. A walk starts where

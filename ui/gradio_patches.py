@@ -562,7 +562,7 @@ def no_matplotlib() -> None:
     """Say once that matplotlib is not installed (idempotent). Gradio 6.31 runs every call of every event inside
     `MatplotlibBackendMananger` (route_utils.py), which imports matplotlib on entering and again on leaving, to
     switch its backend, and passes on ImportError. This app draws with plotly and has no matplotlib, so each call
-    searched every folder of sys.path twice for it: a twentieth of a lecture hall's work on one link. A None in
+    of a lecture hall searched every folder of sys.path for it twice, on disk, beside the hall's work. A None in
     sys.modules is Python's own mark for a module not to be imported: the import then fails at once, and Gradio
     passes as before. Where matplotlib is installed, nothing changes."""
     if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:

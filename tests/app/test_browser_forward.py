@@ -73,7 +73,8 @@ def test_the_layer_and_head_sliders_can_be_moved_only_where_the_stage_has_them(v
     for n, movable in ((2, [False, False]), (3, [True, False]), (4, [True, True])):  # embedding, norm, Q K V
         visit.page.locator("#forward-next").click()
         _wait_stage(visit, n)
-        visit.page.wait_for_function(f"() => JSON.stringify(({MOVABLE})()) === '{str(movable).lower().replace(' ', '')}'")
+        shown = str(movable).lower().replace(" ", "")
+        visit.page.wait_for_function(f"() => JSON.stringify(({MOVABLE})()) === '{shown}'")
         if n == 3:  # the slider that cannot move fades, the other stays as it was
             faded = visit.page.evaluate("""() => ['#forward-layer', '#forward-head'].map((id) =>
                 getComputedStyle(document.querySelector(id)).opacity)""")

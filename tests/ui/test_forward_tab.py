@@ -137,4 +137,3 @@ def test_the_follow_slider_spans_the_walks_tokens_once_it_is_run():
     sized = tab.follow_range("shakespeare-lm (language model)", text, "decoder", 99).constructor_args
     assert sized == {"maximum": n - 1, "value": n - 1} and n > 3
     assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 2).constructor_args["value"] == 2
-
