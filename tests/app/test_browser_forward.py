@@ -80,7 +80,10 @@ def test_the_layer_and_head_sliders_can_be_moved_only_where_the_stage_has_them(v
                 getComputedStyle(document.querySelector(id)).opacity)""")
             assert faded == ["1", "0.45"], faded
             visit.screenshot("forward-norm-sliders")
-    # a link (a lecture step) that opens at an attention stage can move both at once
+
+
+def test_a_link_to_an_attention_stage_can_move_both_sliders(visit):  # a lecture step opens there
+    text = quote("The cat sat on the mat.")
     visit.open(f"?tab=forward&model=shakespeare-lm+(language+model)&text={text}&stage=attn&layer=2&head=3")
     _wait_stage(visit, 7)
     visit.page.wait_for_function(f"() => JSON.stringify(({MOVABLE})()) === '[true,true]'")
