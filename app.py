@@ -180,8 +180,6 @@ def _wire(demo: gr.Blocks, shell: Shell, tabs: gr.Tabs, tab_items: list, actions
                                  api_visibility="private",
                                  **events.queue_settings(action.api_name, f"opened-{action.api_name}"))
             events.clear_on_failure(drawn, action.outputs)
-            for fn, inputs, outputs in action.then:
-                events.on(drawn.success, fn, in_page_language(inputs), outputs, api_visibility="private", reslice=True)
             for fn, inputs, outputs in action.also:
                 redraw.click(fn, in_page_language(inputs), outputs, api_visibility="private")
             light = events.ENDPOINTS.get(action.api_name, events.DEFAULT).group is None  # not an LLM's, not training

@@ -213,19 +213,6 @@ def walk(model: str, text: str | None) -> Walk:
     return run if not cut else Walk(**{**run.__dict__, "notice": notice(cut, run.notice)})
 
 
-def positions(model: str, text: str | None, stack: str | None = None) -> int | None:
-    """How many tokens a stack reads in the walk of `model` on `text`, if that walk is kept (None otherwise, or for
-    a text or model it cannot read: the walk itself says why); never computes one."""
-    try:
-        name, text, _ = _read(model, text)
-    except InputError:
-        return None
-    try:
-        return len(_walks.get(models.key(name, text), _not_kept).labels(stack))
-    except LookupError:
-        return None
-
-
 def _read(model: str, text: str | None) -> tuple[str, str, str]:
     """(the checkpoint's name, the text it reads, the notice of a cut): the walk's one way in."""
     name = models.resolve(model)
@@ -233,10 +220,6 @@ def _read(model: str, text: str | None) -> tuple[str, str, str]:
         raise InputError(Message("forward.no_gpt2"))
     text, cut = reading.prepare(name, text, Message("attention.type_text"))
     return name, text, cut
-
-
-def _not_kept():
-    raise LookupError("no walk kept")  # RunCache.get raises a computation's error, and keeps nothing
 
 
 def _not_logits(name: str) -> bool:

@@ -15,7 +15,7 @@ from lab import attention as use, models as registry, store, tokens
 from lab.policy import MAX_DRAWN_TOKENS, InputError, notice
 from ui import heads as heads_section
 from ui import events
-from ui.handlers import cached, Action, handler, model_changed
+from ui.handlers import cached, Action, handler, model_changed, positions_slider
 from ui.i18n import choice, language, text as _
 from views import attention as views
 from views.kit import plain
@@ -48,7 +48,9 @@ def examples(offered: dict[str, str]) -> list[list[str]]:
 @handler
 def attention(model: str, text: str, group: str, layer: float, head: float, query: float, lang: str = "en"):
     """Every attention head of a shipped model on a text: (notice, layer x head grid, selected head,
-    head average per layer, one query's row in every head, attention rollout), as Plotly figures.
+    head average per layer, one query's row in every head, attention rollout), as Plotly figures, and the
+    query slider spanning the text's queries (in the same answer: an event of its own after the run cost each
+    click its round trip while the figures drew).
 
     Args:
         model: the model, as the picker names it or by its checkpoint name, e.g. "shakespeare-lm (language model)"
@@ -61,7 +63,8 @@ def attention(model: str, text: str, group: str, layer: float, head: float, quer
     run = use.attention_run(model, text, group)
     notices = [run.notice]
     layer, head, query = run.focus(layer, head, query, notices)
-    return render(notice(*notices), lang), *views.figures(run, layer, head, query, lang)
+    return (render(notice(*notices), lang), *views.figures(run, layer, head, query, lang),
+            positions_slider(run.attn.shape[2], query))
 
 
 @cached
@@ -150,7 +153,7 @@ def build(lang: gr.State | None = None) -> Action | None:
         found, opened, section = heads_section.build(model, text, group, lang, focus)
 
         inputs = [model, text, group, layer, head, query, lang]
-        outputs = [notice_box, grid, head_fig, average, rows_fig, rollout]
+        outputs = [notice_box, grid, head_fig, average, rows_fig, rollout, query]
         events.on(run.click, attention, inputs, outputs, api_name="attention")
         events.on(text.submit, attention, inputs, outputs, api_name=False)
         events.on(group.input, attention, inputs, outputs, api_name=False)

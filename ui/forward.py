@@ -15,7 +15,7 @@ from lab import forward as use
 from lab import models, store
 from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import events
-from ui.handlers import Action, cached, handler
+from ui.handlers import Action, cached, handler, positions_slider
 from ui.i18n import choice, language, text as _
 from views import forward as views
 from views.kit import placeholder
@@ -57,7 +57,8 @@ def _drawn(run, piece, stack: str, cross: bool, lang: str):
 def forward_stage(model: str, text: str, stage: str, layer: float, head: float, stack: str, cross: bool,
                   follow: float, lang: str = "en"):
     """One stage of a shipped model's forward pass on a text: (what it does, the architecture with the stage
-    lit, the stage's matrix as a heatmap, the followed token's row), as Markdown, SVG (in HTML) and Plotly figures.
+    lit, the stage's matrix as a heatmap, the followed token's row), as Markdown, SVG (in HTML) and Plotly figures,
+    and the follow slider spanning the stack's tokens.
 
     Args:
         model: the model, as the picker names it, or its checkpoint name (e.g. "shakespeare-lm")
@@ -72,7 +73,7 @@ def forward_stage(model: str, text: str, stage: str, layer: float, head: float, 
     """
     run = use.walk(model, text)
     piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-    return _drawn(run, piece, stack, cross, lang)
+    return (*_drawn(run, piece, stack, cross, lang), _follow_slider(run, stack, follow))
 
 
 def _stepper(by: int):
@@ -85,18 +86,14 @@ def _stepper(by: int):
         run = use.walk(model, text)
         stage, stack, cross = use.step(run, stage, stack, cross, by)
         piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-        return (stage, stack, cross, *_drawn(run, piece, stack, cross, lang))
+        return (stage, stack, cross, *_drawn(run, piece, stack, cross, lang), _follow_slider(run, stack, follow))
     return forward_step
 
 
-def follow_range(model: str, text: str, stack: str, follow: float):
-    """The follow slider spans the positions of the stack drawn (the walk just run, kept), so it never offers a
-    token past the text's end; a value beyond them moves to the last. Left as it is before a walk is run."""
-    n = use.positions(model, text, stack)
-    if n is None:
-        return gr.Slider()
-    last = max(1, n - 1)
-    return gr.Slider(maximum=last, value=min(follow, last))
+def _follow_slider(run, stack: str, follow: float):
+    """The follow slider spanning the tokens of the stack drawn (a translator's source and written target differ),
+    in the stage's own answer: an event of its own after each walk cost the click a second round trip."""
+    return positions_slider(len(run.labels(stack)), follow)
 
 
 def controls(model: str, stage: str):
@@ -192,14 +189,11 @@ def build(lang: gr.State | None = None) -> Action | None:
                 matrix = gr.Plot(show_label=False, elem_id="forward-heatmap")
                 row = gr.Plot(show_label=False, elem_id="forward-row")
         inputs = [model, text, stage, layer, head, stack, cross, follow, lang]
-        outputs = [said, diagram, matrix, row]
-        sized = (follow_range, [model, text, stack, follow], follow)
-        for dependency in (events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage"),
-                           events.on(text.submit, forward_stage, inputs, outputs, api_name=False)):
-            events.on(dependency.success, *sized, api_visibility="private", reslice=True)
+        outputs = [said, diagram, matrix, row, follow]
+        events.on(run.click, forward_stage, inputs, outputs, api_name="forward_stage")
+        events.on(text.submit, forward_stage, inputs, outputs, api_name=False)
         for control in (stage, stack, cross):
             events.on(control.input, forward_stage, inputs, outputs, api_name=False, reslice=True)
-        events.on(stack.change, *sized, api_visibility="private", reslice=True)  # a step can switch the stack too
         for slider in (layer, head, follow):
             events.on(slider.release, forward_stage, inputs, outputs, api_name=False, reslice=True)
         shell = dict(queue=False, api_visibility="private", show_progress="hidden")
@@ -214,4 +208,4 @@ def build(lang: gr.State | None = None) -> Action | None:
         # built with every stage a link or the API may name)
         for opened in (model.change, forward_tab.select):
             events.on(opened, controls, [model, stage], [stage, layer, head, switches], api_name=False)
-    return Action(forward_stage, inputs, outputs, "forward_stage", then=(sized,))
+    return Action(forward_stage, inputs, outputs, "forward_stage")

@@ -68,9 +68,6 @@ class Action:
     # other parts of the tab that are always on screen, as (fn, inputs, outputs): the page's language
     # redraws them too, when it is set and when it is switched
     also: tuple = ()
-    # controls sized to the run just drawn, as (fn, inputs, outputs): run once the action has succeeded, from its
-    # button and from a link alike (the Forward pass's follow slider spans the text's tokens)
-    then: tuple = ()
 
 
 def model_changed(model: str, layer: float, head: float):
@@ -80,6 +77,13 @@ def model_changed(model: str, layer: float, head: float):
         return gr.Slider(), gr.Slider()
     (top_layer, layer), (top_head, head) = sizes
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
+
+
+def positions_slider(n: int, value: float):
+    """A position slider spanning the n positions of the run just drawn, so it never offers a token past the text's
+    end (a value beyond them moves to the last), sent in the view's own answer."""
+    last = max(1, n - 1)
+    return gr.Slider(maximum=last, value=min(value, last))
 
 
 def when_typed(fn, n_outputs: int):

@@ -16,7 +16,7 @@ from i18n import render, t
 from lab import masking as use, store
 from lab.policy import notice, quoted
 from ui import events
-from ui.handlers import cached, Action, handler, model_changed
+from ui.handlers import cached, Action, handler, model_changed, positions_slider
 from ui.i18n import choice, language, text as _
 from views import attention as attention_views
 from views import masking as views
@@ -27,13 +27,15 @@ FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar
 
 
 def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str], lang: str):
-    """The attention, loss and top-5 figures of one run, at the chosen layer, head and position."""
+    """The attention, loss and top-5 figures of one run, at the chosen layer, head and position, and the position
+    slider spanning the run's tokens."""
     layer, head, position, weights, predictions = run.focus(layer, head, position, notices)
     attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"],
                                              [render(name, lang) for name in run.runs],
                                              t("masking.attention_title", lang, layer=layer, head=head), lang)
     return (attention, views.loss_figure(run.losses, run.labels, lang),
-            views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}", lang))
+            views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}", lang),
+            positions_slider(len(run.labels), position))
 
 
 @cached
@@ -123,7 +125,7 @@ def build(lang: gr.State | None = None) -> Action:
             loss = gr.Plot(label=_("masking.loss_label"))
             top = gr.Plot(label=_("masking.top_label"))
         inputs = [text, text_b, kind, w, dilation, global_text, causal, layer, head, position, model, lang]
-        outputs = [notice_box, gallery, attention, loss, top]
+        outputs = [notice_box, gallery, attention, loss, top, position]
         events.on(run.click, masking, inputs, outputs, api_name="masking")
         # on change, not input: a link that names SmolLM2 left the sliders at the Shakespeare LM's 6 layers
         model.change(picked, [model, layer, head], [layer, head], queue=False, api_visibility="private",

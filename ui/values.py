@@ -43,9 +43,9 @@ def wrong_kind(component, payload) -> str | None:
     return None  # other kinds: their own preprocess judges
 
 
-# The position sliders a run sizes, by elem_id (the Forward pass's follow slider, ui/forward.follow_range): built to
-# span every position a view draws, narrowed to the text's once it is drawn
-SIZED_BY_RUN = ("forward-follow",)
+# The position sliders a run sizes in its view's answer, by elem_id (the Forward pass's follow slider, Attention's
+# query slider, Masking's position): built to span every position a view draws, narrowed to the text's once drawn
+SIZED_BY_RUN = ("forward-follow", "query_token", "position_for_the_top_5_guesses")
 
 
 def within_run(component, payload):

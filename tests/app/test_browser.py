@@ -253,6 +253,12 @@ def test_masking_shows_the_mask_gallery(visit):
     gallery = plot(panel, "Mask gallery")
     gallery.locator("g.hm image").first.wait_for()
     assert heatmaps(gallery) >= 4  # none, causal, padding, windows...
+    # the position slider spans the text's tokens: it ends where the loss curve does (a loss per token after the first)
+    loss = plot(panel, "Per-token loss").locator(".js-plotly-plot")
+    loss.locator("g.trace").first.wait_for()
+    predicted = loss.evaluate("(gd) => gd._fullData[0].x.length")
+    visit.page.wait_for_function(f"""() => document.querySelector(
+        '#position_for_the_top_5_guesses input[type=range]').max === '{predicted}'""")
     visit.screenshot("masking")
 
 

@@ -86,6 +86,26 @@ def test_the_drawn_grid_and_head_hold_the_models_own_weights(attention_page):
     assert grid["x"][:T] == [f"H0 {i}:{t}" for i, t in enumerate(run.k_labels)]
 
 
+def test_the_query_slider_spans_the_texts_tokens_once_drawn(attention_page):
+    visit, run = attention_page
+    last = run.attn.shape[2] - 1
+    assert QUERY < last < 127  # a shorter text than the slider spans before a run, a query that fits
+    slider = visit.page.locator("#query_token")
+    visit.page.wait_for_function(f"""() => document.querySelector('#query_token input[type=range]').max === '{last}'""")
+    assert slider.get_by_test_id("max-value").inner_text() == str(last)
+    assert slider.locator("input[type=number]").input_value() == str(QUERY)
+
+
+def test_the_run_button_sizes_the_query_slider_to_the_new_text(own_attention_page):
+    visit, _ = own_attention_page
+    longer = TEXT + " It is the east, and Juliet is the sun."
+    visit.page.locator("#text textarea").fill(longer)
+    visit.page.locator("#attention-run").click()
+    last = use.attention_run(LM, longer).attn.shape[2] - 1
+    visit.page.wait_for_function(f"""() => document.querySelector('#query_token input[type=range]').max === '{last}'""")
+    assert visit.page.locator("#query_token").get_by_test_id("max-value").inner_text() == str(last)
+
+
 def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_and_png(attention_page):
     visit, run = attention_page
     figure = visit.page.locator("#attention-grid .js-plotly-plot")

@@ -450,20 +450,6 @@ def test_the_walk_is_computed_once_and_every_stage_is_a_slice_of_it(monkeypatch)
         forward.stage_slice(again, stage, 1, 1, None, False, 3)
 
 
-def test_positions_counts_a_kept_walks_tokens_per_stack_and_never_runs_the_model(monkeypatch):
-    """What sizes the Forward tab's follow slider: a translator's source and its written target differ."""
-    text = "pig latin"
-    monkeypatch.setattr(forward, "_compute", lambda *args: pytest.fail("positions ran the model"))
-    assert forward.positions("translate-pig-latin", text) is None  # no walk kept yet: nothing computed
-    assert forward.positions("translate-pig-latin", "   ") is None  # nothing to read: the walk itself says so
-    monkeypatch.undo()
-    run = forward.walk("translate-pig-latin", text)
-    source, target = (forward.positions("translate-pig-latin", text, stack) for stack in ("encoder", "decoder"))
-    assert (source, target) == (len(run.labels("encoder")), len(run.labels("decoder"))) and source != target
-    lm = forward.walk("shakespeare-lm", TEXTS["shakespeare-lm"])
-    assert forward.positions("shakespeare-lm", TEXTS["shakespeare-lm"]) == len(lm.labels()) > 5
-
-
 def test_the_walk_reads_through_the_reading_path_and_says_when_the_model_cannot_read_the_text():
     """A text the model cannot read gets the reading path's one line, as the Attention tab's does, and an
     empty one the reading path's error."""
@@ -494,8 +480,8 @@ def test_a_modern_decoders_every_stage_draws_with_its_real_sizes(modern, lang):
 
     run = modern["tiny-gemma"]
     for stage in run.stages:
-        says, diagram, *figures = tab.forward_stage("tiny-gemma", TEXTS["shakespeare-lm"], stage, 0, 5, "decoder",
-                                                    False, 3, lang)
+        says, diagram, *figures, _ = tab.forward_stage("tiny-gemma", TEXTS["shakespeare-lm"], stage, 0, 5,
+                                                       "decoder", False, 3, lang)  # the last, the follow slider
         assert diagram.count('class="box lit"') == 1 and 'data-stage="pooled"' not in diagram, stage
         assert "H_kv=1" in diagram and "RMSNorm" in diagram
         assert i18n.t("forward.stage.mask_window", lang, w=5) in diagram  # layer 0's mask: a window of 5 keys

@@ -155,8 +155,8 @@ def test_attention_while_generating_matches_one_full_pass(model_dir):
 
 
 def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(model_dir):
-    notice, grid, head, average, rows, rollout = figures(tab.attention(label_of("lm"), "To be, or not to be " * 40,
-                                                               "decoder", 1, 2, 3))
+    notice, grid, head, average, rows, rollout, query = figures(tab.attention(label_of("lm"),
+                                                                      "To be, or not to be " * 40, "decoder", 1, 2, 3))
     assert f"the first {MAX_DRAWN_TOKENS} are used" in notice
     run = use.attention_run("lm", "To be, or not to be " * 40, "decoder")
     assert run.attn.shape == (SMALL["n_layer"], SMALL["n_head"], MAX_DRAWN_TOKENS, MAX_DRAWN_TOKENS)
@@ -164,6 +164,22 @@ def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(mode
     assert grid.data[0].type == "image"
     np.testing.assert_allclose(np.asarray(head.data[0].z), run.attn[1, 2], atol=5e-4)
     np.testing.assert_allclose(np.asarray(rollout.data[0].z), run.rollout, atol=5e-4)
+    assert query.constructor_args == {"maximum": MAX_DRAWN_TOKENS - 1, "value": 3}
+
+
+def test_the_query_slider_spans_the_runs_queries_in_the_same_answer(model_dir):
+    """The answer sizes the query slider to the text drawn: it ends at the last query, a position past the text's
+    end moves there (as the figures' notice says), one that fits stays; a translator's queries are its decoder's."""
+    text = "To be, or not to be"
+    *_, query = tab.attention(label_of("lm"), text, "decoder", 0, 0, 99)
+    n = use.attention_run("lm", text, "decoder").attn.shape[2]
+    assert 3 < n < MAX_DRAWN_TOKENS
+    assert query.constructor_args == {"maximum": n - 1, "value": n - 1}
+    *_, query = tab.attention(label_of("lm"), text, "decoder", 0, 0, 2)
+    assert query.constructor_args == {"maximum": n - 1, "value": 2}
+    *_, query = tab.attention(label_of("translate-test"), "abc", "cross", 0, 0, 50)
+    n = use.attention_run("translate-test", "abc", "cross").attn.shape[2]
+    assert query.constructor_args["maximum"] == max(1, n - 1)
 
 
 def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
@@ -174,7 +190,7 @@ def test_classifier_handler_shows_bidirectional_self_attention(model_dir):
 
 @pytest.mark.parametrize("group", ["encoder", "decoder", "cross"])
 def test_translator_handler_shows_each_attention(model_dir, group):
-    notice, grid, *_, rollout = figures(tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0))
+    notice, grid, *_, rollout, _ = figures(tab.attention(label_of("translate-test"), "hello", group, 0, 0, 0))
     z = grid_blocks(grid.data[0].z, SMALL["n_layer"], SMALL["n_head"])[0, 0]
     target = len(notice.split("**")[1]) + 1  # <s> + the written characters
     expected = {"encoder": (6, 6), "decoder": (target, target), "cross": (target, 6)}[group]  # 'hello' + </s>

@@ -33,7 +33,7 @@ def opened(linked, params: dict[str, str]):
     tab_id, values = apply(params, links)
     assert tab_id == "forward"
     args = [values.get(id(c), c.value) for c in action.inputs[:-1]]  # the last input is the page's language
-    says, diagram, *figures = action.fn(*args, params.get("lang", "en"))
+    says, diagram, *figures, _ = action.fn(*args, params.get("lang", "en"))  # the last, the follow slider
     return says, diagram, *(json.loads(f.plot) for f in figures)  # as the page receives the figures
 
 
@@ -128,12 +128,22 @@ def test_the_ids_stage_names_no_trace_point_it_does_not_read(linked, lang):
     assert t("forward.points", lang, points="", output="")[:4] in later  # a stage read from the trace says where
 
 
-def test_the_follow_slider_spans_the_walks_tokens_once_it_is_run():
-    """Before a walk the slider is left alone (nothing is computed for it); after, it ends at the last token, and a
-    position past the text's end moves there."""
-    text = "A cat sat."
-    assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 9).constructor_args == {}
-    n = len(use.walk("shakespeare-lm (language model)", text).labels())
-    sized = tab.follow_range("shakespeare-lm (language model)", text, "decoder", 99).constructor_args
-    assert sized == {"maximum": n - 1, "value": n - 1} and n > 3
-    assert tab.follow_range("shakespeare-lm (language model)", text, "decoder", 2).constructor_args["value"] == 2
+def test_the_follow_slider_spans_the_walks_tokens_in_the_stages_answer():
+    """A stage's answer ends the follow slider at the last token of the stack drawn: a position past the text's end
+    moves there, one that fits stays; a translator's source and written target differ, and a step from its
+    encoder onto its decoder sizes the slider to the decoder's tokens."""
+    text, label = "A cat sat.", "shakespeare-lm (language model)"
+    n = len(use.walk(label, text).labels())
+    *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, 99)
+    assert follow.constructor_args == {"maximum": n - 1, "value": n - 1} and n > 3
+    *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, 2)
+    assert follow.constructor_args == {"maximum": n - 1, "value": 2}
+    run = use.walk("translate-pig-latin", "pig latin")
+    source, target = len(run.labels("encoder")), len(run.labels("decoder"))
+    assert source != target
+    for stack, n in (("encoder", source), ("decoder", target)):
+        *_, follow = tab.forward_stage("translate-pig-latin", "pig latin", "embed", 0, 0, stack, False, 99)
+        assert follow.constructor_args["maximum"] == n - 1, stack
+    stage, stack, cross, *_, follow = tab._stepper(+1)("translate-pig-latin", "pig latin", "final_norm", 0, 0,
+                                                       "encoder", False, 99)
+    assert (stage, stack) == ("ids", "decoder") and follow.constructor_args["maximum"] == target - 1
