@@ -79,7 +79,8 @@ def attention_focus(model: str, text: str, group: str, layer: float, head: float
 @handler
 def attention_generate(model: str, text: str, n_new: float, layer: float, head: float, step: float,
                        lang: str = "en"):
-    """Generate greedily and show each new token's attention row: one head's staircase, one step's rows."""
+    """Generate greedily and show each new token's attention row: one head's staircase, one step's rows, and the
+    step slider spanning the tokens generated."""
     gen = use.while_generating_run(model, text, n_new)
     notices = [gen.notice]
     layer, head = gen.head(layer, head, notices)
@@ -89,7 +90,7 @@ def attention_generate(model: str, text: str, n_new: float, layer: float, head: 
                                                         token=plain(repr(chosen))), lang)
     cut = render(notice(*notices), lang)
     continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')
-    return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig
+    return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig, positions_slider(len(gen.rows), step)
 
 
 def group_for(model: str, group: str):
@@ -162,7 +163,7 @@ def build(lang: gr.State | None = None) -> Action | None:
         events.on(model.change, model_changed, [model, layer, head], [layer, head], api_name=False)
         events.on(model.input, group_for, [model, group], group, queue=False, api_visibility="private")
         generate_inputs = [model, text, n_new, layer, head, step, lang]
-        generate_outputs = [continuation, staircase, step_fig]
+        generate_outputs = [continuation, staircase, step_fig, step]
         events.on(go_button.click, attention_generate, generate_inputs, generate_outputs,
                   api_name="attention_generate")
         events.on(step.release, attention_generate, generate_inputs, generate_outputs, api_name=False)

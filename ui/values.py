@@ -15,6 +15,8 @@ import math
 
 import gradio as gr
 
+from lab.attention import MAX_NEW_TOKENS
+from lab.masking import MAX_TOKENS as MAX_MASKED_TOKENS
 from lab.policy import MAX_DRAWN_TOKENS
 
 CHOICE = (str, int, float)  # one choice of a picker: its value (pickers of whole numbers have int choices)
@@ -43,9 +45,10 @@ def wrong_kind(component, payload) -> str | None:
     return None  # other kinds: their own preprocess judges
 
 
-# The position sliders a run sizes in its view's answer, by elem_id (the Forward pass's follow slider, Attention's
-# query slider, Masking's position): built to span every position a view draws, narrowed to the text's once drawn
-SIZED_BY_RUN = ("forward-follow", "query_token", "position_for_the_top_5_guesses")
+# The position sliders a run sizes in its view's answer, by elem_id, each with the last position its view ever draws
+# (the slider's built end): narrowed to the run's positions once drawn
+SIZED_BY_RUN = {"forward-follow": MAX_DRAWN_TOKENS - 1, "query_token": MAX_DRAWN_TOKENS - 1,
+                "position_for_the_top_5_guesses": MAX_MASKED_TOKENS - 1, "step": MAX_NEW_TOKENS - 1}
 
 
 def within_run(component, payload):
@@ -54,7 +57,7 @@ def within_run(component, payload):
     the new end, which Gradio's slider refuses: it moves to the last position, as the view itself would move it. A
     value outside every position a view draws is left for the slider to refuse."""
     if (isinstance(component, gr.Slider) and component.elem_id in SIZED_BY_RUN and _number(payload)
-            and component.maximum < payload <= MAX_DRAWN_TOKENS - 1):
+            and component.maximum < payload <= SIZED_BY_RUN[component.elem_id]):
         return component.maximum
     return payload
 

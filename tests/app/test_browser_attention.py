@@ -106,6 +106,14 @@ def test_the_run_button_sizes_the_query_slider_to_the_new_text(own_attention_pag
     assert visit.page.locator("#query_token").get_by_test_id("max-value").inner_text() == str(last)
 
 
+def test_the_step_slider_spans_the_tokens_generated(own_attention_page):
+    visit, _ = own_attention_page
+    visit.page.get_by_text("Attention while generating (language models)").click()  # opening it runs its view
+    n_new = int(visit.page.locator("#new_tokens input[type=number]").input_value())
+    visit.page.wait_for_function(f"""() => document.querySelector('#step input[type=range]').max === '{n_new - 1}'""")
+    assert n_new - 1 < 39  # narrower than the slider is built (the most tokens it may generate)
+
+
 def test_hovering_a_cell_shows_its_weight_and_the_figure_downloads_as_numbers_and_png(attention_page):
     visit, run = attention_page
     figure = visit.page.locator("#attention-grid .js-plotly-plot")

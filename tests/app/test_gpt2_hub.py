@@ -39,7 +39,7 @@ store.set_model_dir(sys.argv[1])
 *_, (notice, text, _, _, _, _, session) = generate.generate(
     GPT2, {PROMPT!r}, "greedy", 0.0, 0, 1.0, 0.0, 1.0, {NEW_TOKENS}, 0, 1, 1.0)
 heads = attention.attention(GPT2_LABEL, {PROMPT!r}, "decoder", 1, 1, 3)
-continuation, staircase, _ = attention.attention_generate(GPT2_LABEL, {PROMPT!r}, 4, 1, 1, 2)
+continuation, staircase, _, _ = attention.attention_generate(GPT2_LABEL, {PROMPT!r}, 4, 1, 1, 2)
 model = store.gpt2()[0]
 print(json.dumps({{"generate_notice": notice, "ids": session.ids, "n_prompt": session.n_prompt,
                   "attention_notice": heads[0], "grid_title": figure(heads[1]).layout.title.text,

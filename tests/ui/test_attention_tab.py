@@ -204,8 +204,11 @@ def test_translator_handler_shows_each_attention(model_dir, group):
 
 
 def test_generation_handler_draws_the_staircase(model_dir):
-    text, staircase, step = figures(tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2))
+    text, staircase, step, slider = figures(tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2))
     assert "Continuation" in text
+    assert slider.constructor_args == {"maximum": 4, "value": 2}  # the step slider spans the 5 tokens generated
+    *_, slider = tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 9)
+    assert slider.constructor_args == {"maximum": 4, "value": 4}  # a step past them moves to the last
     z = np.asarray(staircase.data[0].z, dtype=float)
     assert z.shape[0] == 5 and np.isnan(z[0, -1]) and not np.isnan(z[-1, -1])
     np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=5e-4 * z.shape[1])  # each weight to 3 decimals

@@ -566,3 +566,10 @@ def test_a_position_sent_before_the_page_heard_of_a_shorter_run_moves_to_its_las
         narrowed.preprocess(500)  # past every position a view draws: refused, as any slider refuses it
     with pytest.raises(gr.Error):
         other.preprocess(8)  # a layer is no position: refused
+    with gr.Blocks():
+        masked = gr.Slider(0, 6, elem_id="position_for_the_top_5_guesses")
+        step = gr.Slider(0, 2, elem_id="step")
+    assert masked.preprocess(40) == 6 and step.preprocess(20) == 2
+    for slider, past in ((masked, 64), (step, 40)):  # past the last its own view ever draws (64, 40 tokens)
+        with pytest.raises(gr.Error):
+            slider.preprocess(past)
