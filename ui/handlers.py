@@ -79,11 +79,12 @@ def model_changed(model: str, layer: float, head: float):
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
-def positions_slider(n: int, value: float):
+def positions_slider(n: int, value: float) -> dict:
     """A position slider spanning the n positions of the run just drawn, so it never offers a token past the text's
-    end (a value beyond them moves to the last), sent in the view's own answer."""
+    end (a value beyond them moves to the last), sent in the view's own answer. An update dict, not a gr.Slider:
+    a cached answer is measured by walking what it holds (lab/cache.nbytes), and a component holds the page."""
     last = max(1, n - 1)
-    return gr.Slider(maximum=last, value=min(value, last))
+    return gr.update(maximum=last) if value <= last else gr.update(maximum=last, value=last)
 
 
 def when_typed(fn, n_outputs: int):

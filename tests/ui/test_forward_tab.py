@@ -135,15 +135,15 @@ def test_the_follow_slider_spans_the_walks_tokens_in_the_stages_answer():
     text, label = "A cat sat.", "shakespeare-lm (language model)"
     n = len(use.walk(label, text).labels())
     *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, 99)
-    assert follow.constructor_args == {"maximum": n - 1, "value": n - 1} and n > 3
+    assert follow == gr.update(maximum=n - 1, value=n - 1) and n > 3
     *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, 2)
-    assert follow.constructor_args == {"maximum": n - 1, "value": 2}
+    assert follow == gr.update(maximum=n - 1, value=2)
     run = use.walk("translate-pig-latin", "pig latin")
     source, target = len(run.labels("encoder")), len(run.labels("decoder"))
     assert source != target
     for stack, n in (("encoder", source), ("decoder", target)):
         *_, follow = tab.forward_stage("translate-pig-latin", "pig latin", "embed", 0, 0, stack, False, 99)
-        assert follow.constructor_args["maximum"] == n - 1, stack
+        assert follow["maximum"] == n - 1, stack
     stage, stack, cross, *_, follow = tab._stepper(+1)("translate-pig-latin", "pig latin", "final_norm", 0, 0,
                                                        "encoder", False, 99)
-    assert (stage, stack) == ("ids", "decoder") and follow.constructor_args["maximum"] == target - 1
+    assert (stage, stack) == ("ids", "decoder") and follow["maximum"] == target - 1

@@ -64,7 +64,7 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
                                                                          True, 1, 3, 4))
     assert notice == ""  # nothing was cut or clamped
     n = len(store.tokenizer(use.LM).encode(TEXT))
-    assert position.constructor_args == {"maximum": n - 1, "value": 4}  # the slider spans the text's tokens
+    assert position == gr.update(maximum=n - 1, value=4)  # the slider spans the text's tokens
     assert len(loss.data) == 2 and len(top.data) == 2
     window = grid_blocks(attention.data[0].z, 1, 2)[0, 1]  # the two runs side by side: causal, then the chosen mask
     assert np.all(window[~build_mask("sliding_window", n, w=2, causal=True).allowed.numpy()] == 0)
@@ -81,7 +81,7 @@ def test_a_position_past_the_text_moves_to_its_last_token_on_the_slider_too(mode
     n = len(store.tokenizer(use.LM).encode("To be or"))
     notice, *_, position = figures(tab.masking("To be or", "To", "causal", 3, 2, "0", True, 0, 0, 40))
     assert f"can be 0 to {n - 1}; used {n - 1}." in notice
-    assert position.constructor_args == {"maximum": max(1, n - 1), "value": n - 1}
+    assert position == gr.update(maximum=max(1, n - 1), value=n - 1)
 
 
 def test_an_empty_second_text_is_named_in_the_message(model_dir):
