@@ -62,8 +62,8 @@ def attention(model: str, text: str, group: str, layer: float, head: float, quer
     """
     run = use.attention_run(model, text, group)
     notices = [run.notice]
-    layer, head, query = run.focus(layer, head, query, notices)
-    return (render(notice(*notices), lang), *views.figures(run, layer, head, query, lang),
+    layer, head, drawn = run.focus(layer, head, query, notices)
+    return (render(notice(*notices), lang), *views.figures(run, layer, head, drawn, lang),
             positions_slider(run.attn.shape[2], query))
 
 
@@ -84,9 +84,9 @@ def attention_generate(model: str, text: str, n_new: float, layer: float, head: 
     gen = use.while_generating_run(model, text, n_new)
     notices = [gen.notice]
     layer, head = gen.head(layer, head, notices)
-    step, chosen, rows, read = gen.step(step, notices)
+    drawn, chosen, rows, read = gen.step(step, notices)
     staircase = views.generation_heatmap(gen.rows, gen.labels, gen.n_prompt, layer, head, lang)
-    step_fig = views.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=step,
+    step_fig = views.query_rows_heatmap(rows, read, t("attention.step_title", lang, step=drawn,
                                                         token=plain(repr(chosen))), lang)
     cut = render(notice(*notices), lang)
     continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')

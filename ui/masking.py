@@ -29,12 +29,12 @@ FRIENDS = "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar
 def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str], lang: str):
     """The attention, loss and top-5 figures of one run, at the chosen layer, head and position, and the position
     slider spanning the run's tokens."""
-    layer, head, position, weights, predictions = run.focus(layer, head, position, notices)
+    layer, head, drawn, weights, predictions = run.focus(layer, head, position, notices)
     attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"],
                                              [render(name, lang) for name in run.runs],
                                              t("masking.attention_title", lang, layer=layer, head=head), lang)
     return (attention, views.loss_figure(run.losses, run.labels, lang),
-            views.top_predictions_figure(predictions, f"{position}:{run.labels[position]}", lang),
+            views.top_predictions_figure(predictions, f"{drawn}:{run.labels[drawn]}", lang),
             positions_slider(len(run.labels), position))
 
 

@@ -164,7 +164,7 @@ def test_language_model_handler_draws_every_figure_and_says_how_many_tokens(mode
     assert grid.data[0].type == "image"
     np.testing.assert_allclose(np.asarray(head.data[0].z), run.attn[1, 2], atol=5e-4)
     np.testing.assert_allclose(np.asarray(rollout.data[0].z), run.rollout, atol=5e-4)
-    assert query == gr.update(maximum=MAX_DRAWN_TOKENS - 1, value=3)
+    assert query == gr.update(maximum=MAX_DRAWN_TOKENS - 1)  # the value fits: only the end is sent
 
 
 def test_the_query_slider_spans_the_runs_queries_in_the_same_answer(model_dir):
@@ -176,7 +176,7 @@ def test_the_query_slider_spans_the_runs_queries_in_the_same_answer(model_dir):
     assert 3 < n < MAX_DRAWN_TOKENS
     assert query == gr.update(maximum=n - 1, value=n - 1)
     *_, query = tab.attention(label_of("lm"), text, "decoder", 0, 0, 2)
-    assert query == gr.update(maximum=n - 1, value=2)
+    assert query == gr.update(maximum=n - 1)  # a position that fits stays: only the end is sent
     *_, query = tab.attention(label_of("translate-test"), "abc", "cross", 0, 0, 50)
     n = use.attention_run("translate-test", "abc", "cross").attn.shape[2]
     assert query["maximum"] == max(1, n - 1)
@@ -206,7 +206,7 @@ def test_translator_handler_shows_each_attention(model_dir, group):
 def test_generation_handler_draws_the_staircase(model_dir):
     text, staircase, step, slider = figures(tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 2))
     assert "Continuation" in text
-    assert slider == gr.update(maximum=4, value=2)  # the step slider spans the 5 tokens generated
+    assert slider == gr.update(maximum=4)  # the step slider spans the 5 tokens generated
     *_, slider = tab.attention_generate(label_of("lm"), "To be, or not", 5, 0, 1, 9)
     assert slider == gr.update(maximum=4, value=4)  # a step past them moves to the last
     z = np.asarray(staircase.data[0].z, dtype=float)
