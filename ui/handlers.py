@@ -81,8 +81,9 @@ def model_changed(model: str, layer: float, head: float):
 
 def positions_slider(n: int, value: float) -> dict:
     """A position slider spanning the n positions of the run just drawn, so it never offers a token past the text's
-    end (a value beyond them moves to the last), sent in the view's own answer. An update dict, not a gr.Slider:
-    a cached answer is measured by walking what it holds (lab/cache.nbytes), and a component holds the page."""
+    end, sent in the view's own answer as an update (what Gradio makes of a returned component anyway). The value
+    is sent only when it must move to the last position: a position the person set while the answer travelled is
+    kept."""
     last = max(1, n - 1)
     return gr.update(maximum=last) if value <= last else gr.update(maximum=last, value=last)
 
