@@ -64,7 +64,7 @@ def attention(model: str, text: str, group: str, layer: float, head: float, quer
     notices = [run.notice]
     layer, head, drawn = run.focus(layer, head, query, notices)
     return (render(notice(*notices), lang), *views.figures(run, layer, head, drawn, lang),
-            positions_slider(run.attn.shape[2], query))
+            positions_slider(run.attn.shape[2], query, drawn))
 
 
 @cached
@@ -90,7 +90,8 @@ def attention_generate(model: str, text: str, n_new: float, layer: float, head: 
                                                         token=plain(repr(chosen))), lang)
     cut = render(notice(*notices), lang)
     continuation = t("attention.continuation", lang, text=f'<span class="model-text">{plain(repr(gen.continuation))}</span>')
-    return continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig, positions_slider(len(gen.rows), step)
+    return (continuation + (f"  \n{cut}" if cut else ""), staircase, step_fig,
+            positions_slider(len(gen.rows), step, drawn))
 
 
 def group_for(model: str, group: str):

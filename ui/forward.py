@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from i18n import render, t
+from i18n import Message, render, t
 from lab import forward as use
 from lab import models, store
-from lab.policy import MAX_DRAWN_TOKENS, notice
+from lab.policy import MAX_DRAWN_TOKENS, clamp, notice
 from ui import events
 from ui.handlers import Action, cached, handler, positions_slider
 from ui.i18n import choice, language, text as _
@@ -90,10 +90,12 @@ def _stepper(by: int):
     return forward_step
 
 
-def _follow_slider(run, stack: str, follow: float):
+def _follow_slider(run, stack: str, follow):
     """The follow slider spanning the tokens of the stack drawn (a translator's source and written target differ),
     in the stage's own answer: an event of its own after each walk cost the click a second round trip."""
-    return positions_slider(len(run.labels(stack)), follow)
+    n = len(run.labels(stack))
+    # the position the stage followed (its slice keeps the row drawn, one for a classifier's readouts)
+    return positions_slider(n, follow, clamp(follow, 0, n - 1, Message("setting.position")))
 
 
 def controls(model: str, stage: str):

@@ -79,13 +79,13 @@ def model_changed(model: str, layer: float, head: float):
     return gr.Slider(maximum=max(1, top_layer), value=layer), gr.Slider(maximum=max(1, top_head), value=head)
 
 
-def positions_slider(n: int, value: float) -> dict:
+def positions_slider(n: int, asked, drawn: int) -> dict:
     """A position slider spanning the n positions of the run just drawn, so it never offers a token past the text's
     end, sent in the view's own answer as an update (what Gradio makes of a returned component anyway). The value
-    is sent only when it must move to the last position: a position the person set while the answer travelled is
-    kept."""
+    is sent only when the view drew another position than the one asked (past the text's end, or none asked): a
+    position the person set while the answer travelled is kept."""
     last = max(1, n - 1)
-    return gr.update(maximum=last) if value <= last else gr.update(maximum=last, value=last)
+    return gr.update(maximum=last) if asked == drawn else gr.update(maximum=last, value=drawn)
 
 
 def when_typed(fn, n_outputs: int):

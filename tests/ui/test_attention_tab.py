@@ -177,6 +177,8 @@ def test_the_query_slider_spans_the_runs_queries_in_the_same_answer(model_dir):
     assert query == gr.update(maximum=n - 1, value=n - 1)
     *_, query = tab.attention(label_of("lm"), text, "decoder", 0, 0, 2)
     assert query == gr.update(maximum=n - 1)  # a position that fits stays: only the end is sent
+    *_, query = tab.attention(label_of("lm"), text, "decoder", 0, 0, None)  # an API client's null: the first drawn
+    assert query == gr.update(maximum=n - 1, value=0)
     *_, query = tab.attention(label_of("translate-test"), "abc", "cross", 0, 0, 50)
     n = use.attention_run("translate-test", "abc", "cross").attn.shape[2]
     assert query["maximum"] == max(1, n - 1)

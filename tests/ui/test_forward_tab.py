@@ -138,6 +138,8 @@ def test_the_follow_slider_spans_the_walks_tokens_in_the_stages_answer():
     assert follow == gr.update(maximum=n - 1, value=n - 1) and n > 3
     *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, 2)
     assert follow == gr.update(maximum=n - 1)  # a position that fits stays
+    *_, follow = tab.forward_stage(label, text, "attn", 0, 0, "decoder", False, None)  # an API client's null
+    assert follow == gr.update(maximum=n - 1, value=0)
     run = use.walk("translate-pig-latin", "pig latin")
     source, target = len(run.labels("encoder")), len(run.labels("decoder"))
     assert source != target
