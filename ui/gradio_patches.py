@@ -12,8 +12,8 @@ tests/app/test_browser_attention.py for the page's.
 2. The queue's door (`guard_queue`, Python): Queue.push admits any number of jobs from one visitor, and keeps
    a join it answered from a cache for good.
 3. Refused inputs (`guard`, Python): a component's preprocess may raise anything; the queue's cache probe
-   turns that into HTTP 500, and the message otherwise is Gradio's English, quoting Python. (A position past a
-   slider a run has just narrowed is moved to its end first, ui/values.within_run: a race, not a bad input.)
+   turns that into HTTP 500, and the message otherwise is Gradio's English, quoting Python. (A position slider a
+   run has narrowed is judged by its built range, ui/values.as_built: the next text may be longer.)
 4. The page's language while preprocessing (`speak_page_language`, Python): Gradio gives preprocess no request.
 5. The cache probe (`probing`, Python): whether the queue only asks for a cached answer is a private flag.
 6. Drawing a figure once (`gradio_patches.js`): Gradio's Plot draws each new figure twice and leaks the plot
@@ -277,7 +277,7 @@ def guard(component) -> None:
             error: Exception = TypeError(wrong)
         else:
             try:
-                return preprocess(self, values.within_run(self, payload))
+                return preprocess(values.as_built(self), payload)
             except Exception as e:  # noqa: BLE001 -- any refusal of a component is the client's input
                 error = e
         if caching._probe_mode_active.get():
@@ -301,7 +301,8 @@ def _reason(component, lang: str) -> str:
     if (kind := values.reason_id(component)) is not None:
         return t(kind, lang)
     if isinstance(component, (gr.Slider, gr.Number)):
-        low, high = component.minimum, component.maximum
+        judged = values.as_built(component)
+        low, high = judged.minimum, judged.maximum
         if low is None or high is None:
             return t("common.value_refused.number", lang)
         return t("common.value_refused.range", lang, low=low, high=high)

@@ -12,6 +12,7 @@ cannot take (ui/events._guard says which input and what it takes).
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -51,15 +52,15 @@ SIZED_BY_RUN = {"forward-follow": MAX_DRAWN_TOKENS - 1, "query_token": MAX_DRAWN
                 "position_for_the_top_5_guesses": MAX_MASKED_TOKENS - 1, "step": MAX_NEW_TOKENS - 1}
 
 
-def within_run(component, payload):
-    """`payload` as a position slider a run sized reads it. The page sends the value it shows when an event starts;
-    one started beside the event that narrowed the slider (a lecture step starts several) may carry a position past
-    the new end, which Gradio's slider refuses: it moves to the last position, as the view itself would move it. A
-    value outside every position a view draws is left for the slider to refuse."""
-    if (isinstance(component, gr.Slider) and component.elem_id in SIZED_BY_RUN and _number(payload)
-            and component.maximum < payload <= SIZED_BY_RUN[component.elem_id]):
-        return component.maximum
-    return payload
+def as_built(component):
+    """What a component's input is judged by: a position slider a run sized (SIZED_BY_RUN) by the range it was built
+    with, not the last run's. The next text may be longer than the last one (an API client's next call, a lecture
+    step that starts several events at once, a person who types a longer text): its position is the view's to draw,
+    clamped with a notice past the text's end, and the answer sizes the slider again. Other components as they are."""
+    end = SIZED_BY_RUN.get(component.elem_id) if isinstance(component, gr.Slider) else None
+    if end is None:
+        return component
+    return SimpleNamespace(minimum=component.minimum, maximum=end, precision=component.precision)
 
 
 def reason_id(component) -> str | None:

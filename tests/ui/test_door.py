@@ -554,22 +554,24 @@ def test_answers_outside_the_queue_are_gzipped_as_the_queues_stream_is():
     assert "content-encoding" not in client.post("/gradio_api/info", headers={"accept-encoding": "gzip"}).headers
 
 
-def test_a_position_sent_before_the_page_heard_of_a_shorter_run_moves_to_its_last():
-    """A lecture step starts several events at once: one may carry the position the page showed before another
-    narrowed the slider to the new text's tokens (ui/values.within_run)."""
+def test_a_position_slider_a_run_narrowed_takes_any_position_its_view_may_draw():
+    """A session's position slider narrowed to its last text still takes a position of a longer next text (an API
+    client's next call, a lecture step that starts several events at once): the view clamps past its own text, with
+    a notice (ui/values.as_built). Past every position its own view ever draws, it is refused, and the refusal
+    names that range."""
     with gr.Blocks():
         narrowed = gr.Slider(0, 6, elem_id="forward-follow")  # a 7-token text's positions
         other = gr.Slider(0, 6, elem_id="layer")
     gradio_patches.guard(narrowed)
-    assert narrowed.preprocess(8) == 6 and narrowed.preprocess(3) == 3
-    with pytest.raises(gr.Error):
+    assert narrowed.preprocess(8) == 8 and narrowed.preprocess(3) == 3 and narrowed.preprocess(127) == 127
+    with pytest.raises(gr.Error, match="from 0 to 127"):
         narrowed.preprocess(500)  # past every position a view draws: refused, as any slider refuses it
-    with pytest.raises(gr.Error):
+    with pytest.raises(gr.Error, match="from 0 to 6"):
         other.preprocess(8)  # a layer is no position: refused
     with gr.Blocks():
         masked = gr.Slider(0, 6, elem_id="position_for_the_top_5_guesses")
         step = gr.Slider(0, 2, elem_id="step")
-    assert masked.preprocess(40) == 6 and step.preprocess(20) == 2
+    assert masked.preprocess(40) == 40 and step.preprocess(20) == 20
     for slider, past in ((masked, 64), (step, 40)):  # past the last its own view ever draws (64, 40 tokens)
         with pytest.raises(gr.Error):
             slider.preprocess(past)
