@@ -16,7 +16,9 @@ opens that door is ui/gradio_patches.guard_queue):
   (tokenize and cached views keep their own groups, as Gradio runs every group side by side).
 
 A refused join is HTTP 429 with the reason as its `detail`, which the page shows in its error toast
-and an API client reads from the response, in the language the browser asks for.
+and an API client reads from the response, in the language the browser asks for. A join that sends fewer
+values than its endpoint takes is HTTP 422, naming them (Gradio's own answer is HTTP 500, the reason in the
+server's log).
 
 A view re-sliced from a run already computed (a slider, a stage of a walk) is answered outside the queue, in one
 round trip (`unqueued`), at a door of its own with the same measures: a session holds UNQUEUED_SESSION such
@@ -31,6 +33,7 @@ it go): counted there, every cached view a client was answered with would count 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import ipaddress
@@ -50,6 +53,7 @@ ADDRESS_JOBS = 128  # per client address and group: 100 students of one lecture 
 GROUP_JOBS = 256  # per group, whoever asks: beyond it, that group is full, the others are not
 ADDRESS_TOTAL = 256  # per client address in all groups: a quarter of app.QUEUE_MAX_SIZE
 TOO_MANY = 429
+UNPROCESSABLE = 422
 # re-slices answered outside the queue (`unqueued`), waiting or running: as the queue's caps for one kind
 UNQUEUED_SESSION, UNQUEUED_ADDRESS, UNQUEUED_WAITING = SESSION_JOBS, ADDRESS_JOBS, GROUP_JOBS
 UNQUEUED_RUNNING = 4  # of them at once, each on a server thread (a re-slice is 10-50 ms of one core)
@@ -66,13 +70,17 @@ class Admission:
         guard_queue(queue, self.refused)
 
     def refused(self, body, request) -> HTTPException | None:
-        """HTTP 429 with the reason, in the browser's language, for a join the caps refuse; None to admit it."""
+        """HTTP 429 with the reason, in the browser's language, for a join the caps refuse; HTTP 422 for one that
+        sends fewer values than its endpoint takes (Gradio: HTTP 500, its reason in the server's log only);
+        None to admit it."""
         if (fn_index := getattr(body, "fn_index", None)) is None or fn_index not in self.queue.blocks.fns:
             return None
-        group = self.queue.blocks.fns[fn_index].concurrency_id
-        if (refusal := self.refusal(group, body.session_hash, address(request))) is None:
-            return None
+        fn = self.queue.blocks.fns[fn_index]
         lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
+        if len(getattr(body, "data", None) or []) < len(fn.inputs):
+            return HTTPException(status_code=UNPROCESSABLE, detail=t("door.too_few_values", lang, names=takes(fn)))
+        if (refusal := self.refusal(fn.concurrency_id, body.session_hash, address(request))) is None:
+            return None
         key, params = refusal
         return HTTPException(status_code=TOO_MANY, detail=t(key, lang, **params))
 
@@ -94,6 +102,16 @@ class Admission:
         if sum(address(e.request) == client for e in everyone) >= ADDRESS_TOTAL:
             return "door.address_jobs", {"n": ADDRESS_TOTAL}
         return None
+
+
+def takes(fn) -> str:
+    """The values an endpoint's caller sends, by its handler's names: its inputs but the session's state, which
+    the HTTP API fills in itself."""
+    handler = fn.fn if fn.fn is not None else (lambda: None)
+    with contextlib.suppress(TypeError, ValueError):  # a builtin or a callable without a signature
+        names = list(inspect.signature(handler).parameters)
+        return ", ".join(n for n, c in zip(names, fn.inputs) if not isinstance(c, gr.State))
+    return str(sum(not isinstance(c, gr.State) for c in fn.inputs))
 
 
 def address(request) -> str:

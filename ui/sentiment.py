@@ -74,7 +74,7 @@ def _scores(run: use.SentimentRun, method: str):
 
 @cached
 @handler
-def classify(text: str | None, method: str, model: str | None = None, lang: str = "en"):
+def classify(text: str | None, method: str, grid: bool = False, model: str | None = None, lang: str = "en"):
     """A sentiment classifier's verdict on a text and which tokens drove it: (P(label), notices, tokens
     coloured by contribution as HTML, per-token bars, attention grid, link to the Attention tab).
 
@@ -82,15 +82,18 @@ def classify(text: str | None, method: str, model: str | None = None, lang: str 
         text: a sentence about a movie
         method: "share of the verdict" (signed shares that add up to the log-odds) or "attention rollout"
             (what was read)
+        grid: also draw the attention of every layer and head (else that output is empty; the page asks for it
+            while its box is open)
         model: which classifier (the picker's choice, kept in session state; API callers, and the picker's
             "by the text's language", get the reader of the text's language that measured best on its test set)
     """
-    return _drawn(use.classify(text, model), method, lang)
+    return _drawn(use.classify(text, model), method, grid, lang)
 
 
 @cached
 @handler
-def classify_sentence(text: str | None, method: str, sentence: int, model: str | None = None, lang: str = "en"):
+def classify_sentence(text: str | None, method: str, sentence: int, grid: bool = False, model: str | None = None,
+                      lang: str = "en"):
     """A whole review's verdict (as `classify`), with the tokens and attention of one of its sentences.
 
     Args:
@@ -98,13 +101,14 @@ def classify_sentence(text: str | None, method: str, sentence: int, model: str |
         method: "share of the verdict" (signed shares that add up to the sentence's log-odds) or "attention
             rollout" (what was read)
         sentence: which sentence's tokens to show, from 1
+        grid: also draw the attention of every layer and head of that sentence (else that output is empty)
         model: which classifier (the picker's choice, kept in session state; API callers, and the picker's
             "by the text's language", get the reader of the text's language that measured best on its test set)
     """
-    return _drawn(use.classify(text, model, sentence), method, lang)
+    return _drawn(use.classify(text, model, sentence), method, grid, lang)
 
 
-def _drawn(run: use.SentimentRun, method: str, lang: str) -> tuple:
+def _drawn(run: use.SentimentRun, method: str, grid: bool, lang: str) -> tuple:
     scores, signed = _scores(run, method)
     return (
         {verdict_name(label, lang): p for label, p in run.probs.items()},
@@ -113,7 +117,8 @@ def _drawn(run: use.SentimentRun, method: str, lang: str) -> tuple:
         views.token_html(run.labels, scores, signed, lang, (run.base, run.log_odds)),
         views.score_bars(run.labels, scores, signed, t("sentiment.per_token", lang, method=method_name(method, lang)),
                          lang),
-        attention_views.layer_head_grid(run.attn, run.labels, run.labels, t("sentiment.grid_title", lang), lang),
+        attention_views.layer_head_grid(run.attn, run.labels, run.labels, t("sentiment.grid_title", lang), lang)
+        if grid else None,
         t("sentiment.open_in_attention", lang, link=use.attention_link(run) + f"&lang={lang}"),
         *_review(run, lang),
     )
@@ -223,17 +228,21 @@ def build(lang: gr.State | None = None) -> Action:
             shown = gr.Markdown(elem_id="sentiment-shown")
         bars = gr.Plot(label=_("sentiment.bars"), show_label=False, elem_id="sentiment-bars")
         with gr.Accordion(_("sentiment.attention_box"), open=False) as attention_box:
-            grid = gr.Plot(label=_("common.attention"))
+            grid = gr.Plot(label=_("common.attention"), elem_id="sentiment-grid")
+        # Whether the grid is asked for: only while its box is open. Of a short review's answer it is 127 kB of
+        # 133, which a hall of students typing their own sentences would each be sent and never see.
+        grid_asked = gr.Checkbox(False, visible=False, label=_("sentiment.attention_box"),
+                                 elem_id="sentiment-grid-asked")
         with gr.Accordion(_("common.what"), open=False, elem_classes=["lecture-hide"]):
             gr.Markdown(_("sentiment.explainer"))
             gr.Markdown(_("sentiment.long_text", **use.LIMITS))
-        # the chosen classifier travels as session state, so the API keeps classify(text, method)
+        # the chosen classifier travels as session state, so the API keeps classify(text, method, grid)
         chosen = gr.State(AUTO)
-        inputs = [text, method, chosen, lang]
+        inputs = [text, method, grid_asked, chosen, lang]
         outputs = [probs, method_line, notices, tokens, bars, grid, link, review_box, strip, sentence, running, shown]
         clicked_run = events.on(button.click, classify, inputs, outputs, api_name="classify")
         typed = when_typed(classify, len(outputs))  # the events below run it with nobody pressing the button
-        one_sentence = [text, method, sentence, chosen, lang]
+        one_sentence = [text, method, sentence, grid_asked, chosen, lang]
         events.on(sentence.release, classify_sentence, one_sentence, outputs, api_name="classify_sentence")
         clicked = events.on(strip.click, picked, None, sentence, api_name=False, queue=False)
         events.on(clicked.then, classify_sentence, one_sentence, outputs, api_name=False)
@@ -245,7 +254,10 @@ def build(lang: gr.State | None = None) -> Action:
         events.on(method.input, typed, inputs, outputs, api_name=False)
         picked_model = events.on(model.change, lambda name: name, model, chosen, api_name=False, queue=False)
         events.on(picked_model.then, typed, inputs, outputs, api_name=False)
-        events.on(attention_box.expand, typed, inputs, outputs, api_name=False)
+        # opened: the grid is asked for, and drawn; closed: no longer asked for (in the page, no request)
+        opened = attention_box.expand(None, None, grid_asked, js="() => true", queue=False)
+        events.on(opened.then, typed, inputs, outputs, api_name=False)
+        attention_box.collapse(None, None, grid_asked, js="() => false", queue=False)
 
         also = ()
         if len(compared) > 1:

@@ -110,3 +110,38 @@ def test_ticking_compare_then_classify_fills_the_pair_its_heading_names(page_of)
     assert page.locator("#sentiment-compare").get_by_text("加起来", exact=False).count() == 2  # each column's sum
     page.locator("#sentiment-compare").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "sentiment-zh-compare.png"))
+
+
+def test_the_grid_of_every_head_is_drawn_while_its_box_is_open(page_of):
+    """Every layer and head is most of an answer's bytes and sits in a closed box: it is sent while the box is
+    open, for the text read then, and a reading with the box closed sends none (the box opened draws it)."""
+    visit = page_of(PROJECTOR, "?tab=sentiment")
+    page = visit.page
+    grid_x = "() => document.querySelector('#sentiment-grid .js-plotly-plot')?.data?.[0]?.x?.join(' ') ?? ''"
+
+    def read(text: str) -> None:
+        page.locator("#tab-sentiment textarea").first.fill(text)
+        page.locator("#sentiment-run").click()
+        page.wait_for_function(f"() => document.querySelector('#sentiment-tokens').innerText.includes({text.split()[1]!r})")
+
+    def grid_holds(word: str) -> None:
+        page.wait_for_function(f"() => ({grid_x})().includes({word!r})")
+
+    read("The acting was great.")
+    page.wait_for_timeout(500)
+    assert page.evaluate(grid_x) == ""  # closed: nothing drawn, nothing sent
+    page.get_by_text("Attention in every layer and head").click()
+    grid_holds("great")
+    x = page.evaluate(grid_x)
+    assert "H11 " in x and "H12 " not in x  # the multilingual classifier's 12 heads a layer
+    read("The music was dull.")  # read with the box open: the grid follows
+    grid_holds("music")
+    assert "great" not in page.evaluate(grid_x)
+    page.locator("#sentiment-grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "sentiment-grid.png"))
+    page.get_by_text("Attention in every layer and head").click()  # closed again
+    read("The story was wonderful.")
+    page.wait_for_timeout(500)
+    assert "wonderful" not in page.evaluate(grid_x)
+    page.get_by_text("Attention in every layer and head").click()
+    grid_holds("wonderful")

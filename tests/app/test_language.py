@@ -81,7 +81,7 @@ def test_a_refused_input_is_told_in_the_readers_language():
     from ui import sentiment
 
     with pytest.raises(gr.Error, match="输入一个要分类的句子"):
-        sentiment.classify("   ", sentiment.METHODS[0], None, "zh-CN")
+        sentiment.classify("   ", sentiment.METHODS[0], lang="zh-CN")
     with pytest.raises(gr.Error, match="Type a sentence to classify"):
         sentiment.classify("   ", sentiment.METHODS[0])
 

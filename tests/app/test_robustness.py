@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import urllib.error
 import urllib.request
 
 import gradio as gr
@@ -231,8 +232,18 @@ def post_raw(base_url: str, api_name: str, body: bytes) -> tuple[str, str]:
     return events[-1]
 
 
+def test_a_call_sending_fewer_values_than_its_endpoint_takes_is_told_which_it_takes(server):
+    request = urllib.request.Request(f"{server}/gradio_api/call/classify", data=b'{"data": ["good film"]}',
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 422  # not 500, its reason in the server's log only (Gradio's own answer)
+    assert json.loads(refused.value.read())["detail"] == ("This endpoint takes these values, in this order: "
+                                                          "text, method, grid. The request sent fewer.")
+
+
 def test_a_lone_surrogate_sent_over_http_is_classified_with_a_notice(server):
-    body = b'{"data": ["good \\ud800 film", "share of the verdict"]}'  # JSON-escaped, as a browser sends it
+    body = b'{"data": ["good \\ud800 film", "share of the verdict", false]}'  # JSON-escaped, as a browser sends it
     event, data = post_raw(server, "classify", body)
     assert event == "complete", data
     probs, _method, notices, *_ = json.loads(data)  # the method line sits under the verdict

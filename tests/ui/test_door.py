@@ -263,7 +263,8 @@ class _Queue:
     its event."""
 
     def __init__(self, groups: dict[int, str], cached: tuple[str, ...] = ()):
-        self.blocks = SimpleNamespace(fns={i: SimpleNamespace(concurrency_id=g) for i, g in groups.items()})
+        self.blocks = SimpleNamespace(fns={i: SimpleNamespace(concurrency_id=g, inputs=[], fn=None)
+                                           for i, g in groups.items()})
         self.event_queue_per_concurrency_id = {g: SimpleNamespace(queue=[]) for g in groups.values()}
         self.active_jobs, self.event_ids_to_events, self.cached, self.joins = [None, None], {}, cached, 0
 
@@ -278,8 +279,8 @@ class _Queue:
         return True, event._id, "success"
 
 
-def _join(queue, fn_index, session, request):
-    body = SimpleNamespace(fn_index=fn_index, session_hash=session)
+def _join(queue, fn_index, session, request, data=()):
+    body = SimpleNamespace(fn_index=fn_index, session_hash=session, data=list(data))
     try:
         return asyncio.run(queue.push(body, request, None))[2]
     except HTTPException as refused:
@@ -300,6 +301,21 @@ def test_live_training_admits_one_waiting_run_and_then_says_busy_with_a_time():
                           "Try again in 95 s.") for a in answers[2:])
     code, said = _join(queue, 0, "s9", _request("10.0.0.9", lang="zh-CN,zh;q=0.9"))
     assert code == 429 and "95 秒后再试" in said  # in the language the browser asks for
+
+
+def test_a_join_sending_fewer_values_than_its_endpoint_takes_is_told_which_it_takes():
+    # Gradio answered HTTP 500 "Internal Server Error", the reason in the server's log only
+    def classify(text, method, grid=False, model=None, lang="en"):
+        return text
+
+    queue = _door()
+    queue.blocks.fns[1].fn = classify
+    queue.blocks.fns[1].inputs = [gr.Textbox(), gr.Radio(["a"]), gr.Checkbox(), gr.State(), gr.State()]
+    code, said = _join(queue, 1, "s", _request("10.0.0.1"), data=["good film", "a", None, None])
+    assert code == 422 and said == admission.t("door.too_few_values", "en", names="text, method, grid")
+    code, said = _join(queue, 1, "s", _request("10.0.0.1", lang="zh-CN"), data=[])
+    assert code == 422 and "text, method, grid" in said and "少了" in said
+    assert _join(queue, 1, "s", _request("10.0.0.1"), data=["good film", "a", False, None, None]) == "success"
 
 
 def test_one_session_holds_a_few_jobs_of_a_kind_and_other_sessions_still_get_in():

@@ -34,6 +34,22 @@ def test_tab_classifies_and_links_to_the_attention_tab(tiny_store):
     assert len(bars.data[0].y) == 4
 
 
+def test_the_grid_of_every_layer_and_head_is_drawn_only_when_asked(tiny_store):
+    """The grid is 127 kB of a short review's 133 kB answer: the page asks for it while its box is open."""
+    run = tab.use.classify("not bad at all")
+    n_layer, n_head, T, _ = run.attn.shape
+    unasked = figures(tab.classify("not bad at all", tab.METHODS[0]))
+    asked = figures(tab.classify("not bad at all", tab.METHODS[0], grid=True))
+    assert unasked[5] is None and unasked[:5] == asked[:5] and unasked[6] == asked[6]  # the rest as before
+    z = asked[5].data[0].z  # the heads a blank row and column apart (views/attention.py)
+    assert len(z) == n_layer * (T + 1) - 1 and len(z[0]) == n_head * (T + 1) - 1
+    assert asked[5].data[0].x[:T] == tuple(f"H0 {i}:{label}" for i, label in enumerate(run.labels))
+    assert figures(tab.classify_sentence(HOSTILE_REVIEW, tab.METHODS[0], 5))[5] is None
+    sentence = tab.use.classify(HOSTILE_REVIEW, None, 5)
+    x = figures(tab.classify_sentence(HOSTILE_REVIEW, tab.METHODS[0], 5, grid=True))[5].data[0].x
+    assert x[:len(sentence.labels)] == tuple(f"H0 {i}:{label}" for i, label in enumerate(sentence.labels))
+
+
 def test_the_token_shares_drawn_add_up_to_the_verdict_and_the_page_says_so(tiny_store):
     probs, _, _, tokens_html, bars, *_ = figures(tab.classify("not bad at all", tab.METHODS[0]))
     log_odds = math.log(probs["positive"] / probs["negative"])
@@ -111,7 +127,7 @@ def test_with_no_classifier_chosen_a_chinese_review_is_read_by_a_chinese_classif
     """Issue 48 row 8: Sentiment defaulted to the English classifier, asked for English text, had no Chinese
     example, and the English classifiers' Chinese names did not say they read English."""
     probs, method, notices, tokens_html, *_ = figures(tab.classify("这本书写得很好，值得一读，推荐！", tab.METHODS[0],
-                                                              tab.AUTO, "zh-CN"))
+                                                              model=tab.AUTO, lang="zh-CN"))
     assert max(probs, key=probs.get) == t("sentiment.label.positive", "zh-CN") and "书" in tokens_html
     assert notices == "" and t("sentiment.model.everyday", "zh-CN") in method
     assert any("这本书" in example[0] for example in tab.EXAMPLES["zh-CN"])
