@@ -170,7 +170,7 @@ def build(lang: gr.State | None = None) -> Action:
                 kv_layer = gr.Slider(0, 29, value=3, step=1, label=_("common.layer"), scale=2)
                 kv_run = gr.Button(_("inside.run"), variant="primary", scale=1)
             with gr.Row():
-                kv_plot, shared_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
+                kv_plot, shared_plot = gr.Plot(show_label=False), gr.Plot(show_label=False, elem_classes=["token-grid"])
             kv_said = gr.Markdown()
         events.on(kv_run.click, kv_cache, [kv_text, kv_layer, lang], [kv_plot, shared_plot, kv_said],
                   api_name="inside_kv")

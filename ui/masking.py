@@ -32,7 +32,8 @@ def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str
     layer, head, drawn, weights, predictions = run.focus(layer, head, position, notices)
     attention = attention_views.heatmap_grid(weights[None], run.labels, run.labels, [f"L{layer} H{head}"],
                                              [render(name, lang) for name in run.runs],
-                                             t("masking.attention_title", lang, layer=layer, head=head), lang)
+                                             t("masking.attention_title", lang, layer=layer, head=head), lang,
+                                             tokens=True)
     return (attention, views.loss_figure(run.losses, run.labels, lang),
             views.top_predictions_figure(predictions, f"{drawn}:{run.labels[drawn]}", lang),
             positions_slider(len(run.labels), position, drawn))
@@ -120,7 +121,7 @@ def build(lang: gr.State | None = None) -> Action:
             head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label=_("common.head"), elem_id="head")
             position = gr.Slider(0, use.MAX_TOKENS - 1, value=5, step=1, label=_("masking.position"),
                                  elem_id="position_for_the_top_5_guesses")
-        attention = gr.Plot(label=_("masking.attention_label"), show_label=False)
+        attention = gr.Plot(label=_("masking.attention_label"), show_label=False, elem_classes=["token-grid"])
         with gr.Row():
             loss = gr.Plot(label=_("masking.loss_label"))
             top = gr.Plot(label=_("masking.top_label"))

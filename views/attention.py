@@ -34,6 +34,7 @@ from lab.attention import AttentionRun
 from views.kit import (
     COLORSCALE,
     GAMMA,
+    MAX_TICKS,
     Figure,
     axis_text,
     head_heatmap,
@@ -47,6 +48,8 @@ from views.kit import (
     wrapped,
 )
 
+ROW_PX = 12  # a token's row in a grid that names its tokens (from 180 to 420 px a panel)
+LABEL_PX = 15  # the room a token's label takes along a grid's axis: more are thinned to every k-th
 IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG instead of a heatmap
 # Colours of the PNG: 13 steps along the square-root scale (1.5 per colour of the scale) look like
 # the continuous scale on a 128-token grid (checked side by side); 17 cost 30% more bytes, 9 show bands.
@@ -139,25 +142,46 @@ def _grid_labels(titles: list[str], labels: list[str], lang: str = "en") -> np.n
     return np.array(out, dtype=object)
 
 
-def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str, lang: str) -> Figure:
+def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, title: str, lang: str,
+                  tokens: bool = False) -> Figure:
     n_row, n_col = attn.shape[:2]
     z = tiled(attn, 1, np.nan)
-    heatmap = dict(type="heatmap", z=z, x=_grid_labels(col_titles, k_labels, lang), y=_grid_labels(row_titles, q_labels, lang),
-                   coloraxis="coloraxis", hoverongaps=False,
+    x, y = _grid_labels(col_titles, k_labels, lang), _grid_labels(row_titles, q_labels, lang)
+    heatmap = dict(type="heatmap", z=z, x=x, y=y, coloraxis="coloraxis", hoverongaps=False,
                    hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")
     hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    margin = dict(l=10, r=40, t=_title_room(title, 70, col_titles), b=10)
+    rows_px = 120 * n_row  # the panels' height, below the title's room (the figure at least 260 px)
+    x_axis, y_axis = hidden, dict(hidden, autorange="reversed")
+    if tokens:  # each panel's keys below it and the queries on the left, as one head's figure names them
+        Tq, Tk = attn.shape[2:]
+        rows_px = n_row * min(max(ROW_PX * Tq, 180), 420)  # rows tall enough to follow a token across
+        x_ticks = _panel_ticks(x, axis_text(k_labels, lang), n_col, Tk, MAX_TICKS)
+        y_ticks = _panel_ticks(y, axis_text(q_labels, lang), n_row, Tq, max(1, rows_px // LABEL_PX))
+        x_axis = dict(x_axis, showticklabels=True, tickmode="array", tickangle=-90, **x_ticks)
+        y_axis = dict(y_axis, showticklabels=True, tickmode="array", **y_ticks)
+        widest = lambda texts: max((label_px(text) for text in texts), default=0.0)  # noqa: E731
+        # a tenth more: label_px's letter is an average (as kit._margin)
+        margin.update(l=round(16 + 1.1 * widest(y_ticks["ticktext"])), b=round(16 + 1.1 * widest(x_ticks["ticktext"])))
     annotations = [dict(text=name, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", yanchor="bottom",
                         showarrow=False) for j, name in enumerate(col_titles)]
     annotations += [dict(text=name, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
                          showarrow=False, textangle=90) for i, name in enumerate(row_titles)]
     layout = dict(
-        title=_grid_title(title), annotations=annotations, height=max(260, 120 * n_row + 80),
-        xaxis=hidden, yaxis=dict(hidden, autorange="reversed"), plot_bgcolor="white",
+        title=_grid_title(title), annotations=annotations, height=max(260, rows_px + 80) + margin["b"] - 10,
+        xaxis=x_axis, yaxis=y_axis, plot_bgcolor="white",
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),
-        margin=dict(l=10, r=40, t=_title_room(title, 70, col_titles), b=10),
+        margin=margin,
     )
     return unchecked_figure([heatmap], layout)
+
+
+def _panel_ticks(categories: np.ndarray, text: np.ndarray, n_panels: int, T: int, most: int) -> dict:
+    """Tick positions and labels along a tiled grid's axis: each panel's T tokens, every k-th, `most` in all."""
+    step = -(-T * n_panels // most)
+    at = [p * (T + 1) + i for p in range(n_panels) for i in range(0, T, step)]  # T cells and one gap a panel
+    return dict(tickvals=categories[at], ticktext=text[[i % (T + 1) for i in at]])
 
 
 def _grid_title(title: str) -> dict:
@@ -259,16 +283,17 @@ def _image_grid(attn: np.ndarray, row_titles: list[str], col_titles: list[str], 
 
 
 def heatmap_grid(attn, q_labels: list[str], k_labels: list[str], row_titles: list[str], col_titles: list[str],
-                 title: str = "", lang: str = "en") -> Figure:
+                 title: str = "", lang: str = "en", tokens: bool = False) -> Figure:
     """A rows x cols grid of heatmaps, attn (rows, cols, Tq, Tk), on one 0..1 colour scale.
 
     Hover reads "L0 3:soft → H1 2:what: 0.412" (row title and query, column title and key, weight).
+    `tokens`: the axes name the tokens, as one head's figure does (a grid of a few panels, which has room).
     A grid of more than IMAGE_CELLS weights is drawn as one image (see the module's note).
     """
     attn = np.asarray(attn)  # a CPU tensor too, without a copy
     if attn.size > IMAGE_CELLS:
         return _image_grid(attn, row_titles, col_titles, title, lang)
-    return _grid_heatmap(rounded(attn), q_labels, k_labels, row_titles, col_titles, title, lang)
+    return _grid_heatmap(rounded(attn), q_labels, k_labels, row_titles, col_titles, title, lang, tokens)
 
 
 def layer_head_grid(attn, q_labels: list[str], k_labels: list[str], title: str = "", lang: str = "en") -> Figure:

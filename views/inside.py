@@ -64,7 +64,8 @@ def _two_lines(name: str) -> str:
 def shared_heads_figure(shared, lang: str = DEFAULT):
     return heatmap_grid(shared.attn[None], shared.labels, shared.labels, [f"L{shared.layer}"],
                         [f"H{h}<br>kv{shared.kv}" for h in shared.heads],
-                        t("inside.shared_title", lang, layer=shared.layer, kv=shared.kv, n=len(shared.heads)), lang)
+                        t("inside.shared_title", lang, layer=shared.layer, kv=shared.kv, n=len(shared.heads)), lang,
+                        tokens=True)
 
 
 def sink_figure(sink, lang: str = DEFAULT):

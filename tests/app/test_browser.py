@@ -259,6 +259,13 @@ def test_masking_shows_the_mask_gallery(visit):
     predicted = loss.evaluate("(gd) => gd._fullData[0].x.length")
     visit.page.wait_for_function(f"""() => document.querySelector(
         '#position_for_the_top_5_guesses input[type=range]').max === '{predicted}'""")
+    # the weights under each mask name their tokens: queries on the left, each panel's keys below it
+    weights = panel.locator(".token-grid .js-plotly-plot")
+    weights.locator("g.hm image").first.wait_for()
+    queries, keys = weights.evaluate("(gd) => [gd._fullLayout.yaxis.ticktext, gd._fullLayout.xaxis.ticktext]")
+    assert queries[:3] == ["F", "ends", " R"] and len(queries) >= (predicted + 1) // 2  # every 2nd at most
+    assert weights.locator(".ytick text").all_text_contents() == queries
+    assert weights.locator(".xtick text").all_text_contents() == keys and keys[:3] == queries[:3]
     visit.screenshot("masking")
 
 

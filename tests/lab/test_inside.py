@@ -8,6 +8,7 @@ from i18n import render
 from lab import inside, llms
 from lab.policy import InputError
 from views import inside as views
+from views.kit import axis_text
 
 
 @pytest.fixture
@@ -30,6 +31,9 @@ def test_kv_cache_and_the_heads_that_share_one(made):
     assert shared.layer == 1 and shared.heads == [0, 1] and "Layer" in str(shared.notice)  # clamped, and said
     names = [a["text"] for a in views.shared_heads_figure(shared).layout["annotations"] if a.get("textangle") != 90]
     assert names == ["H0<br>kv0", "H1<br>kv0"]  # as the Attention grid names them: the key/value head under
+    axes = views.shared_heads_figure(shared).layout  # and the tokens on its axes: a head's keys below it
+    assert list(axes["yaxis"]["ticktext"]) == list(axis_text(shared.labels))
+    assert list(axes["xaxis"]["ticktext"]) == list(axis_text(shared.labels)) * 2
 
 
 def test_the_sink_and_the_norms_on_a_real_llm_stand_in(made):

@@ -16,7 +16,7 @@ from lab import store
 from figures import figures, grid_blocks
 from ui import masking as tab
 from views import masking as views
-from views.kit import grid_axes
+from views.kit import axis_text, grid_axes
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BPE = ASSETS / "shakespeare-bpe" / "tokenizer.json"
@@ -69,12 +69,18 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
     window = grid_blocks(attention.data[0].z, 1, 2)[0, 1]  # the two runs side by side: causal, then the chosen mask
     assert np.all(window[~build_mask("sliding_window", n, w=2, causal=True).allowed.numpy()] == 0)
     assert all(len(trace.y) == n - 1 for trace in loss.data)
+    # the axes name the tokens, as one head's figure does: the queries on the left, each panel's keys below it
+    tokens = list(axis_text(use.masking_run(TEXT, "To be", "sliding_window", 2, 2, "0", True).labels))
+    assert list(attention.layout.yaxis.ticktext) == tokens and attention.layout.yaxis.showticklabels
+    assert list(attention.layout.xaxis.ticktext) == tokens * 2
 
 
 def test_long_text_is_cut_with_a_notice(model_dir):
-    notice, gallery, *_ = figures(tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0))
+    notice, gallery, attention, *_ = figures(tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0))
     assert f"the first {use.MAX_TOKENS} are used" in notice
     assert np.asarray(gallery.data[0].z).shape == (use.MAX_TOKENS, use.MAX_TOKENS)
+    # 64 rows 420 px tall: every 3rd token named on the left (15 px a label), every 4th below each panel (40 in all)
+    assert len(attention.layout.yaxis.ticktext) == 22 and len(attention.layout.xaxis.ticktext) == 32
 
 
 def test_a_position_past_the_text_moves_to_its_last_token_on_the_slider_too(model_dir):
