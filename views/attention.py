@@ -48,7 +48,6 @@ from views.kit import (
     wrapped,
 )
 
-ROW_PX = 12  # a token's row in a grid that names its tokens (from 180 to 420 px a panel)
 LABEL_PX = 15  # the room a token's label takes along a grid's axis: more are thinned to every k-th
 IMAGE_CELLS = 40_000  # a grid with more weights than this is sent as one PNG instead of a heatmap
 # Colours of the PNG: 13 steps along the square-root scale (1.5 per colour of the scale) look like
@@ -151,11 +150,11 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
                    hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")
     hidden = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     margin = dict(l=10, r=40, t=_title_room(title, 70, col_titles), b=10)
-    rows_px = 120 * n_row  # the panels' height, below the title's room (the figure at least 260 px)
+    rows_px = max(180, 120 * n_row)  # the panels' height, below the title's room
     x_axis, y_axis = hidden, dict(hidden, autorange="reversed")
     if tokens:  # each panel's keys below it and the queries on the left, as one head's figure names them
+        # (not taller: plotly paints a heatmap's canvas by the pixel, and 420 px for 64 rows cost 30-100 ms a draw)
         Tq, Tk = attn.shape[2:]
-        rows_px = n_row * min(max(ROW_PX * Tq, 180), 420)  # rows tall enough to follow a token across
         x_ticks = _panel_ticks(x, axis_text(k_labels, lang), n_col, Tk, MAX_TICKS)
         y_ticks = _panel_ticks(y, axis_text(q_labels, lang), n_row, Tq, max(1, rows_px // LABEL_PX))
         x_axis = dict(x_axis, showticklabels=True, tickmode="array", tickangle=-90, **x_ticks)
@@ -168,7 +167,7 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
     annotations += [dict(text=name, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
                          showarrow=False, textangle=90) for i, name in enumerate(row_titles)]
     layout = dict(
-        title=_grid_title(title), annotations=annotations, height=max(260, rows_px + 80) + margin["b"] - 10,
+        title=_grid_title(title), annotations=annotations, height=rows_px + 80 + margin["b"] - 10,
         xaxis=x_axis, yaxis=y_axis, plot_bgcolor="white",
         coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,
                        colorbar=dict(x=1.04, len=0.8, title=dict(text=t("figure.weight", lang)))),

@@ -263,9 +263,9 @@ def test_masking_shows_the_mask_gallery(visit):
     weights = panel.locator(".token-grid .js-plotly-plot")
     weights.locator("g.hm image").first.wait_for()
     queries, keys = weights.evaluate("(gd) => [gd._fullLayout.yaxis.ticktext, gd._fullLayout.xaxis.ticktext]")
-    assert queries[:3] == ["F", "ends", " R"] and len(queries) >= (predicted + 1) // 2  # every 2nd at most
+    assert queries[0] == "F" and len(queries) >= (predicted + 1) // 3  # "Friends" in tokens: every 3rd at most
     assert weights.locator(".ytick text").all_text_contents() == queries
-    assert weights.locator(".xtick text").all_text_contents() == keys and keys[:3] == queries[:3]
+    assert weights.locator(".xtick text").all_text_contents() == keys and keys[0] == "F" and len(keys) >= len(queries)
     visit.screenshot("masking")
 
 

@@ -79,8 +79,8 @@ def test_long_text_is_cut_with_a_notice(model_dir):
     notice, gallery, attention, *_ = figures(tab.masking(TEXT * 20, "To be", "none", 3, 2, "0", True, 0, 0, 0))
     assert f"the first {use.MAX_TOKENS} are used" in notice
     assert np.asarray(gallery.data[0].z).shape == (use.MAX_TOKENS, use.MAX_TOKENS)
-    # 64 rows 420 px tall: every 3rd token named on the left (15 px a label), every 4th below each panel (40 in all)
-    assert len(attention.layout.yaxis.ticktext) == 22 and len(attention.layout.xaxis.ticktext) == 32
+    # 64 rows in 180 px: every 6th token named on the left (15 px a label), every 4th below each panel (40 in all)
+    assert len(attention.layout.yaxis.ticktext) == 11 and len(attention.layout.xaxis.ticktext) == 32
 
 
 def test_a_position_past_the_text_moves_to_its_last_token_on_the_slider_too(model_dir):
