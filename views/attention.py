@@ -153,7 +153,7 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
     rows_px = max(180, 120 * n_row)  # the panels' height, below the title's room
     x_axis, y_axis = hidden, dict(hidden, autorange="reversed")
     if tokens:  # each panel's keys below it and the queries on the left, as one head's figure names them
-        # (not taller: plotly paints a heatmap's canvas by the pixel, and 420 px for 64 rows cost 30-100 ms a draw)
+        # (at the panels' own height: plotly paints a heatmap by the pixel, and a taller one slows every draw)
         Tq, Tk = attn.shape[2:]
         x_ticks = _panel_ticks(x, axis_text(k_labels, lang), n_col, Tk, MAX_TICKS)
         y_ticks = _panel_ticks(y, axis_text(q_labels, lang), n_row, Tq, max(1, rows_px // LABEL_PX))
@@ -161,7 +161,8 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
         y_axis = dict(y_axis, showticklabels=True, tickmode="array", **y_ticks)
         widest = lambda texts: max((label_px(text) for text in texts), default=0.0)  # noqa: E731
         # a tenth more: label_px's letter is an average (as kit._margin)
-        margin.update(l=round(16 + 1.1 * widest(y_ticks["ticktext"])), b=round(16 + 1.1 * widest(x_ticks["ticktext"])))
+        margin.update(l=round(16 + 1.1 * widest(y_ticks["ticktext"])),
+                      b=round(16 + 1.1 * widest(x_ticks["ticktext"])))
     annotations = [dict(text=name, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", yanchor="bottom",
                         showarrow=False) for j, name in enumerate(col_titles)]
     annotations += [dict(text=name, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
