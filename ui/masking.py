@@ -35,7 +35,7 @@ def effect_figures(run: use.MaskingRun, layer, head, position, notices: list[str
                                              t("masking.attention_title", lang, layer=layer, head=head), lang,
                                              tokens=True)
     return (attention, views.loss_figure(run.losses, run.labels, lang),
-            views.top_predictions_figure(predictions, f"{drawn}:{run.labels[drawn]}", lang),
+            views.top_predictions_figure(predictions, drawn, run.labels[drawn], lang),
             positions_slider(len(run.labels), position, drawn))
 
 

@@ -105,9 +105,10 @@ def loss_figure(losses: dict[str, np.ndarray], labels: list[str], lang: str = "e
     return unchecked_figure(traces, layout)
 
 
-def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position_label: str,
+def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]], position: int, token: str,
                            lang: str = "en") -> go.Figure:
-    """Top next-token guesses at one position under each mask: predictions[name] = (probs (k,), tokens (k,))."""
+    """Top next-token guesses after the token at `position` under each mask: predictions[name] = (probs (k,),
+    tokens (k,))."""
     names = list(predictions)
     top = max(float(np.max(probs)) for probs, _ in predictions.values())  # one scale, so panels compare
     traces, layout = [], {}
@@ -121,7 +122,7 @@ def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]],
         traces.append(dict(type="bar", x=np.asarray(probs, dtype=np.float32), y=np.array(ranked, dtype=object),
                            orientation="h", showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                            hovertemplate=t("masking.top_hover", lang)))
-    layout.update(title=dict(text=t("masking.top_title", lang, token=plain(repr(position_label)))), height=300,
+    layout.update(title=dict(text=t("masking.top_title", lang, position=position, token=plain(repr(token)))), height=300,
                   margin=dict(l=10, r=10, t=50, b=10))
     return unchecked_figure(traces, layout)
 

@@ -73,6 +73,16 @@ def test_handler_compares_causal_with_the_chosen_mask(model_dir):
     tokens = list(axis_text(use.masking_run(TEXT, "To be", "sliding_window", 2, 2, "0", True).labels))
     assert list(attention.layout.yaxis.ticktext) == tokens and attention.layout.yaxis.showticklabels
     assert list(attention.layout.xaxis.ticktext) == tokens * 2
+    # the top-5 title names the position apart from its token (it read "after '4:,'", as if that were the token)
+    label = use.masking_run(TEXT, "To be", "sliding_window", 2, 2, "0", True).labels[4]
+    assert top.layout.title.text == f"Top next-token guesses after token 4 ({label!r})"
+
+
+def test_the_top_5_title_names_token_and_position_in_the_pages_language(model_dir):
+    poem = "床前明月光，疑是地上霜。"
+    *_, top, _ = figures(tab.masking(poem, "To be", "causal", 3, 2, "0", True, 0, 0, 5, lang="zh-CN"))
+    label = use.masking_run(poem, "To be", "causal", 3, 2, "0", True).labels[5]
+    assert top.layout.title.text == f"词元 5（{label!r}）之后下一个词元的前几名猜测"
 
 
 def test_long_text_is_cut_with_a_notice(model_dir):
