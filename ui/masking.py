@@ -121,7 +121,8 @@ def build(lang: gr.State | None = None) -> Action:
             head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label=_("common.head"), elem_id="head")
             position = gr.Slider(0, use.MAX_TOKENS - 1, value=5, step=1, label=_("masking.position"),
                                  elem_id="position_for_the_top_5_guesses")
-        attention = gr.Plot(label=_("masking.attention_label"), show_label=False, elem_classes=["token-grid"])
+        attention = gr.Plot(label=_("masking.attention_label"), show_label=False, elem_id="masking-attention",
+                            elem_classes=["token-grid"])
         with gr.Row():
             loss = gr.Plot(label=_("masking.loss_label"))
             top = gr.Plot(label=_("masking.top_label"))

@@ -163,8 +163,10 @@ def _grid_heatmap(attn: np.ndarray, q_labels, k_labels, row_titles, col_titles, 
         # a tenth more: label_px's letter is an average (as kit._margin)
         margin.update(l=round(16 + 1.1 * widest(y_ticks["ticktext"])),
                       b=round(16 + 1.1 * widest(x_ticks["ticktext"])))
-    annotations = [dict(text=name, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", yanchor="bottom",
-                        showarrow=False) for j, name in enumerate(col_titles)]
+    # centred on their panels (plotly's "auto" anchors a title in a figure's left third by its left end, in the
+    # right third by its right end: two panels' titles leaned together, and crossed on a phone)
+    annotations = [dict(text=name, x=(j + 0.5) / n_col, y=1.0, xref="paper", yref="paper", xanchor="center",
+                        yanchor="bottom", showarrow=False) for j, name in enumerate(col_titles)]
     annotations += [dict(text=name, x=1.0, y=1 - (i + 0.5) / n_row, xref="paper", yref="paper", xanchor="left",
                          showarrow=False, textangle=90) for i, name in enumerate(row_titles)]
     layout = dict(
