@@ -91,6 +91,35 @@
       return [...lines, now.trimEnd()];
     }).join('<br>');
   };
+  // An axis's token labels thinned to every k-th where they would run into each other: the server names up to 40
+  // keys (views/kit.ticks), as many as a projector's figure holds, and a phone's figure is a third as wide. k comes
+  // from a label's room (plotly turns crowded labels upright) and the labels' spacing at this width; the server's
+  // labels are kept, so a wider screen gets them all back.
+  const thin = (gd, full, update) => {
+    if (gd._labTicksOf !== gd.layout) {  // a new figure: its labels as the server sent them
+      gd._labTicksOf = gd.layout;
+      gd._labTicks = {};
+      for (const name of Object.keys(gd.layout).filter((n) => /^xaxis\d*$/.test(n))) {
+        const {tickvals, ticktext} = gd.layout[name];
+        if (tickvals && ticktext && tickvals.length > 1) gd._labTicks[name] = {tickvals, ticktext, k: 1};
+      }
+    }
+    for (const [name, sent] of Object.entries(gd._labTicks)) {
+      const axis = full[name];
+      const labels = Array.from(gd.querySelectorAll(`.${axis._id}tick text`))
+        .filter((e) => e.getBoundingClientRect().width > 0);
+      if (!labels.length) continue;  // none drawn: a phone hides a token grid's keys (ui/page.css)
+      // labels kept level (a grid's head names) need their width, upright ones a line's height (14 px at 12 px)
+      const need = axis.tickangle === 0 ? Math.max(...labels.map((e) => e.getBoundingClientRect().width)) + 4
+        : parseFloat(getComputedStyle(labels[0]).fontSize) + 2;
+      const pitch = Math.abs(axis.d2p(sent.tickvals[1]) - axis.d2p(sent.tickvals[0]));
+      const k = Math.max(1, Math.ceil(need / pitch));
+      if (k === sent.k) continue;
+      sent.k = k;
+      update[`${name}.tickvals`] = Array.from(sent.tickvals).filter((_, i) => i % k === 0);
+      update[`${name}.ticktext`] = Array.from(sent.ticktext).filter((_, i) => i % k === 0);
+    }
+  };
   const fit = (gd) => {
     const full = gd._fullLayout;
     // once per figure drawn (a new one is a new layout) at each width (plotly fits it to its box after drawing)
@@ -110,14 +139,30 @@
     // a note (a placeholder's message, a panel's title) has the room between the figure's edges, and up to the
     // nearest note beside it: two panels' titles on a phone ran into each other
     const notes = gd.layout.annotations || [], edges = gd.getBoundingClientRect();
+    const drawnNote = (i) => gd.querySelector(`.annotation[data-index="${i}"] .annotation-text`);
+    // a row of panels' names too close for names that cannot break (a phone's 12 heads: "H10" is 22 px wide, 17
+    // px apart) keeps every k-th; a hover names each cell's head
+    const hidden = new Set(), names = notes.map((note, i) => i).filter((i) => notes[i].xref === 'paper'
+      && notes[i].yanchor === 'bottom' && notes[i].y >= 1 && typeof notes[i].text === 'string');
+    const whole = (i) => notes[i].text.split('<br>').every((line) => pieces(line).length === 1);
+    const drawnNames = names.map(drawnNote).filter(Boolean);
+    if (names.length > 2 && drawnNames.length && names.every(whole)) {
+      const pitch = Math.abs(notes[names[1]].x - notes[names[0]].x) * full._size.w;
+      const k = Math.ceil((Math.max(...drawnNames.map((e) => e.getBoundingClientRect().width)) + 4) / pitch);
+      names.forEach((i, n) => {
+        const shown = n % k === 0;  // and those hidden at a narrower width shown again
+        if (!shown) hidden.add(i);
+        if ((notes[i].visible !== false) !== shown) update[`annotations[${i}].visible`] = shown;
+      });
+    }
     let above = 0;
     notes.forEach((note, i) => {
-      const text = gd.querySelector(`.annotation[data-index="${i}"] .annotation-text`);
-      if (!text || note.xref !== 'paper' || typeof note.text !== 'string') return;
+      const text = drawnNote(i);
+      if (!text || hidden.has(i) || note.xref !== 'paper' || typeof note.text !== 'string') return;
       const r = text.getBoundingClientRect(), middle = (r.left + r.right) / 2;
       const inside = {left: edges.right - r.left, right: r.right - edges.left}[note.xanchor]
         ?? 2 * Math.min(middle - edges.left, edges.right - middle);
-      const gap = Math.min(...notes.filter((o, j) => j !== i && o.xref === 'paper' && o.y === note.y)
+      const gap = Math.min(...notes.filter((o, j) => j !== i && !hidden.has(j) && o.xref === 'paper' && o.y === note.y)
         .map((o) => Math.abs(o.x - note.x) * full._size.w));
       const width = Math.min(room, inside - 8, gap - 12);
       if (r.width <= width) return;
@@ -130,6 +175,7 @@
       }
     });
     if (above > 0) update['margin.t'] = (update['margin.t'] || full.margin.t) + above;
+    thin(gd, full, update);
     if (Object.keys(update).length) window.Plotly.relayout(gd, update);
   };
   let pending = false;

@@ -13,6 +13,7 @@ from urllib.parse import quote_plus
 import numpy as np
 import pytest
 import serving
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from figures import grid_blocks
 from lab import attention as use, heads
@@ -180,6 +181,50 @@ def test_sentencepiece_labels_fit_the_margins_they_were_given_too(browser, serve
     assert len(margins) >= 3  # head, rows, rollout
     for asked, drawn_at in margins:
         assert drawn_at == asked
+
+
+# Each figure's key labels as drawn ([left, right] in the page's pixels), by the figure's elem_id
+KEY_LABELS = """(ids) => Object.fromEntries(ids.map((id) => [id, Array.from(
+    document.querySelectorAll(`#${id} .js-plotly-plot .xtick text`), (e) => e.getBoundingClientRect())
+    .filter((r) => r.width > 0).map((r) => [r.left, r.right])]))"""
+KEYED = ["attention-head", "attention-rows", "attention-rollout"]
+
+
+def _crossed(boxes: list) -> list:
+    boxes = sorted(boxes)
+    return [(a, b) for a, b in zip(boxes, boxes[1:]) if b[0] < a[1] - 1]
+
+
+def test_on_a_phone_the_key_labels_are_thinned_apart_and_a_wider_screen_gets_them_all_back(browser, server):  # noqa: F811
+    """The server names up to 40 keys, as many as a projector's figure holds; a phone's is a third as wide, and its
+    29 upright labels ran into each other. The page keeps every k-th (ui/page.js)."""
+    if LM in serving.missing():
+        pytest.skip(f"{LM} is not in assets/: the app would draw a random stand-in")
+    label = next(lab for lab, name in use.models_offered().items() if name == LM)
+    text = TEXT + " It is the east, and Juliet is the sun."
+    sent = len(use.attention_run(LM, text).k_labels)  # under 40: every key is named
+    visit = Visit(browser, server[0], viewport={"width": 390, "height": 844})
+    visit.page.goto(server[0] + f"/?tab=attention&model={quote_plus(label)}&text={quote_plus(text)}")
+    visit.page.wait_for_function("""(ids) => ids.every((id) => {
+        const gd = document.querySelector(`#${id} .js-plotly-plot`);
+        return gd && (gd._fullData || []).length > 0; })""", arg=KEYED)
+
+    def settled(count: str) -> dict:  # the labels once the page has fitted them to the screen (a frame after drawing)
+        try:
+            visit.page.wait_for_function(f"(ids) => Object.values(({KEY_LABELS})(ids)).every((b) => {count})",
+                                         arg=KEYED, timeout=5_000)
+        except PlaywrightTimeout:
+            pass  # the assertions below name what was drawn
+        return visit.page.evaluate(KEY_LABELS, KEYED)
+
+    on_phone = settled(f"b.length < {sent}")
+    visit.page.set_viewport_size({"width": 1280, "height": 720})
+    widened = settled(f"b.length === {sent}")
+    visit.context.close()
+    assert visit.errors == [], visit.errors
+    for id in KEYED:
+        assert 5 <= len(on_phone[id]) < sent and _crossed(on_phone[id]) == [], (id, on_phone[id])
+        assert len(widened[id]) == sent and _crossed(widened[id]) == [], (id, widened[id])
 
 
 def test_a_new_text_is_drawn_once_per_figure_not_also_into_the_plots_gradio_throws_away(own_attention_page):

@@ -145,3 +145,41 @@ def test_the_grid_of_every_head_is_drawn_while_its_box_is_open(page_of):
     assert "wonderful" not in page.evaluate(grid_x)
     page.get_by_text("Attention in every layer and head").click()
     grid_holds("wonderful")
+
+
+# The grid's head names as drawn: [left, right, name] of each one shown
+HEAD_NAMES = """() => Array.from(document.querySelectorAll('#sentiment-grid .annotation-text'), (e) => [
+    e.getBoundingClientRect(), e.textContent]).filter(([r, name]) => r.width > 0 && /^H[0-9]+$/.test(name))
+    .map(([r, name]) => [r.left, r.right, name])"""
+
+
+def test_on_a_phone_the_grids_head_names_stand_apart_and_a_wider_screen_shows_them_all(page_of):
+    """Twelve heads' names on a phone's grid ran into each other ("H10" is 22 px wide, 17 px apart): every other
+    one is shown there (ui/page.js), and all twelve once the screen is wide enough."""
+    visit = page_of(PHONE, "?tab=sentiment")
+    page = visit.page
+    page.locator("#tab-sentiment textarea").first.fill("The acting was great.")
+    page.locator("#sentiment-run").click()
+    page.locator("#sentiment-tokens span").first.wait_for()
+    page.get_by_text("Attention in every layer and head").click()
+    page.wait_for_function(f"() => ({HEAD_NAMES})().length > 0")
+
+    def settled(count: str) -> list:  # once the page has fitted them to the screen (a frame after drawing)
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            page.wait_for_function(f"() => ({HEAD_NAMES})().length {count}", timeout=5_000)
+        except PlaywrightTimeout:
+            pass  # the assertions below name what was drawn
+        return sorted(page.evaluate(HEAD_NAMES))
+
+    def crossed(names: list) -> list:
+        return [(a[2], b[2]) for a, b in zip(names, names[1:]) if b[0] < a[1] - 1]
+
+    on_phone = settled("< 12")
+    page.locator("#sentiment-grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "sentiment-grid-phone.png"))
+    assert [name for *_, name in on_phone] == ["H0", "H2", "H4", "H6", "H8", "H10"] and crossed(on_phone) == []
+    page.set_viewport_size(PROJECTOR)
+    widened = settled("=== 12")
+    assert [name for *_, name in widened] == [f"H{j}" for j in range(12)] and crossed(widened) == []
