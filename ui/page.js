@@ -113,6 +113,7 @@
       const need = axis.tickangle === 0 ? Math.max(...labels.map((e) => e.getBoundingClientRect().width)) + 4
         : parseFloat(getComputedStyle(labels[0]).fontSize) + 2;
       const pitch = Math.abs(axis.d2p(sent.tickvals[1]) - axis.d2p(sent.tickvals[0]));
+      if (!(pitch > 0)) continue;  // (a value plotly cannot place: its labels are left as sent)
       const k = Math.max(1, Math.ceil(need / pitch));
       if (k === sent.k) continue;
       sent.k = k;
@@ -148,7 +149,8 @@
     const drawnNames = names.map(drawnNote).filter(Boolean);
     if (names.length > 2 && drawnNames.length && names.every(whole)) {
       const pitch = Math.abs(notes[names[1]].x - notes[names[0]].x) * full._size.w;
-      const k = Math.ceil((Math.max(...drawnNames.map((e) => e.getBoundingClientRect().width)) + 4) / pitch);
+      const widest = Math.max(...drawnNames.map((e) => e.getBoundingClientRect().width));
+      const k = pitch > 0 ? Math.ceil((widest + 4) / pitch) : 1;
       names.forEach((i, n) => {
         const shown = n % k === 0;  // and those hidden at a narrower width shown again
         if (!shown) hidden.add(i);
