@@ -122,8 +122,8 @@ def top_predictions_figure(predictions: dict[str, tuple[np.ndarray, list[str]]],
         traces.append(dict(type="bar", x=np.asarray(probs, dtype=np.float32), y=np.array(ranked, dtype=object),
                            orientation="h", showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                            hovertemplate=t("masking.top_hover", lang)))
-    layout.update(title=dict(text=t("masking.top_title", lang, position=position, token=plain(repr(token)))), height=300,
-                  margin=dict(l=10, r=10, t=50, b=10))
+    title = t("masking.top_title", lang, position=position, token=plain(repr(token)))
+    layout.update(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10))
     return unchecked_figure(traces, layout)
 
 

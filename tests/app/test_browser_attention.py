@@ -195,7 +195,7 @@ def _crossed(boxes: list) -> list:
     return [(a, b) for a, b in zip(boxes, boxes[1:]) if b[0] < a[1] - 1]
 
 
-def test_on_a_phone_the_key_labels_are_thinned_apart_and_a_wider_screen_gets_them_all_back(browser, server):  # noqa: F811
+def test_on_a_phone_the_key_labels_are_thinned_apart_and_a_wider_screen_gets_them_back(browser, server):  # noqa: F811
     """The server names up to 40 keys, as many as a projector's figure holds; a phone's is a third as wide, and its
     29 upright labels ran into each other. The page keeps every k-th (ui/page.js)."""
     if LM in serving.missing():
