@@ -109,7 +109,8 @@ def scaling_figure(points: list[ScalingPoint], chosen_d: int, lang: str = "en") 
                                      showlegend=col == 1),
                           row=1, col=col)
     fig.add_vline(x=chosen_d, line=dict(color="gray", dash="dash"))
-    fig.update_xaxes(type="log", title=t("concepts.d_axis", lang))
+    # labels at the powers of ten only: plotly's 2 and 5 between them ran into each other on a phone
+    fig.update_xaxes(type="log", dtick=1, title=t("concepts.d_axis", lang))
     fig.update_yaxes(range=[0, 1.02], row=1, col=1)
     # the legend under the panels: at its side it took a third of a phone's width from them
     fig.update_layout(height=400, margin=dict(l=10, r=10, t=40, b=10),

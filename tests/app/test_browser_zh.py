@@ -330,6 +330,19 @@ def test_on_a_phone_every_figures_titles_and_notes_stand_inside_it_apart(visit, 
     assert visit.page.evaluate(CUT_OR_CROSSED) == []
 
 
+# Each visible figure's x-axis labels that run into a neighbour, as drawn level or upright (a label plotly turns by
+# another angle crosses its neighbour's box without touching its letters)
+CROSSED_LABELS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter((gd) => gd.offsetParent)
+  .flatMap((gd) => { const axes = {};
+    gd.querySelectorAll('g[class$="tick"] > text').forEach((e) => {
+      const axis = e.parentNode.getAttribute('class'), turn = /rotate\((-?[0-9.]+)/.exec(e.getAttribute('transform') || '');
+      const r = e.getBoundingClientRect();
+      if (/^x[0-9]*tick$/.test(axis) && r.width > 0 && (!turn || Number(turn[1]) % 90 === 0))
+        (axes[axis] = axes[axis] || []).push([r.left, r.right, e.textContent]); });
+    return Object.values(axes).flatMap((boxes) => { boxes.sort((a, b) => a[0] - b[0]);
+      return boxes.slice(1).flatMap((b, i) => b[0] < boxes[i][1] - 1 ? [boxes[i][2] + ' | ' + b[2]] : []); }); })"""
+
+
 # One page per tab (a page of a tab costs seconds to open and draw), opened at phone width as a phone opens it, with
 # every check of row 14 on it; then widened to the projector's 1280x720, where the same page must read in Chinese
 @pytest.mark.parametrize("tab", [*LINKS, "inside", "forward", "questions", "about"])
@@ -345,6 +358,10 @@ def test_every_tab_reads_in_chinese_and_on_a_phone_no_control_is_squeezed_and_no
     assert seen["squeezed"] == [] and seen["titleLines"] == 1, seen  # the page's title is one line
     if tab in LINKS:
         assert_drawn(drawn, tab)
+    try:  # thinned to the phone's width once drawn (ui/page.js)
+        visit.page.wait_for_function(f"() => ({CROSSED_LABELS})().length === 0", timeout=5_000)
+    finally:
+        assert visit.page.evaluate(CROSSED_LABELS) == []
     for figure, least in PANEL_TITLES.get(tab, ()):  # no two titles run into each other or past the figure's edge
         visit.page.locator(figure).scroll_into_view_if_needed()
         ARTIFACTS.mkdir(exist_ok=True)
