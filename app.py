@@ -45,10 +45,12 @@ CSS = (HERE / "ui" / "page.css").read_text(encoding="utf-8") + "".join(getattr(t
 
 # The page's scripts, read once: the app's own (ui/page.js) and the Tokens tab's (ui/tokens.js), then what it
 # changes in Gradio's page (ui/gradio_patches.js), after the data they read: a toast's title by its kind in each
-# language, the words of a wait's status, and plotly.js's own zh-CN locale (MIT, from the plotly.js-locales
-# package), waiting in window.PlotlyLocales for plotly.js to load
+# language, the page script's own words, the words of a wait's status, and plotly.js's own zh-CN locale (MIT, from
+# the plotly.js-locales package), waiting in window.PlotlyLocales for plotly.js to load
 TOAST_TITLES = {lang: {kind: catalogue.t(f"common.{kind}_title", lang)
                        for kind in ("error", "warning", "info", "success")} for lang in catalogue.LANGUAGES}
+PAGE_WORDS = {lang: {key: catalogue.t(f"app.{key}", lang) for key in ("export_svg", "export_json")}
+              for lang in catalogue.LANGUAGES}  # ui/page.js's buttons on every plot's toolbar
 STATUS_WORDS = {lang: {"processing": catalogue.t("common.status_processing", lang),
                        "queue": catalogue.t("common.status_queue", lang, position="{position}", size="{size}")}
                 for lang in catalogue.LANGUAGES}  # the page fills in the place and the queue's length
@@ -57,6 +59,7 @@ PLOTLY_ZH_CN = (HERE / "ui" / "plotly" / "zh-cn.js").read_text(encoding="utf-8")
 HEAD = "".join([
     f"<script>window.labToastTitles = {json.dumps(TOAST_TITLES, ensure_ascii=False)};\n"
     f"window.labStatusWords = {json.dumps(STATUS_WORDS, ensure_ascii=False)};\n"
+    f"window.labPageWords = {json.dumps(PAGE_WORDS, ensure_ascii=False)};\n"
     f"window.PlotlyLocales = [{PLOTLY_ZH_CN}];\nwindow.labResults = {json.dumps(RESULTS)};</script>\n",
     *(f"<script>\n{path.read_text(encoding='utf-8')}</script>\n"
       for path in (PAGE_SCRIPT, tokens.PAGE_SCRIPT, gradio_patches.PAGE_SCRIPT)),

@@ -12,8 +12,8 @@ from i18n import Joined, Message, catalogue, normalise, render, t
 EN, ZH = catalogue("en"), catalogue("zh-CN")
 CJK = re.compile(r"[\u3400-\u9fff]")
 # entries that are the same in both languages: names, symbols and the terms the Chinese texts keep in Latin letters
-NEUTRAL = {"app.title", "common.warning", "concepts.h.p", "concepts.name.scaled", "figure.head_short",
-           "figure.layer_short", "concepts.follow_logits", "masking.describe", "masking.describe.plain", "generate.contrast_label", "generate.min_p", "generate.top_k", "setting.top_k",
+NEUTRAL = {"common.warning", "concepts.h.p", "concepts.name.scaled", "figure.head_short",
+           "figure.layer_short", "concepts.follow_logits", "masking.describe", "masking.describe.plain", "generate.min_p", "generate.top_k", "setting.top_k",
            "sampling.stage.min-p", "sampling.stage.top-k", "sampling.stage.top-p", "tokens.kind.WordPiece"}
 
 

@@ -14,7 +14,8 @@
     a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 1000);
   };
-  const zh = () => window.labLang === 'zh-CN';
+  // its words, from the catalogue (app.py), in the page's language
+  const words = () => (window.labPageWords || {})[window.labLang] || (window.labPageWords || {}).en || {};
   const addButtons = (modebar) => {
     if (modebar.querySelector('.lab-svg')) return;
     // plotly's camera button, titled in the page's language (plotly's zh-CN locale, below)
@@ -27,7 +28,7 @@
     }, true);
     const svg = camera.cloneNode(false);
     svg.classList.add('lab-svg');
-    svg.setAttribute('data-title', zh() ? '下载图表为SVG格式' : 'Download plot as SVG');  // worded as plotly's own
+    svg.setAttribute('data-title', words().export_svg);  // worded as plotly's own camera button
     svg.innerHTML = icon('SVG');
     svg.addEventListener('click', () => {
       const saved = gd._context.toImageButtonOptions;
@@ -36,7 +37,7 @@
       gd._context.toImageButtonOptions = saved;
     });
     const data = camera.cloneNode(false);
-    data.setAttribute('data-title', zh() ? '下载图中的数值（JSON）' : 'Download the numbers (JSON)');
+    data.setAttribute('data-title', words().export_json);
     data.innerHTML = icon('{}');
     data.addEventListener('click', () => {
       const title = gd.layout.title && (gd.layout.title.text || gd.layout.title);

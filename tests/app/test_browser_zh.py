@@ -10,6 +10,8 @@ Screenshots of each tab and step in Chinese go to test-artifacts/zh-*.png.
 from __future__ import annotations
 
 import pytest
+
+from i18n import t
 from test_browser import (ARTIFACTS, HEAD_LINKS, LINKS, PROJECTOR, Visit, assert_drawn, browser,  # noqa: F401
                           server, visit, wait_drawn, walk_lecture)  # (fixtures)
 
@@ -375,6 +377,11 @@ def test_every_tab_reads_in_chinese_and_on_a_phone_no_control_is_squeezed_and_no
         first.hover()
         shot(visit, f"phone-{tab}-toolbar")
         assert visit.page.evaluate(COVERED, tab) == []
+        # the toolbar's own buttons (ui/page.js) named from the catalogue in the page's language
+        titles = visit.page.evaluate(f"() => Array.from(document.querySelectorAll('#tab-{tab} .modebar'), (bar) => "
+                                     "Array.from(bar.querySelectorAll('.modebar-btn'), (b) => b.dataset.title))")
+        assert titles and all({t("app.export_svg", "zh-CN"), t("app.export_json", "zh-CN")} <= set(bar)
+                              and len(set(bar)) == len(bar) for bar in titles), titles  # each once
 
     visit.page.mouse.move(0, 0)  # the toolbar's tap is over
     visit.page.set_viewport_size(PROJECTOR)
