@@ -17,8 +17,8 @@ opens that door is ui/gradio_patches.guard_queue):
 
 A refused join is HTTP 429 with the reason as its `detail`, which the page shows in its error toast
 and an API client reads from the response, in the language the browser asks for. A join that sends fewer
-values than its endpoint takes is HTTP 422, naming them (Gradio's own answer is HTTP 500, the reason in the
-server's log).
+values than its endpoint takes is HTTP 422 naming them, as a Gradio validation answer (Gradio's own answer is
+HTTP 500, the reason in the server's log).
 
 A view re-sliced from a run already computed (a slider, a stage of a walk) is answered outside the queue, in one
 round trip (`unqueued`), at a door of its own with the same measures: a session holds UNQUEUED_SESSION such
@@ -78,7 +78,11 @@ class Admission:
         fn = self.queue.blocks.fns[fn_index]
         lang = normalise(request.headers.get("accept-language", "").split(",")[0].split(";")[0])
         if len(getattr(body, "data", None) or []) < len(fn.inputs):
-            return HTTPException(status_code=UNPROCESSABLE, detail=t("door.too_few_values", lang, names=takes(fn)))
+            # in the form of Gradio's own validation answer, which gradio_client raises as a ValidationError with
+            # the message (a plain string there broke the client's reading of it: "'str' object has no attribute")
+            said = dict(__type__="validate", is_valid=False, parameter_name="data",
+                        message=t("door.too_few_values", lang, names=takes(fn)))
+            return HTTPException(status_code=UNPROCESSABLE, detail=[said])
         if (refusal := self.refusal(fn.concurrency_id, body.session_hash, address(request))) is None:
             return None
         key, params = refusal

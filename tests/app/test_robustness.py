@@ -20,6 +20,8 @@ import urllib.request
 import gradio as gr
 import pytest
 import serving
+from gradio_client import Client
+from gradio_client.exceptions import ValidationError
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -238,8 +240,13 @@ def test_a_call_sending_fewer_values_than_its_endpoint_takes_is_told_which_it_ta
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=60)
     assert refused.value.code == 422  # not 500, its reason in the server's log only (Gradio's own answer)
-    assert json.loads(refused.value.read())["detail"] == ("This endpoint takes these values, in this order: "
-                                                          "text, method, grid. The request sent fewer.")
+    said = "This endpoint takes these values, in this order: text, method, grid. The request sent fewer."
+    assert json.loads(refused.value.read())["detail"] == [{"__type__": "validate", "is_valid": False,
+                                                           "parameter_name": "data", "message": said}]
+    # gradio_client reads it as Gradio's own validation answer and raises it with the message (a plain string
+    # there broke its reading: "'str' object has no attribute 'get'")
+    with pytest.raises(ValidationError, match="text, method, grid. The request sent fewer"):
+        Client(server, verbose=False).predict("good film", api_name="/classify")
 
 
 def test_a_lone_surrogate_sent_over_http_is_classified_with_a_notice(server):

@@ -283,8 +283,9 @@ def _join(queue, fn_index, session, request, data=()):
     body = SimpleNamespace(fn_index=fn_index, session_hash=session, data=list(data))
     try:
         return asyncio.run(queue.push(body, request, None))[2]
-    except HTTPException as refused:
-        return refused.status_code, refused.detail
+    except HTTPException as refused:  # a validation answer's message, as gradio_client reads it
+        said = refused.detail
+        return refused.status_code, said if isinstance(said, str) else "; ".join(d["message"] for d in said)
 
 
 def _door(cached: tuple[str, ...] = ()):
