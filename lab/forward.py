@@ -178,8 +178,9 @@ class Walk:
 class Slice:
     """One stage's matrix as drawn: values (rows, cols), the labels of both axes, the trace points it is
     read from, its shape named the model's way ("T=9", "d_model=192"), and where it was cut: the layer and
-    head, and the followed row among its rows, each clamped once, here. `angles`: at the rotation stage, the
-    angle (radians) by which the followed position turns each pair of dimensions."""
+    head, the followed position among the text's tokens (the follow slider's value), and the row drawn for it
+    (a classifier's readouts have one row, for the whole text), each clamped once, here. `angles`: at the rotation
+    stage, the angle (radians) by which the followed position turns each pair of dimensions."""
 
     stage: str
     values: np.ndarray
@@ -190,6 +191,7 @@ class Slice:
     applies: bool = True  # False: the stage is not part of this kind of model (a note says so)
     layer: int = 0
     head: int = 0
+    position: int = 0
     follow: int = 0
     angles: np.ndarray | None = None
     notice: str = ""  # what was clamped (a link's layer 40 of a 30-layer model), in the reader's words
@@ -362,11 +364,11 @@ def stage_slice(run: Walk, stage, layer=0, head=0, stack: str | None = None, cro
     follow = clamp(follow, 0, len(run.labels(stack)) - 1, Message("setting.position"), said)
     if stage not in run.stages:
         return Slice(stage, np.zeros((0, 0), np.float32), [], [], (), (), applies=False, layer=layer, head=head,
-                     notice=notice(*said))
+                     position=follow, notice=notice(*said))
     piece = _cut(run, stage, layer, head, stack, bool(cross) and stack == "decoder" and run.kind == "translator",
                  follow)
     # the followed position's row: a classifier's readouts have one row, for the whole text
-    return replace(piece, layer=layer, head=head, follow=min(follow, max(len(piece.rows) - 1, 0)),
+    return replace(piece, layer=layer, head=head, position=follow, follow=min(follow, max(len(piece.rows) - 1, 0)),
                    notice=notice(*said))
 
 

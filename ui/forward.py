@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from i18n import Message, render, t
+from i18n import render, t
 from lab import forward as use
 from lab import models, store
-from lab.policy import MAX_DRAWN_TOKENS, clamp, notice
+from lab.policy import MAX_DRAWN_TOKENS, notice
 from ui import events
 from ui.handlers import Action, cached, handler, positions_slider
 from ui.i18n import choice, language, text as _
@@ -73,7 +73,7 @@ def forward_stage(model: str, text: str, stage: str, layer: float, head: float, 
     """
     run = use.walk(model, text)
     piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-    return (*_drawn(run, piece, stack, cross, lang), _follow_slider(run, stack, follow))
+    return (*_drawn(run, piece, stack, cross, lang), _follow_slider(run, piece, stack, follow))
 
 
 def _stepper(by: int):
@@ -86,16 +86,16 @@ def _stepper(by: int):
         run = use.walk(model, text)
         stage, stack, cross = use.step(run, stage, stack, cross, by)
         piece = use.stage_slice(run, stage, layer, head, stack, cross, follow)
-        return (stage, stack, cross, *_drawn(run, piece, stack, cross, lang), _follow_slider(run, stack, follow))
+        return (stage, stack, cross, *_drawn(run, piece, stack, cross, lang),
+                _follow_slider(run, piece, stack, follow))
     return forward_step
 
 
-def _follow_slider(run, stack: str, follow):
+def _follow_slider(run, piece, stack: str, follow):
     """The follow slider spanning the tokens of the stack drawn (a translator's source and written target differ),
-    in the stage's own answer: an event of its own after each walk cost the click a second round trip."""
-    n = len(run.labels(stack))
-    # the position the stage followed (its slice keeps the row drawn, one for a classifier's readouts)
-    return positions_slider(n, follow, clamp(follow, 0, n - 1, Message("setting.position")))
+    at the position the slice followed, in the stage's own answer: an event of its own after each walk cost the
+    click a second round trip."""
+    return positions_slider(len(run.labels(stack)), follow, piece.position)
 
 
 def controls(model: str, stage: str):

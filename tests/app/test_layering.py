@@ -35,6 +35,13 @@ def test_ui_is_layout_and_adapters_it_imports_no_torch_and_no_core(path):
     assert not bad, f"{path.name} imports {sorted(bad)}: that work belongs in lab/"
 
 
+@pytest.mark.parametrize("path", files("ui") + files("views"), ids=lambda p: p.name)
+def test_each_value_is_clamped_once_by_the_use_case_never_again_by_a_tab_or_a_view(path):
+    """The input policy's clamp runs in lab/, where a run is cut; a tab or a view that clamps again keeps a second
+    copy of the bounds (a slider's 0..n-1 beside the slice's own)."""
+    assert "lab.policy.clamp" not in imports(path)
+
+
 @pytest.mark.parametrize("path", files("lab") + files("transformer_core"), ids=lambda p: p.name)
 def test_the_core_and_the_use_cases_never_import_gradio(path):
     assert not {m for m in imports(path) if m.split(".")[0] in ("gradio", "ui")}

@@ -149,3 +149,14 @@ def test_the_follow_slider_spans_the_walks_tokens_in_the_stages_answer():
     stage, stack, cross, *_, follow = tab._stepper(+1)("translate-pig-latin", "pig latin", "final_norm", 0, 0,
                                                        "encoder", False, 99)
     assert (stage, stack) == ("ids", "decoder") and follow["maximum"] == target - 1
+
+
+def test_a_classifiers_readout_keeps_the_follow_slider_where_the_person_set_it():
+    """A classifier's readouts have one row, for the whole text: the row drawn is 0, yet the slider stays at the
+    token the person follows (position 3 here), to be drawn again at the stages that have a row per token."""
+    text = "a wonderful, moving film"
+    n = len(use.walk("sentiment", text).labels())
+    *_, follow = tab.forward_stage("sentiment", text, "logits", 0, 0, "decoder", False, 3)
+    assert follow == gr.update(maximum=n - 1) and n > 4  # no value: the person's 3 is kept
+    *_, follow = tab.forward_stage("sentiment", text, "logits", 0, 0, "decoder", False, 99)
+    assert follow == gr.update(maximum=n - 1, value=n - 1)
