@@ -400,7 +400,8 @@ def _gpt2() -> tuple[object, TextTokenizer]:
             files = ["config.json", "model.safetensors", "tokenizer.json"]
             try:
                 folder = snapshot_download("gpt2", allow_patterns=files, local_files_only=not hub_reachable())
-            except Exception as e:  # offline and not cached, or no access: one message
-                raise CheckpointError(Message("store.gpt2_unreachable", error=type(e).__name__)) from e
+            except Exception as e:  # offline and not cached, or no access: one message; the exception for the log
+                log.warning("GPT-2 could not be loaded: %s: %s", type(e).__name__, e)
+                raise CheckpointError(Message("store.gpt2_unreachable")) from e
             _gpt2_loaded = (load_gpt2(folder).to(default_device()), TextTokenizer.load(f"{folder}/tokenizer.json"))
         return _gpt2_loaded

@@ -74,15 +74,15 @@ def test_gpt2_unreachable_is_said_and_generation_falls_back_to_the_shipped_model
     from lab import generate as generation
 
     monkeypatch.setattr(lab.store, "_gpt2_loaded", None)
-    with pytest.raises(lab.store.CheckpointError, match="needs the Hugging Face Hub or a copy in the local"):
+    with pytest.raises(lab.store.CheckpointError, match="can reach neither the Hub nor a copy in its"):
         lab.store.gpt2()
     assert no_hub[0] == ("reachable",) and no_hub[1][2]["local_files_only"]  # offline: only the local cache asked
     model, tokenizer, notice = generation.load(generation.GPT2)
     assert model is lab.store.model("shakespeare-lm") and "Using the shipped Shakespeare model" in notice
     # said whole in the page's language (its reason was an English sentence inside the Chinese one: issue 60)
-    assert notice.render("zh-CN").startswith("无法加载模型 'gpt2'：GPT-2 需要 Hugging Face Hub") and "could" not in \
+    assert notice.render("zh-CN").startswith("无法加载模型 'gpt2'：GPT-2 在首次使用时从") and "could" not in \
         notice.render("zh-CN")
-    with pytest.raises(policy.InputError, match="needs the Hugging Face Hub"):
+    with pytest.raises(policy.InputError, match="can reach neither the Hub"):
         lab.attention_run(lab.attention.GPT2_LABEL, "Hello")
     with pytest.raises(policy.InputError, match="Unknown model 'gpt3'"):
         generation.load("gpt3")
