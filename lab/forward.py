@@ -41,15 +41,17 @@ STAGES = ("ids", "embed", "norm", "qkv", "scores", "mask", "attn", "weighted", "
           "ff", "block_out", "final_norm", "logits", "probs", "next", "pooled", "loss")
 # A modern decoder's stages beyond those, each numbered after the stage it follows.
 EXTRA = {"rope": "qkv", "attn_post_norm": "attn_out", "gate_up": "resid_mid", "ff_post_norm": "ff"}
+# The order they run: a classifier pools the tokens' vectors (18) before its head scores the classes (15).
 ORDER = ("ids", "embed", "norm", "qkv", "rope", "scores", "mask", "attn", "weighted", "concat", "attn_out",
-         "attn_post_norm", "resid_mid", "gate_up", "ff", "ff_post_norm", "block_out", "final_norm", "logits",
-         "probs", "next", "pooled", "loss")
+         "attn_post_norm", "resid_mid", "gate_up", "ff", "ff_post_norm", "block_out", "final_norm", "pooled",
+         "logits", "probs", "next", "loss")
 NUMBERS = {**{stage: str(i) for i, stage in enumerate(STAGES, start=1)},
            **{stage: f"{STAGES.index(after) + 1}a" for stage, after in EXTRA.items()}}
 LAYER_STAGES = frozenset(ORDER[2:17])
 HEAD_STAGES = frozenset({"qkv", "rope", "scores", "mask", "attn", "weighted"})
 TOP_COLUMNS = 20  # the vocabulary's columns drawn at the logits and softmax stages: the followed token's likeliest
 CANDIDATES = 10  # the likeliest next tokens drawn at the "next" stage
+WHOLE_TEXT = Message("forward.whole_text")  # the row label of a classifier's pooled vector and readouts
 EVERYTHING = all  # the trace contract's "keep every point"
 
 
@@ -194,6 +196,7 @@ class Slice:
     position: int = 0
     follow: int = 0
     angles: np.ndarray | None = None
+    whole_text: bool = False  # one row for the whole text, not one a token (a classifier's pooled vector on)
     notice: str = ""  # what was clamped (a link's layer 40 of a 30-layer model), in the reader's words
 
 
@@ -432,12 +435,12 @@ def _readout(run: Walk, stage: str, names, stack: str, follow: int) -> Slice:
     if run.kind == "classifier":
         if stage == "pooled":
             pooled = run.trace["pooled"][0].numpy()[None]
-            return Slice(stage, pooled, ["pooled"], [str(j) for j in range(pooled.shape[1])], names,
-                         (f"d_model={pooled.shape[1]}",))
+            return Slice(stage, pooled, [WHOLE_TEXT], [str(j) for j in range(pooled.shape[1])], names,
+                         (f"d_model={pooled.shape[1]}",), whole_text=True)
         classes = list(range(out.vocab_size))
         values = {"logits": out.at(classes), "probs": out.probs(classes), "loss": out.losses()[None]}[stage]
         cols = [run.vocab[i] for i in classes] if stage != "loss" else [run.vocab[run.target[0]]]
-        return Slice(stage, values, [run.name], cols, names, (f"n_class={out.vocab_size}",))
+        return Slice(stage, values, [WHOLE_TEXT], cols, names, (f"n_class={out.vocab_size}",), whole_text=True)
     labels = run.labels("decoder" if run.kind == "translator" else stack)
     if stage in ("logits", "probs"):
         top = out.top[follow]

@@ -266,7 +266,9 @@ def row(piece: Slice, lang: str = "en", run: Walk | None = None) -> Figure:
         trace = dict(type="scatter", mode="lines", x=x, y=values.astype(np.float32), fill="tozeroy",
                      line=dict(color=EDGE, width=1), hovertemplate="%{x}: %{y:.4g}<extra></extra>")
     # plain numbers on the axis: plotly's SI prefixes wrote a loss of 8e-6 as "8µ"
-    layout = dict(title=top_title(t("forward.row_title", lang, token=plain(label), position=follow)), height=260,
+    title = t("forward.text_row_title", lang) if piece.whole_text else t("forward.row_title", lang,
+                                                                          token=plain(label), position=follow)
+    layout = dict(title=top_title(title), height=260,
                   margin=dict(l=60, r=20, t=50, b=40),
                   yaxis=dict(exponentformat="power"),
                   xaxis=dict(type="category", showticklabels=len(values) <= TICKED))
@@ -311,6 +313,8 @@ def sentence(run: Walk, piece: Slice, lang: str = "en") -> str:
         key = "forward.says.embed_scaled" if run.config.get("scale_embeddings") else "forward.says.embed_rotary"
     elif piece.stage == "ff" and run.config.get("gated"):
         key = "forward.says.ff_down"
+    elif piece.stage in ("logits", "probs") and run.kind == "classifier":
+        key = f"forward.says.{piece.stage}_classifier"
     elif piece.stage == "next" and run.kind == "translator":
         key = "forward.says.next_translator"
     elif piece.stage == "qkv" and ".cross_attn." in piece.points[0]:

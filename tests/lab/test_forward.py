@@ -508,6 +508,6 @@ def test_the_translators_walk_is_its_encoder_then_its_decoder_then_its_cross_att
     assert forward.step(run, "final_norm", "encoder", False, +1) == ("ids", "decoder", False)
     assert forward.step(run, "resid_mid", "decoder", False, +1) == ("norm", "decoder", True)
     lm = runs["shakespeare-lm"]
-    assert forward.step(lm, "pooled", None, False, +1)[0] == "loss"
-    assert forward.step(lm, "pooled", None, False, -1)[0] == "next"
+    assert forward.step(lm, "pooled", None, False, +1)[0] == "logits"  # pooling would follow the final norm
+    assert forward.step(lm, "pooled", None, False, -1)[0] == "final_norm"
     assert forward.step(lm, "ids", None, False, -1)[0] == "ids" and forward.step(lm, "loss", None, False, 1)[0] == "loss"

@@ -97,6 +97,25 @@ def test_the_lecture_steps_of_the_walk_draw_every_stage(linked, step, lang):
         assert_drawn(opened(linked, {**preset, "stage": stage, "lang": lang}), stage, lang, stage != "pooled")
 
 
+def test_a_classifiers_walk_pools_before_it_scores_the_classes_one_row_for_the_whole_text(linked):
+    """A classifier's head reads the pooled vector: the walk goes final norm, pooled, logits, softmax, loss (it
+    went logits, softmax, pooled, as a language model's readouts), and its readouts are one row for the whole
+    text, said so in the page's language (the row was labelled with the checkpoint's name, "token 0: sentiment",
+    and the logits were said to score "every token of the vocabulary")."""
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "sentiment")
+    run = use.walk(label, tab.EXAMPLES["sentiment"])
+    assert [stage for stage, _, _ in use.steps(run)][-5:] == ["final_norm", "pooled", "logits", "probs", "loss"]
+    assert use.step(run, "final_norm", None, False, +1)[0] == "pooled"
+    for lang, whole, vocabulary in (("en", "whole text", "vocabulary"), ("zh-CN", "全文", "词汇表")):
+        for stage in ("pooled", "logits", "probs", "loss"):
+            says, diagram, heatmap, row = opened(linked, {"tab": "forward", "model": label, "stage": stage,
+                                                          "text": tab.EXAMPLES["sentiment"], "lang": lang})
+            assert heatmap["layout"]["yaxis"]["ticktext"] == [whole], (stage, lang)  # the drawn row label
+            assert row["layout"]["title"]["text"] == t("forward.text_row_title", lang), (stage, lang)
+            assert "sentiment" not in json.dumps(row["layout"]["title"]), (stage, lang)
+            assert vocabulary not in says.split("\n")[0], (stage, lang, says)
+
+
 @pytest.mark.parametrize("stage", ["logits", "probs", "loss"])
 def test_a_classifiers_classes_are_named_in_the_pages_language(linked, stage):
     label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == "sentiment")
