@@ -232,8 +232,8 @@ def candidates(piece: Slice, lang: str = "en") -> Figure:
     names = [f"{i + 1}. {plain(repr(render(c, lang))[1:-1])}" for i, c in enumerate(piece.cols)]
     colours = [LIT if i == 0 else EDGE for i in range(len(names))]
     label = plain(render(piece.rows[piece.follow], lang)) if piece.rows else ""
-    title = f"{t('forward.stage.next', lang)} {shape_text(piece)}: " + t("forward.candidates_title", lang, token=label,
-                                                                         position=piece.follow)
+    title = t("forward.candidates_title", lang, stage=f"{t('forward.stage.next', lang)} {shape_text(piece)}",
+              token=label, position=piece.follow)
     layout = dict(title=top_title(title),
                   height=max(260, 26 * len(names) + 110), margin=dict(l=140, r=50, t=50, b=40),
                   xaxis=dict(title=dict(text=t("forward.probability", lang)), range=[0, 1.08]),

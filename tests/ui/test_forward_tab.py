@@ -5,6 +5,7 @@ The link goes through the app's own link table (ui/links.LINK_KEYS) to the tab's
 page runs; the lecture steps are links the app keeps (ui/links.LECTURE_PRESETS)."""
 
 import json
+import re
 
 import gradio as gr
 import pytest
@@ -179,3 +180,16 @@ def test_a_classifiers_readout_keeps_the_follow_slider_where_the_person_set_it()
     assert follow == gr.update(maximum=n - 1) and n > 4  # no value: the person's 3 is kept
     *_, follow = tab.forward_stage("sentiment", text, "logits", 0, 0, "decoder", False, 99)
     assert follow == gr.update(maximum=n - 1, value=n - 1)
+
+
+@pytest.mark.parametrize("kind", ["shakespeare-lm", "sentiment", "translate-reverse"])
+def test_a_chinese_pages_figure_titles_use_chinese_punctuation(linked, kind):
+    """Chinese typography: a full-width colon before Chinese words, never ": " glued to a translated sentence (the
+    chosen token's title read "选出的下一个词元 (T=12, vocab=262144): 第 3 个词元…")."""
+    label = next(label for label, checkpoint in use.models_offered().items() if checkpoint == kind)
+    for stage in use.model_stages(label):
+        *_, heatmap, row = opened(linked, {"tab": "forward", "model": label, "stage": stage, "lang": "zh-CN",
+                                           "text": tab.EXAMPLES.get(kind, "3 1 4 1 5")})
+        for figure in (heatmap, row):
+            title = (figure["layout"].get("title") or {}).get("text", "")
+            assert not re.search(r"[:;,] ?[\u4e00-\u9fff]", title), (stage, title)
