@@ -44,8 +44,8 @@ def _drawn(run, piece, stack: str, cross: bool, lang: str):
     where = t("forward.points", lang, points=points, output=views.shape_text(piece)) if points else \
         t("forward.output", lang, output=views.shape_text(piece))
     shown = "  \n".join(part for part in (render(notice(run.notice, piece.notice), lang),
-                                          f"**{views.stage_title(piece.stage, lang)}.** "
-                                          f"{says}", where if piece.applies else "") if part)
+                                          t("forward.heading", lang, stage=views.stage_title(piece.stage, lang),
+                                            says=says), where if piece.applies else "") if part)
     diagram = views.diagram(run, piece.stage, stack or "", piece.layer, piece.head, bool(cross), lang)
     if not piece.applies:
         return shown, diagram, placeholder(says), placeholder(says)

@@ -98,6 +98,10 @@ def test_the_translator_shows_its_decoder_loop_in_chinese(visit):
     assert "".join(picked[:-1]) == "987654321"  # each step writes one token, read by the next step
     said = visit.page.locator("#forward-says").inner_text()
     assert "解码循环" in said and "译文：987654321" in said
+    # the stage's name in bold, then a full-width full stop: "**17. 选出的下一个词元。**" left the asterisks
+    # standing (CommonMark closes no emphasis between a full stop and a Chinese character)
+    bold = visit.page.locator("#forward-says strong").first.inner_text()
+    assert bold == f"17. {i18n.t('forward.stage.next', 'zh-CN')}" and "**" not in said and "。" in said
     boxes = visit.page.evaluate("""() => Array.from(document.querySelectorAll('#forward-diagram svg text'))
         .map((t) => t.textContent)""")
     assert any("编码器" in b for b in boxes) and any("解码器" in b for b in boxes)  # encoder beside decoder
