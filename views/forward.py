@@ -313,7 +313,7 @@ def sentence(run: Walk, piece: Slice, lang: str = "en") -> str:
         key = "forward.says.embed_scaled" if run.config.get("scale_embeddings") else "forward.says.embed_rotary"
     elif piece.stage == "ff" and run.config.get("gated"):
         key = "forward.says.ff_down"
-    elif piece.stage in ("logits", "probs") and run.kind == "classifier":
+    elif piece.stage in ("logits", "probs", "loss") and run.kind == "classifier":
         key = f"forward.says.{piece.stage}_classifier"
     elif piece.stage == "next" and run.kind == "translator":
         key = "forward.says.next_translator"

@@ -115,6 +115,10 @@ def test_a_classifiers_walk_pools_before_it_scores_the_classes_one_row_for_the_w
             assert row["layout"]["title"]["text"] == t("forward.text_row_title", lang), (stage, lang)
             assert "sentiment" not in json.dumps(row["layout"]["title"]), (stage, lang)
             assert vocabulary not in says.split("\n")[0], (stage, lang, says)
+        # the loss is of the class the model picks: a typed text has no label
+        says = opened(linked, {"tab": "forward", "model": label, "stage": "loss", "text": tab.EXAMPLES["sentiment"],
+                               "lang": lang})[0]
+        assert t("forward.says.loss_classifier", lang) in says, (lang, says)
 
 
 @pytest.mark.parametrize("stage", ["logits", "probs", "loss"])
