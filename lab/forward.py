@@ -193,10 +193,10 @@ class Slice:
     applies: bool = True  # False: the stage is not part of this kind of model (a note says so)
     layer: int = 0
     head: int = 0
-    position: int = 0
-    follow: int = 0
+    position: int = 0  # the followed token, 0..T-1: what the follow slider shows
+    follow: int = 0  # the row drawn for it (0 where the stage has one row)
     angles: np.ndarray | None = None
-    whole_text: bool = False  # one row for the whole text, not one a token (a classifier's pooled vector on)
+    whole_text: bool = False  # one row for the whole text: a classifier's pooled vector and its readouts
     notice: str = ""  # what was clamped (a link's layer 40 of a 30-layer model), in the reader's words
 
 
