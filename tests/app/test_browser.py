@@ -373,7 +373,7 @@ def wait_drawn(visit, tab: str, needs: list[str], settle_s: float = 1.0) -> dict
 
 
 def assert_drawn(seen: dict, tab: str) -> None:
-    assert seen["busy"] == 0, f"{tab}: still running: {seen['busyAt']}"
+    assert seen["busy"] == 0, f"{tab}: still running: {seen['busyAt']}; toasts: {seen.get('toasts')}"
     assert seen["blank"] == [], f"{tab}: visible output(s) left blank: {seen['blank']}; toasts: {seen.get('toasts')}"
     assert all(p["data"] > 0 or p["notes"] > 0 for p in seen["plots"]), f"{tab}: an empty plot: {seen['plots']}"
 
