@@ -72,6 +72,7 @@ class Checkpoint:
 
 
 GPT2 = Checkpoint(store.GPT2, "DecoderLM", GPT2_LABEL)  # downloaded on first use; it learned English
+GPT2_SIZE = 12  # GPT-2 small's layers and heads, known before it is downloaded
 
 
 def registry(include_cheats: bool = False) -> list[Checkpoint]:
@@ -178,6 +179,23 @@ def load(name: str) -> tuple[object, object]:
 def key(name: str, *inputs) -> tuple:
     """A run cache key: model folder, checkpoint name and identity, then what the run read."""
     return (str(store.model_dir()), name, store.identity(name), *inputs)
+
+
+def largest_sizes() -> tuple[int, int]:
+    """(top layer, top head) over every model offered (GPT-2 small's 12 layers and heads counted, unloaded): the
+    most a layer or head slider may be sent while a newly picked model's own sizes are on their way
+    (ui/values.as_built). Read again only when the model folders change."""
+    signature = store.folder_signature()
+    read_at, tops = _read.get("largest", ((), (0, 0)))
+    if read_at != signature:
+        sizes = [(GPT2_SIZE - 1, GPT2_SIZE - 1)]
+        for entry in registry(include_cheats=True):
+            config = {} if entry.name == store.GPT2 else store.config(entry.name)
+            if "n_layer" in config:  # a real LLM not made yet has no sizes
+                sizes.append((config["n_layer"] - 1, config["n_head"] - 1))
+        tops = (max(layer for layer, _ in sizes), max(head for _, head in sizes))
+        _read["largest"] = (signature, tops)
+    return tops
 
 
 def slider_sizes(model: str, layer, head) -> tuple[tuple[int, int], tuple[int, int]] | None:

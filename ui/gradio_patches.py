@@ -13,7 +13,8 @@ tests/app/test_browser_attention.py for the page's.
    a join it answered from a cache for good.
 3. Refused inputs (`guard`, Python): a component's preprocess may raise anything; the queue's cache probe
    turns that into HTTP 500, and the message otherwise is Gradio's English, quoting Python. (A position slider a
-   run has narrowed is judged by its built range, ui/values.as_built: the next text may be longer.)
+   run has narrowed is judged by its built range, ui/values.as_built: the next text may be longer; a layer or head
+   slider a picked model narrowed, by the largest model's: the next model may be larger.)
 4. The page's language while preprocessing (`speak_page_language`, Python): Gradio gives preprocess no request.
 5. The cache probe (`probing`, Python): whether the queue only asks for a cached answer is a private flag.
 6. Drawing a figure once (`gradio_patches.js`): Gradio's Plot draws each new figure twice and leaks the plot

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from lab import models
 from lab.attention import MAX_NEW_TOKENS
 from lab.masking import MAX_TOKENS as MAX_MASKED_TOKENS
 from lab.policy import MAX_DRAWN_TOKENS
@@ -52,11 +53,22 @@ SIZED_BY_RUN = {"forward-follow": MAX_DRAWN_TOKENS - 1, "query_token": MAX_DRAWN
                 "position_for_the_top_5_guesses": MAX_MASKED_TOKENS - 1, "step": MAX_NEW_TOKENS - 1}
 
 
+# The layer and head sliders a picked model sizes (ui/handlers.model_changed), by elem_id: 0 a layer, 1 a head
+SIZED_BY_MODEL = {"layer": 0, "head": 1, "forward-layer": 0, "forward-head": 1}
+
+
 def as_built(component):
     """What a component's input is judged by: a position slider a run sized (SIZED_BY_RUN) by the range it was built
     with, not the last run's. The next text may be longer than the last one (an API client's next call, a lecture
     step that starts several events at once, a person who types a longer text): its position is the view's to draw,
-    clamped with a notice past the text's end, and the answer sizes the slider again. Other components as they are."""
+    clamped with a notice past the text's end, and the answer sizes the slider again. A layer or head slider a
+    picked model sized (SIZED_BY_MODEL), by the largest model offered: a lecture step that changes the model starts
+    its view beside the resize, and the view's request may carry the last model's layer (11 of multilingual-e5's
+    12) after the next model's 6 narrowed the slider; the view clamps it with a notice. Other components as they
+    are."""
+    if isinstance(component, gr.Slider) and component.elem_id in SIZED_BY_MODEL:
+        return SimpleNamespace(minimum=component.minimum, maximum=models.largest_sizes()[SIZED_BY_MODEL[
+            component.elem_id]], precision=component.precision)
     end = SIZED_BY_RUN.get(component.elem_id) if isinstance(component, gr.Slider) else None
     if end is None:
         return component

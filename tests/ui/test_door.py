@@ -578,13 +578,13 @@ def test_a_position_slider_a_run_narrowed_takes_any_position_its_view_may_draw()
     names that range."""
     with gr.Blocks():
         narrowed = gr.Slider(0, 6, elem_id="forward-follow")  # a 7-token text's positions
-        other = gr.Slider(0, 6, elem_id="layer")
+        other = gr.Slider(0, 6, elem_id="dilation")
     gradio_patches.guard(narrowed)
     assert narrowed.preprocess(8) == 8 and narrowed.preprocess(3) == 3 and narrowed.preprocess(127) == 127
     with pytest.raises(gr.Error, match="from 0 to 127"):
         narrowed.preprocess(500)  # past every position a view draws: refused, as any slider refuses it
     with pytest.raises(gr.Error, match="from 0 to 6"):
-        other.preprocess(8)  # a layer is no position: refused
+        other.preprocess(8)  # an other slider: refused past its range
     with gr.Blocks():
         masked = gr.Slider(0, 6, elem_id="position_for_the_top_5_guesses")
         step = gr.Slider(0, 2, elem_id="step")
@@ -592,3 +592,25 @@ def test_a_position_slider_a_run_narrowed_takes_any_position_its_view_may_draw()
     for slider, past in ((masked, 64), (step, 40)):  # past the last its own view ever draws (64, 40 tokens)
         with pytest.raises(gr.Error):
             slider.preprocess(past)
+
+
+def test_a_layer_slider_a_model_pick_narrowed_takes_the_last_models_layer_for_the_view_to_clamp():
+    """A lecture step that changes the model starts its view beside the sliders' resize (ui/handlers.model_changed):
+    under load the view's request carried multilingual-e5's layer 11 after the resize to the language model's 6
+    layers had narrowed the session's slider, and Gradio refused it ('Value 11 is greater than maximum value 5'), an
+    error toast and a blank head in front of the class. A layer or head slider is judged by the largest model
+    offered (ui/values.as_built); the view clamps to its own model with a notice; past every model, refused."""
+    from lab import attention as use, models
+
+    top_layer, top_head = models.largest_sizes()
+    assert top_layer >= 11 and top_head >= 11  # multilingual-e5's 12 layers and heads
+    with gr.Blocks():
+        layer = gr.Slider(0, 5, elem_id="layer")  # narrowed to the 6-layer language model
+        head = gr.Slider(0, 5, elem_id="forward-head")
+    gradio_patches.guard(layer)
+    assert layer.preprocess(11) == 11 and head.preprocess(11) == 11
+    with pytest.raises(gr.Error, match=f"from 0 to {top_layer}"):
+        layer.preprocess(top_layer + 1)
+    notices = []
+    run = use.attention_run("shakespeare-lm", "To be, or not to be")
+    assert run.focus(11, 0, 0, notices)[0] == 5 and notices  # drawn at the model's last layer, and said
